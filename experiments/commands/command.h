@@ -1,0 +1,13 @@
+#pragma once
+// Each `vlrnn` subcommand lives in its own file and registers itself on the app here.
+// A subcommand's callback stores its exit code in `exit_code`; errors are thrown and the
+// main catches them, prints a hint and exits non-zero.
+
+#include <CLI/CLI.hpp>
+
+namespace vlrnn::cli {
+
+void add_verify_command(CLI::App& app, int& exit_code);
+void add_methods_command(CLI::App& app, int& exit_code);
+
+}  // namespace vlrnn::cli

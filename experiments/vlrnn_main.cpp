@@ -1,0 +1,31 @@
+// `vlrnn`: verify, measure and compare exact memory-efficient BPTT methods.
+#include "commands/command.h"
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "vlrnn: exact backpropagation through time in blocks, for very long sequences.\n"
+      "Full BPTT keeps every activation of every step (memory grows with T x B); VLRNN\n"
+      "recomputes each block from a stored state and gets the same gradients."};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  vlrnn::cli::add_verify_command(app, exit_code);
+  vlrnn::cli::add_methods_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const c10::Error& e) {
+    std::cerr << "vlrnn: error: " << e.what_without_backtrace() << "\n"
+              << "hint: run 'vlrnn " << (app.get_subcommands().empty() ? "" :
+                 app.get_subcommands().front()->get_name() + " ") << "--help' for usage\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "vlrnn: error: " << e.what() << "\n";
+    return 2;
+  }
+  return exit_code;
+}

@@ -1,0 +1,97 @@
+#include "test_util.h"
+
+#include "vlrnn/methods/vlrnn_method.h"
+#include "vlrnn/verify/matrix.h"
+
+namespace vlrnn {
+namespace {
+
+using testing::expect_error_mentions;
+using testing::SmallProblem;
+
+// The whole verification matrix for vlrnn, one test per case.
+std::vector<verify::VerifyCase> vlrnn_cases() {
+  std::vector<verify::VerifyCase> cases;
+  for (const auto& c : verify::default_matrix()) {
+    if (c.method.rfind("vlrnn", 0) == 0) cases.push_back(c);
+  }
+  return cases;
+}
+
+class VlrnnEqualsFull : public ::testing::TestWithParam<verify::VerifyCase> {};
+
+TEST_P(VlrnnEqualsFull, WithinTolerance) {
+  const auto outcome = verify::run_case(GetParam());
+  ASSERT_TRUE(outcome.error.empty()) << outcome.error;
+  EXPECT_LE(outcome.diff.max_rel, outcome.tolerance)
+      << GetParam().name() << " " << GetParam().method << ": worst " << outcome.diff.worst;
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, VlrnnEqualsFull, ::testing::ValuesIn(vlrnn_cases()),
+                         [](const auto& info) {
+                           std::string name = info.param.name() + "_" + info.param.method;
+                           for (auto& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+TEST(VlrnnMethod, RunsExactlyOneExtraForwardWithoutGradMinusTheLastBlock) {
+  SmallProblem p("gru", /*steps=*/23);
+  for (int64_t k : {1, 4, 5, 23, 40}) {
+    VlrnnMethod method(VlrnnOptions().with_block_length(k));
+    const auto result = method.compute(p.workload());
+    const int64_t last_block = 23 - ((23 - 1) / std::min<int64_t>(k, 23)) * std::min<int64_t>(k, 23);
+    EXPECT_EQ(result.counters.forward_with_grad, 23) << "K=" << k;
+    EXPECT_EQ(result.counters.backward, 23) << "K=" << k;
+    EXPECT_EQ(result.counters.forward_without_grad, 23 - last_block) << "K=" << k;
+  }
+}
+
+TEST(VlrnnMethod, NumBlocksSetsTheBlockLength) {
+  EXPECT_EQ(VlrnnMethod(VlrnnOptions().with_num_blocks(4)).block_length_for(10), 3);
+  EXPECT_EQ(VlrnnMethod(VlrnnOptions().with_block_length(64)).block_length_for(10), 10);
+  EXPECT_EQ(VlrnnMethod().block_length_for(100), 10);
+}
+
+TEST(VlrnnMethod, NonPositiveBlockLengthIsRejected) {
+  expect_error_mentions([] { VlrnnMethod(VlrnnOptions().with_block_length(-3)); },
+                        {"block_length (K)", "positive", "-3"});
+  expect_error_mentions([] { make_method("vlrnn", {{"block", 0}}); },
+                        {"vlrnn block", "K >= 1", "got 0"});
+  expect_error_mentions([] { make_method("vlrnn", {{"block", -5}}); }, {"block", "-5"});
+  expect_error_mentions([] { make_method("vlrnn", {{"blocks", 0}}); }, {"blocks", "N >= 1", "0"});
+}
+
+TEST(VlrnnMethod, PerStepLossesAndFinalStateMatchFull) {
+  SmallProblem p("lstm", 17);
+  auto full = make_method("full")->compute(p.workload());
+  auto blocked = make_method("vlrnn", {{"block", 4}})->compute(p.workload());
+  EXPECT_TRUE(torch::allclose(full.step_losses, blocked.step_losses, 1e-12, 1e-12));
+  EXPECT_FALSE(blocked.step_losses.requires_grad());
+  EXPECT_FALSE(blocked.loss.requires_grad());
+  for (size_t i = 0; i < full.final_state.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(full.final_state[i], blocked.final_state[i], 1e-12, 1e-12));
+  }
+}
+
+// dL/dx through a non-leaf input (an upstream layer) reaches that layer's parameters.
+TEST(VlrnnMethod, InputGradientFlowsIntoAnUpstreamGraph) {
+  SmallProblem p("rnn", 10);
+  auto embed = torch::randn({3, 3}, torch::dtype(torch::kFloat64).requires_grad(true));
+  auto raw = p.batch.inputs.clone();
+  auto grads = [&](const std::string& method) {
+    embed.mutable_grad() = torch::Tensor();
+    SequenceBatch batch = p.batch;
+    batch.inputs = torch::matmul(raw, embed);  // [T, B, F], non-leaf
+    make_method_from_spec(method)->compute({*p.model, *p.head, batch});
+    return embed.grad().clone();
+  };
+  auto reference = grads("full");
+  auto blocked = grads("vlrnn:block=3");
+  EXPECT_TRUE(torch::allclose(reference, blocked, 1e-10, 1e-12));
+  EXPECT_GT(reference.abs().max().item<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace vlrnn

@@ -1,0 +1,87 @@
+#include "test_util.h"
+
+#include "vlrnn/verify/compare.h"
+#include "vlrnn/verify/matrix.h"
+#include "vlrnn/verify/report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace vlrnn::verify {
+namespace {
+
+GradientSnapshot snapshot_of(std::vector<std::pair<std::string, torch::Tensor>> tensors) {
+  GradientSnapshot s;
+  s.tensors = std::move(tensors);
+  return s;
+}
+
+TEST(Compare, IdenticalSnapshotsDifferByZero) {
+  auto a = torch::randn({4, 4}, torch::kFloat64);
+  auto d = compare(snapshot_of({{"grad model.w", a}}), snapshot_of({{"grad model.w", a.clone()}}));
+  EXPECT_EQ(d.max_abs, 0.0);
+  EXPECT_EQ(d.max_rel, 0.0);
+  EXPECT_NEAR(d.grad_cosine, 1.0, 1e-15);
+}
+
+TEST(Compare, NamesTheWorstTensorAndScalesByItsLargestEntry) {
+  auto a = torch::ones({3}, torch::kFloat64);
+  auto b = torch::full({3}, 100.0, torch::kFloat64);
+  auto got = snapshot_of({{"x", a + 1e-3}, {"y", b + 1e-3}});
+  auto d = compare(got, snapshot_of({{"x", a}, {"y", b}}));
+  EXPECT_EQ(d.worst, "x");
+  EXPECT_NEAR(d.max_rel, 1e-3, 1e-12);
+}
+
+TEST(Compare, NanNeverPasses) {
+  auto a = torch::ones({3}, torch::kFloat64);
+  auto bad = a.clone();
+  bad[1] = NAN;
+  auto d = compare(snapshot_of({{"x", bad}}), snapshot_of({{"x", a}}));
+  EXPECT_GT(d.max_rel, 1.0);
+}
+
+TEST(Compare, MismatchedSnapshotsAreAnError) {
+  auto a = torch::ones({3});
+  testing::expect_error_mentions(
+      [&] { compare(snapshot_of({{"x", a}}), snapshot_of({{"y", a}})); }, {"x", "y"});
+}
+
+TEST(Matrix, CoversTheIssueAxes) {
+  auto cases = default_matrix();
+  // 5 models × 6 block lengths × 2 reductions × 2 dtypes × 2 h0 modes for vlrnn.
+  int vlrnn_cases = 0;
+  for (const auto& c : cases) vlrnn_cases += c.method.rfind("vlrnn", 0) == 0;
+  EXPECT_EQ(vlrnn_cases, 5 * 6 * 2 * 2 * 2);
+}
+
+TEST(Matrix, AWrongMethodFailsTheCase) {
+  // A broken method (gradients scaled) must be caught: the verifier can fail.
+  VerifyCase spec;
+  spec.method = "vlrnn:block=7";
+  auto good = run_case(spec);
+  EXPECT_TRUE(good.passed) << good.error;
+  spec.method = "no_such_method";
+  auto bad = run_case(spec);
+  EXPECT_FALSE(bad.passed);
+  EXPECT_NE(bad.error.find("no_such_method"), std::string::npos);
+}
+
+TEST(Report, TableAndJsonHoldEveryCase) {
+  VerifyCase spec;
+  std::vector<VerifyOutcome> outcomes{run_case(spec)};
+  std::ostringstream table;
+  print_table(table, outcomes);
+  EXPECT_NE(table.str().find(spec.name()), std::string::npos);
+  EXPECT_EQ(summary_line(outcomes), "1 passed, 0 failed");
+  const std::string path = ::testing::TempDir() + "/verify.json";
+  write_json(path, outcomes);
+  auto json = nlohmann::json::parse(std::ifstream(path));
+  ASSERT_EQ(json["cases"].size(), 1u);
+  EXPECT_EQ(json["cases"][0]["passed"], true);
+}
+
+}  // namespace
+}  // namespace vlrnn::verify

@@ -1,0 +1,48 @@
+#pragma once
+// The verification matrix: every exact method against full BPTT over models × block
+// lengths × reductions × dtypes × initial-state modes.
+
+#include "vlrnn/verify/compare.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace vlrnn::verify {
+
+struct VerifyCase {
+  std::string model = "lstm";  // a model kind (vlrnn/core/models.h)
+  int64_t num_layers = 1;
+  std::string head = "ce";     // "ce" or "mse"
+  std::string method = "vlrnn:block=7";  // a method spec (vlrnn/methods/registry.h)
+  std::string reduction = "mean";
+  torch::ScalarType dtype = torch::kFloat64;
+  bool h0_with_grad = true;    // false: h0 absent (zeros, no grad)
+  int64_t time_steps = 28, batch = 3, input_size = 4, hidden_size = 5;
+  uint64_t seed = 1234;
+
+  std::string name() const;
+};
+
+// For GoogleTest's parameter printing: the case's name and method.
+inline void PrintTo(const VerifyCase& c, std::ostream* out) { *out << c.name() << " " << c.method; }
+
+struct VerifyOutcome {
+  VerifyCase spec;
+  Difference diff;
+  double tolerance = 0.0;
+  bool exact = true;  // false: an approximate method, reported and never failed
+  bool passed = false;
+  std::string error;  // set when the case threw
+};
+
+// The default matrix: {rnn, gru, lstm x1, lstm x3, gru_lstm} × K ∈ {1, 2, 7, 5, T, T + 12}
+// × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent}, for every exact method
+// in the registry other than "full" (the reference).
+std::vector<VerifyCase> default_matrix();
+
+// Builds the model, head and data from `spec.seed`, runs full BPTT and `spec.method` on the
+// same weights and data, and compares them. Never throws: errors land in `error`.
+VerifyOutcome run_case(const VerifyCase& spec);
+
+}  // namespace vlrnn::verify

@@ -1,0 +1,123 @@
+#include "vlrnn/verify/matrix.h"
+
+#include "vlrnn/core/heads.h"
+#include "vlrnn/core/models.h"
+#include "vlrnn/methods/registry.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace vlrnn::verify {
+
+std::string VerifyCase::name() const {
+  const std::string model_name =
+      model == "gru_lstm" ? model : fmt::format("{}x{}", model, num_layers);
+  return fmt::format("{}/{}/{}/{}/h0={}/T={}", model_name, head, reduction,
+                     dtype == torch::kFloat64 ? "f64" : "f32", h0_with_grad ? "grad" : "none",
+                     time_steps);
+}
+
+namespace {
+
+// The option values each method is verified with; a method not listed here is verified
+// with its defaults only.
+std::vector<std::string> method_variants(const std::string& method, int64_t time_steps) {
+  if (method == "vlrnn") {
+    std::vector<std::string> specs;
+    // K = 1, 2, 7 (divides T = 28), 5 (does not), T, and beyond T.
+    for (int64_t k : {int64_t(1), int64_t(2), int64_t(7), int64_t(5), time_steps, time_steps + 12}) {
+      specs.push_back(fmt::format("vlrnn:block={}", k));
+    }
+    return specs;
+  }
+  return {method};
+}
+
+}  // namespace
+
+std::vector<VerifyCase> default_matrix() {
+  struct ModelShape {
+    std::string kind;
+    int64_t layers;
+    std::string head;
+  };
+  const std::vector<ModelShape> models = {
+      {"rnn", 1, "ce"}, {"gru", 1, "mse"}, {"lstm", 1, "ce"}, {"lstm", 3, "mse"}, {"gru_lstm", 1, "ce"}};
+  std::vector<VerifyCase> cases;
+  VerifyCase base;
+  for (const auto& method : method_names()) {
+    if (method == "full") continue;
+    for (const auto& spec : method_variants(method, base.time_steps)) {
+      for (const auto& m : models) {
+        for (const char* reduction : {"sum", "mean"}) {
+          for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
+            for (bool h0_with_grad : {true, false}) {
+              VerifyCase c = base;
+              c.model = m.kind;
+              c.num_layers = m.layers;
+              c.head = m.head;
+              c.method = spec;
+              c.reduction = reduction;
+              c.dtype = dtype;
+              c.h0_with_grad = h0_with_grad;
+              cases.push_back(c);
+            }
+          }
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+VerifyOutcome run_case(const VerifyCase& spec) {
+  VerifyOutcome outcome;
+  outcome.spec = spec;
+  outcome.tolerance = tolerance_for(spec.dtype);
+  try {
+    torch::manual_seed(spec.seed);
+    ModelConfig config;
+    config.kind = spec.model;
+    config.input_size = spec.input_size;
+    config.hidden_size = spec.hidden_size;
+    config.num_layers = spec.num_layers;
+    auto model = make_model(config);
+    model->to(spec.dtype);
+    auto head = make_head(spec.head, model->output_size(), spec.head == "ce" ? 3 : 2);
+    head->to(spec.dtype);
+    const auto options = torch::TensorOptions().dtype(spec.dtype);
+
+    SequenceBatch batch;
+    batch.inputs = torch::randn({spec.time_steps, spec.batch, spec.input_size}, options)
+                       .requires_grad_(true);  // [T, B, F]
+    batch.targets = random_targets(*head, spec.time_steps, spec.batch, options);
+    State h0;
+    if (spec.h0_with_grad) {
+      std::vector<torch::Tensor> tensors;
+      for (const auto& s : model->state_spec()) {
+        tensors.push_back(torch::randn(s.shape_for_batch(spec.batch), options).requires_grad_(true));
+      }
+      h0 = State(std::move(tensors));
+    }
+    const Workload workload{*model, *head, batch, h0, reduction_from_string(spec.reduction)};
+
+    auto reference_method = make_method("full");
+    auto method = make_method_from_spec(spec.method);
+    outcome.exact = method->is_exact();
+    // Both runs start from the same generator state, so a model that draws random numbers
+    // (dropout) sees the same draws in every method.
+    torch::manual_seed(spec.seed + 1);
+    const auto reference = run_and_snapshot(*reference_method, workload);
+    torch::manual_seed(spec.seed + 1);
+    const auto got = run_and_snapshot(*method, workload);
+    outcome.diff = compare(got, reference);
+    outcome.passed = !outcome.exact || outcome.diff.max_rel <= outcome.tolerance;
+  } catch (const std::exception& e) {
+    outcome.error = e.what();
+    outcome.passed = false;
+  }
+  return outcome;
+}
+
+}  // namespace vlrnn::verify

@@ -1,0 +1,35 @@
+#pragma once
+// The interface every recurrent model implements: strictly sequential processing of a block
+// of steps from an entry state. Shapes: x_block [Tb, B, F] -> z_block [Tb, B, Z].
+
+#include "vlrnn/core/state.h"
+
+#include <torch/torch.h>
+
+#include <utility>
+#include <vector>
+
+namespace vlrnn {
+
+class RecurrentModule : public torch::nn::Module {
+ public:
+  // Runs the steps of x_block from h_entry: returns (z_block [Tb, B, Z], h_exit).
+  // `lengths` ([B] int64, optional) gives each sequence's valid steps inside the block:
+  // z is zero beyond them and h_exit is the state after a sequence's last valid step
+  // (h_entry itself for a sequence with 0 valid steps).
+  virtual std::pair<torch::Tensor, State> forward(const torch::Tensor& x_block,
+                                                  const State& h_entry,
+                                                  const torch::Tensor& lengths = {}) = 0;
+
+  virtual int64_t input_size() const = 0;   // F
+  virtual int64_t output_size() const = 0;  // Z
+  virtual std::vector<StateSpec> state_spec() const = 0;
+
+  // The zero state for a batch of `batch` sequences (what "h_0 absent" means).
+  State initial_state(int64_t batch, const torch::TensorOptions& options) const;
+  // Throws naming `argument` when `state` does not match state_spec() for this batch.
+  void check_state(const State& state, int64_t batch, torch::ScalarType dtype,
+                   const std::string& argument) const;
+};
+
+}  // namespace vlrnn

@@ -1,0 +1,36 @@
+#pragma once
+// Primitives over a chain of steps that every gradient method is built from: run a range of
+// steps with or without autograd, and back-propagate a block from its two roots.
+// Shapes: the batch's [T, B, ...]; a block covers steps [t0, t0 + n).
+
+#include "vlrnn/methods/gradient_method.h"
+
+namespace vlrnn {
+
+// A block run with autograd recording: the weighted loss (a scalar with its graph), the
+// unweighted per-step losses [n, B] (detached) and the exit state (with its graph).
+struct BlockForward {
+  torch::Tensor loss;
+  torch::Tensor step_losses;
+  State exit;
+};
+
+// Runs the model and head on steps [t0, t0 + n) from `entry`, recording autograd.
+// `inputs` are the batch's inputs for the block (the caller picks whether they are a view
+// of the batch or a detached leaf).
+BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,
+                           int64_t n, const State& entry);
+
+// Runs the model only (no head, no autograd) on steps [t0, t0 + n): returns the exit state.
+State advance_without_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry);
+
+// Back-propagates a block from both of its roots at once: its loss (seed 1) and its exit
+// state, seeded with `exit_grad` (the δh flowing back from the next block; empty for the
+// last block). One backward call, no retain_graph.
+void backward_block(const BlockForward& block, const State& exit_grad);
+
+// Accumulates dL/dx of a whole sequence into the inputs once all blocks are done: into
+// .grad() of a leaf, or through the graph that produced a non-leaf.
+void accumulate_input_grad(const torch::Tensor& inputs, const torch::Tensor& input_grad);
+
+}  // namespace vlrnn

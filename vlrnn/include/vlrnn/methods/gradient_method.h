@@ -1,0 +1,62 @@
+#pragma once
+// The one interface every way of computing gradients implements (full BPTT, VLRNN,
+// checkpointing, truncated BPTT, ...). The public compute() validates the workload, then
+// calls the method's compute_impl(). It accumulates dL/dθ into the parameters' .grad()
+// (and into h_0's and the inputs' when they require grad) and returns the detached loss.
+
+#include "vlrnn/core/loss.h"
+#include "vlrnn/core/output_module.h"
+#include "vlrnn/core/recurrent_module.h"
+#include "vlrnn/core/sequence.h"
+#include "vlrnn/core/state.h"
+
+#include <string>
+
+namespace vlrnn {
+
+// One gradient step's inputs: model, head, data, initial state and reduction.
+struct Workload {
+  RecurrentModule& model;
+  OutputModule& head;
+  SequenceBatch batch;
+  State h0 = {};  // empty = zeros that require no grad
+  Reduction reduction = Reduction::kMean;
+};
+
+// How many steps each phase ran (summed over all blocks / segments).
+struct StepCounters {
+  int64_t forward_with_grad = 0;     // steps run with autograd recording
+  int64_t forward_without_grad = 0;  // steps run under NoGradGuard (recomputation sources)
+  int64_t backward = 0;              // steps back-propagated through
+};
+
+struct GradientResult {
+  torch::Tensor loss;         // scalar, detached
+  State final_state;          // state after each sequence's last step, detached
+  torch::Tensor step_losses;  // [T, B] unweighted per-step losses, detached (0 past a length)
+  StepCounters counters;
+};
+
+class GradientMethod {
+ public:
+  virtual ~GradientMethod() = default;
+
+  // Validates `workload` (shapes, dtypes, state, targets) and computes the gradients.
+  GradientResult compute(const Workload& workload);
+
+  virtual std::string name() const = 0;
+  // The method with its options, e.g. "vlrnn(K=64)".
+  virtual std::string describe() const { return name(); }
+  // False for approximations (truncated BPTT): the verifier reports their error instead.
+  virtual bool is_exact() const { return true; }
+
+ protected:
+  // `workload.h0` is filled in (zeros when absent) before this is called.
+  virtual GradientResult compute_impl(const Workload& workload) = 0;
+};
+
+// Throws an error naming the argument when `workload` is inconsistent; returns it with
+// h0 filled in with zeros when it was absent.
+Workload validated(const Workload& workload);
+
+}  // namespace vlrnn

@@ -1,0 +1,35 @@
+#pragma once
+// VLRNN: exact BPTT in blocks of K steps, for the price of one extra forward pass without
+// gradients. Memory: K steps of activations + one stored state per block.
+
+#include "vlrnn/methods/gradient_method.h"
+
+namespace vlrnn {
+
+struct VlrnnOptions {
+  // K: steps per block. 0 = derive from num_blocks.
+  int64_t block_length = 0;
+  // N: number of blocks (K = ceil(T / N)); used when block_length is 0. Default when both
+  // are 0: K = ceil(sqrt(T)).
+  int64_t num_blocks = 0;
+
+  VlrnnOptions& with_block_length(int64_t k) { block_length = k; return *this; }
+  VlrnnOptions& with_num_blocks(int64_t n) { num_blocks = n; return *this; }
+};
+
+class VlrnnMethod : public GradientMethod {
+ public:
+  explicit VlrnnMethod(VlrnnOptions options = {});
+  std::string name() const override { return "vlrnn"; }
+  std::string describe() const override;
+  // The block length used for a sequence of `time_steps` steps.
+  int64_t block_length_for(int64_t time_steps) const;
+
+ protected:
+  GradientResult compute_impl(const Workload& workload) override;
+
+ private:
+  VlrnnOptions options_;
+};
+
+}  // namespace vlrnn

@@ -1,0 +1,11 @@
+#pragma once
+// Everything a user of VLRNN needs: core types, built-in models and heads, and the
+// gradient-method registry.
+
+#include "vlrnn/core/heads.h"
+#include "vlrnn/core/loss.h"
+#include "vlrnn/core/models.h"
+#include "vlrnn/core/sequence.h"
+#include "vlrnn/core/state.h"
+#include "vlrnn/methods/gradient_method.h"
+#include "vlrnn/methods/registry.h"

@@ -1,0 +1,45 @@
+#include "vlrnn/methods/block.h"
+
+namespace vlrnn {
+
+BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,
+                           int64_t n, const State& entry) {
+  const auto& batch = workload.batch;
+  const auto block = batch.slice(t0, n);
+  auto [z, exit] = workload.model.forward(inputs, entry, block.lengths);  // z [n, B, Z]
+  auto losses = workload.head.forward(z, block.targets);                 // [n, B]
+  auto weights = step_weights(workload.reduction, t0, n, batch.time_steps(), batch.batch_size(),
+                              batch.lengths, losses.options());            // [n, B]
+  if (batch.has_lengths()) {
+    // NOTE [ Padded steps ]: a step past a sequence's end may hold any loss (even inf or nan
+    // from padding); select it away rather than multiplying by a zero weight, so neither the
+    // loss nor the gradient ever sees it.
+    losses = torch::where(weights > 0, losses, torch::zeros_like(losses));
+  }
+  return {(weights * losses).sum(), losses.detach(), std::move(exit)};
+}
+
+State advance_without_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry) {
+  torch::NoGradGuard no_grad;
+  const auto block = workload.batch.slice(t0, n);
+  return workload.model.forward(block.inputs, entry, block.lengths).second;
+}
+
+void backward_block(const BlockForward& block, const State& exit_grad) {
+  std::vector<torch::Tensor> roots{block.loss};
+  std::vector<torch::Tensor> seeds{torch::ones_like(block.loss)};
+  for (size_t i = 0; i < exit_grad.size(); ++i) {
+    // An undefined δh means the next block's loss does not depend on this state tensor.
+    if (exit_grad[i].defined() && block.exit[i].requires_grad()) {
+      roots.push_back(block.exit[i]);
+      seeds.push_back(exit_grad[i]);
+    }
+  }
+  torch::autograd::backward(roots, seeds);
+}
+
+void accumulate_input_grad(const torch::Tensor& inputs, const torch::Tensor& input_grad) {
+  if (inputs.requires_grad()) torch::autograd::backward({inputs}, {input_grad});
+}
+
+}  // namespace vlrnn

@@ -1,0 +1,69 @@
+#include "vlrnn/methods/gradient_method.h"
+
+namespace vlrnn {
+
+Workload validated(const Workload& workload) {
+  const auto& x = workload.batch.inputs;
+  TORCH_CHECK(x.defined(), "batch.inputs: expected a tensor of shape [T, B, F], got none");
+  TORCH_CHECK(x.dim() == 3, "batch.inputs: expected rank 3 (time-major [T, B, F]), got rank ",
+              x.dim(), " with shape ", x.sizes());
+  const int64_t steps = x.size(0), batch = x.size(1);
+  TORCH_CHECK(steps > 0, "batch.inputs: expected at least one time step (T > 0), got T = 0 "
+              "(shape ", x.sizes(), ")");
+  TORCH_CHECK(batch > 0, "batch.inputs: expected at least one sequence (B > 0), got B = 0");
+  TORCH_CHECK(x.is_floating_point(), "batch.inputs: expected a floating-point dtype, got ",
+              x.scalar_type());
+  TORCH_CHECK(x.size(2) == workload.model.input_size(), "batch.inputs: expected F = ",
+              workload.model.input_size(), " features per step (the model's input size), got ",
+              x.size(2));
+  for (const auto& p : workload.model.named_parameters()) {
+    TORCH_CHECK(p.value().scalar_type() == x.scalar_type(), "model parameter ", p.key(),
+                ": dtype ", p.value().scalar_type(), " differs from batch.inputs' dtype ",
+                x.scalar_type(), "; convert the model with model->to(dtype)");
+    TORCH_CHECK(p.value().device() == x.device(), "model parameter ", p.key(), ": on ",
+                p.value().device(), " but batch.inputs are on ", x.device());
+  }
+  for (const auto& p : workload.head.named_parameters()) {
+    TORCH_CHECK(p.value().scalar_type() == x.scalar_type(), "head parameter ", p.key(),
+                ": dtype ", p.value().scalar_type(), " differs from batch.inputs' dtype ",
+                x.scalar_type(), "; convert the head with head->to(dtype)");
+  }
+  TORCH_CHECK(workload.head.input_size() == workload.model.output_size(),
+              "head: expected input size ", workload.model.output_size(),
+              " (the model's output size), got ", workload.head.input_size());
+
+  const auto& y = workload.batch.targets;
+  TORCH_CHECK(y.defined(), "batch.targets: expected a tensor of shape [T, B] or [T, B, O], got none");
+  TORCH_CHECK(y.dim() >= 2 && y.size(0) == steps && y.size(1) == batch,
+              "batch.targets: expected leading dimensions [T, B] = [", steps, ", ", batch,
+              "] matching batch.inputs, got shape ", y.sizes());
+  workload.head.check_targets(y, "batch.targets");
+
+  Workload out = workload;
+  if (workload.batch.has_lengths()) {
+    const auto& lengths = workload.batch.lengths;
+    TORCH_CHECK(lengths.dim() == 1 && lengths.size(0) == batch,
+                "batch.lengths: expected one length per sequence, shape [", batch, "], got shape ",
+                lengths.sizes());
+    TORCH_CHECK(!lengths.is_floating_point() && !lengths.is_complex(),
+                "batch.lengths: expected integer lengths, got ", lengths.scalar_type());
+    auto lengths_cpu = lengths.to(torch::kCPU, torch::kLong);
+    const auto lo = lengths_cpu.min().item<int64_t>(), hi = lengths_cpu.max().item<int64_t>();
+    TORCH_CHECK(lo >= 1 && hi <= steps, "batch.lengths: expected every length in [1, T = ", steps,
+                "], got values in [", lo, ", ", hi, "]");
+    out.batch.lengths = lengths_cpu;
+  }
+
+  if (workload.h0.empty()) {
+    out.h0 = workload.model.initial_state(batch, x.options().requires_grad(false));
+  } else {
+    workload.model.check_state(workload.h0, batch, x.scalar_type(), "h0");
+  }
+  return out;
+}
+
+GradientResult GradientMethod::compute(const Workload& workload) {
+  return compute_impl(validated(workload));
+}
+
+}  // namespace vlrnn

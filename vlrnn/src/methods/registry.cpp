@@ -1,0 +1,97 @@
+#include "vlrnn/methods/registry.h"
+
+#include "vlrnn/baselines/full_bptt.h"
+#include "vlrnn/methods/vlrnn_method.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace vlrnn {
+
+int64_t MethodParams::take(const std::string& key, int64_t fallback) {
+  read_.push_back(key);
+  auto it = values_.find(key);
+  return it == values_.end() ? fallback : it->second;
+}
+
+void MethodParams::finish(const std::string& method, const std::vector<std::string>& known) const {
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : values_) {
+    if (std::find(read_.begin(), read_.end(), key) == read_.end()) unknown.push_back(key);
+  }
+  TORCH_CHECK(unknown.empty(), "method ", method, ": unknown option(s) ",
+              fmt::format("{}", fmt::join(unknown, ", ")), "; known options: ",
+              known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", ")));
+}
+
+const std::vector<MethodEntry>& method_registry() {
+  static const std::vector<MethodEntry> entries = {
+      {"full", "full BPTT: every activation of all T steps kept (the reference)",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         p.finish("full", {});
+         return std::make_unique<FullBptt>();
+       }},
+      {"vlrnn", "VLRNN blocks of K steps; options block=K or blocks=N (default K=ceil(sqrt(T)))",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         VlrnnOptions options;
+         options.block_length = p.take("block", 0);
+         options.num_blocks = p.take("blocks", 0);
+         p.finish("vlrnn", {"block", "blocks"});
+         TORCH_CHECK(!p.has("block") || options.block_length > 0,
+                     "vlrnn block: expected a block length K >= 1, got ", options.block_length);
+         TORCH_CHECK(!p.has("blocks") || options.num_blocks > 0,
+                     "vlrnn blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
+         return std::make_unique<VlrnnMethod>(options);
+       }},
+  };
+  return entries;
+}
+
+std::vector<std::string> method_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : method_registry()) names.push_back(entry.name);
+  return names;
+}
+
+std::unique_ptr<GradientMethod> make_method(const std::string& name, MethodParams params) {
+  for (const auto& entry : method_registry()) {
+    if (entry.name == name) return entry.make(std::move(params));
+  }
+  TORCH_CHECK(false, "method: unknown name \"", name, "\"; known methods: ",
+              fmt::format("{}", fmt::join(method_names(), ", ")));
+}
+
+std::unique_ptr<GradientMethod> make_method_from_spec(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  MethodParams params;
+  if (colon != std::string::npos) {
+    std::string rest = spec.substr(colon + 1);
+    size_t start = 0;
+    while (start <= rest.size()) {
+      const auto comma = rest.find(',', start);
+      const std::string item = rest.substr(start, comma - start);
+      const auto eq = item.find('=');
+      TORCH_CHECK(eq != std::string::npos && eq > 0, "method spec \"", spec,
+                  "\": expected options as key=value, got \"", item, "\"");
+      const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+      size_t used = 0;
+      int64_t number = 0;
+      try {
+        number = std::stoll(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      TORCH_CHECK(used == value.size() && !value.empty(), "method spec \"", spec, "\": option ",
+                  key, " expects an integer, got \"", value, "\"");
+      params.set(key, number);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return make_method(name, std::move(params));
+}
+
+}  // namespace vlrnn
