@@ -42,11 +42,13 @@ int run_verify(const VerifyArgs& args) {
 void add_verify_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<VerifyArgs>();
   auto* sub = app.add_subcommand(
-      "verify",
-      "Prove every exact gradient method equal to full BPTT: models x block lengths x "
-      "reductions x dtypes x h0 modes. Compares loss, per-step losses, every parameter "
-      "gradient, dL/dh0, dL/dx and the final state. Tolerance (relative to each tensor's "
-      "largest entry): 1e-10 in float64, 1e-5 in float32. Exits 1 on any failure.");
+      "verify", "Prove every exact method's gradients equal to full BPTT (exit 1 on any failure)");
+  sub->footer(
+      "Runs the matrix models x method options (e.g. block lengths) x reductions x dtypes x\n"
+      "h0 modes and compares with full BPTT: loss, per-step losses, every parameter gradient,\n"
+      "dL/dh0, dL/dx and the final state. Max rel diff is per tensor, relative to its largest\n"
+      "entry; tolerance 1e-10 in float64, 1e-5 in float32. Approximate methods (truncated\n"
+      "BPTT) are reported with their gradient error and cosine, never failed.");
   sub->add_option("--json", args->json_path, "also write every case to this JSON file");
   sub->add_option("--filter", args->filter,
                   "run only cases whose name contains this text (e.g. lstmx3, f32, block=7)");
