@@ -78,3 +78,44 @@ TEST(Heads, TargetsOfTheWrongKindAreRejected) {
 
 }  // namespace
 }  // namespace vlrnn
+
+namespace vlrnn {
+namespace {
+
+// Dropout masks are drawn one step at a time, so two blocks from the same generator state
+// draw what one pass over the whole sequence draws: the basis of exactness under dropout.
+TEST(ModelsWithDropout, BlocksDrawTheSameMasksAsOnePass) {
+  for (const std::string kind : {"lstm", "gru", "rnn", "gru_lstm"}) {
+    torch::manual_seed(5);
+    auto model = make_model({kind, 3, 4, 3, /*dropout=*/0.4});
+    model->to(torch::kFloat64);
+    auto x = torch::randn({10, 2, 3}, torch::kFloat64);
+    auto h0 = model->initial_state(2, torch::dtype(torch::kFloat64));
+    torch::manual_seed(9);
+    auto [z_all, h_all] = model->forward(x, h0);
+    torch::manual_seed(9);
+    auto [z1, h1] = model->forward(x.narrow(0, 0, 3), h0);
+    auto [z2, h2] = model->forward(x.narrow(0, 3, 7), h1);
+    EXPECT_TRUE(torch::allclose(torch::cat({z1, z2}), z_all, 1e-12, 1e-12)) << kind;
+  }
+}
+
+TEST(ModelsWithDropout, MasksAreActiveInTrainingOnly) {
+  torch::manual_seed(5);
+  auto model = make_model({"lstm", 3, 4, 2, /*dropout=*/0.5});
+  auto x = torch::randn({6, 2, 3});
+  auto h0 = model->initial_state(2, {});
+  auto z_a = model->forward(x, h0).first;
+  auto z_b = model->forward(x, h0).first;
+  EXPECT_FALSE(torch::allclose(z_a, z_b));  // fresh masks each pass
+  model->eval();
+  EXPECT_TRUE(torch::equal(model->forward(x, h0).first, model->forward(x, h0).first));
+}
+
+TEST(ModelsWithDropout, DropoutOutOfRangeIsRejected) {
+  testing::expect_error_mentions([] { make_model({"lstm", 3, 4, 2, 1.5}); },
+                                 {"dropout", "[0, 1)", "1.5"});
+}
+
+}  // namespace
+}  // namespace vlrnn

@@ -1,40 +1,12 @@
 #include "test_util.h"
 
 #include "vlrnn/methods/vlrnn_method.h"
-#include "vlrnn/verify/matrix.h"
 
 namespace vlrnn {
 namespace {
 
 using testing::expect_error_mentions;
 using testing::SmallProblem;
-
-// The whole verification matrix for vlrnn, one test per case.
-std::vector<verify::VerifyCase> vlrnn_cases() {
-  std::vector<verify::VerifyCase> cases;
-  for (const auto& c : verify::default_matrix()) {
-    if (c.method.rfind("vlrnn", 0) == 0) cases.push_back(c);
-  }
-  return cases;
-}
-
-class VlrnnEqualsFull : public ::testing::TestWithParam<verify::VerifyCase> {};
-
-TEST_P(VlrnnEqualsFull, WithinTolerance) {
-  const auto outcome = verify::run_case(GetParam());
-  ASSERT_TRUE(outcome.error.empty()) << outcome.error;
-  EXPECT_LE(outcome.diff.max_rel, outcome.tolerance)
-      << GetParam().name() << " " << GetParam().method << ": worst " << outcome.diff.worst;
-}
-
-INSTANTIATE_TEST_SUITE_P(Matrix, VlrnnEqualsFull, ::testing::ValuesIn(vlrnn_cases()),
-                         [](const auto& info) {
-                           std::string name = info.param.name() + "_" + info.param.method;
-                           for (auto& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
-                         });
 
 TEST(VlrnnMethod, RunsExactlyOneExtraForwardWithoutGradMinusTheLastBlock) {
   SmallProblem p("gru", /*steps=*/23);

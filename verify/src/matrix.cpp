@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include <map>
+#include <cmath>
 
 namespace vlrnn::verify {
 
 std::string VerifyCase::name() const {
-  const std::string model_name =
-      model == "gru_lstm" ? model : fmt::format("{}x{}", model, num_layers);
+  std::string model_name = model == "gru_lstm" ? model : fmt::format("{}x{}", model, num_layers);
+  if (dropout > 0) model_name += fmt::format("+drop{}", dropout);
   return fmt::format("{}/{}/{}/{}/h0={}/T={}", model_name, head, reduction,
                      dtype == torch::kFloat64 ? "f64" : "f32", h0_with_grad ? "grad" : "none",
                      time_steps);
@@ -31,6 +31,16 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
     }
     return specs;
   }
+  if (method == "checkpoint") {
+    const auto root = int64_t(std::ceil(std::sqrt(double(time_steps))));
+    return {"checkpoint:segments=1", "checkpoint:segments=2",
+            fmt::format("checkpoint:segments={}", root),
+            fmt::format("checkpoint:segments={}", time_steps),
+            fmt::format("checkpoint:segments={},head_inside=0", root)};
+  }
+  if (method == "tbptt") {
+    return {"tbptt:k=1", "tbptt:k=7", fmt::format("tbptt:k={}", time_steps), "tbptt:k1=4,k2=10"};
+  }
   return {method};
 }
 
@@ -41,9 +51,12 @@ std::vector<VerifyCase> default_matrix() {
     std::string kind;
     int64_t layers;
     std::string head;
+    double dropout;
   };
   const std::vector<ModelShape> models = {
-      {"rnn", 1, "ce"}, {"gru", 1, "mse"}, {"lstm", 1, "ce"}, {"lstm", 3, "mse"}, {"gru_lstm", 1, "ce"}};
+      {"rnn", 1, "ce", 0.0},      {"gru", 1, "mse", 0.0},      {"lstm", 1, "ce", 0.0},
+      {"lstm", 3, "mse", 0.0},    {"gru_lstm", 1, "ce", 0.0},  {"lstm", 3, "ce", 0.3},
+      {"gru_lstm", 1, "mse", 0.25}};
   std::vector<VerifyCase> cases;
   VerifyCase base;
   for (const auto& method : method_names()) {
@@ -56,6 +69,7 @@ std::vector<VerifyCase> default_matrix() {
               VerifyCase c = base;
               c.model = m.kind;
               c.num_layers = m.layers;
+              c.dropout = m.dropout;
               c.head = m.head;
               c.method = spec;
               c.reduction = reduction;
@@ -82,6 +96,7 @@ VerifyOutcome run_case(const VerifyCase& spec) {
     config.input_size = spec.input_size;
     config.hidden_size = spec.hidden_size;
     config.num_layers = spec.num_layers;
+    config.dropout = spec.dropout;
     auto model = make_model(config);
     model->to(spec.dtype);
     auto head = make_head(spec.head, model->output_size(), spec.head == "ce" ? 3 : 2);

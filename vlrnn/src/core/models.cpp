@@ -49,29 +49,38 @@ bool covers_whole_block(const torch::Tensor& lengths, int64_t steps) {
 
 TorchRnn::TorchRnn(CellKind cell, int64_t input_size, int64_t hidden_size, int64_t num_layers,
                    double dropout)
-    : cell_(cell), input_size_(input_size), hidden_size_(hidden_size), num_layers_(num_layers) {
+    : cell_(cell),
+      input_size_(input_size),
+      hidden_size_(hidden_size),
+      num_layers_(num_layers),
+      dropout_(dropout) {
   TORCH_CHECK(input_size > 0, "input_size: expected > 0, got ", input_size);
   TORCH_CHECK(hidden_size > 0, "hidden_size: expected > 0, got ", hidden_size);
   TORCH_CHECK(num_layers >= 1, "num_layers: expected >= 1, got ", num_layers);
   TORCH_CHECK(dropout >= 0.0 && dropout < 1.0, "dropout: expected a probability in [0, 1), got ",
               dropout);
+  if (dropout > 0.0 && num_layers > 1) {
+    for (int64_t l = 0; l < num_layers; ++l) {
+      layers_.push_back(register_module(
+          "layer" + std::to_string(l),
+          std::make_shared<TorchRnn>(cell, l == 0 ? input_size : hidden_size, hidden_size, 1)));
+    }
+    return;
+  }
   switch (cell) {
     case CellKind::kRnnTanh:
       rnn_ = register_module("rnn", torch::nn::RNN(torch::nn::RNNOptions(input_size, hidden_size)
                                                        .num_layers(num_layers)
-                                                       .nonlinearity(torch::kTanh)
-                                                       .dropout(dropout)));
+                                                       .nonlinearity(torch::kTanh)));
       break;
     case CellKind::kGru:
       gru_ = register_module("gru", torch::nn::GRU(torch::nn::GRUOptions(input_size, hidden_size)
-                                                       .num_layers(num_layers)
-                                                       .dropout(dropout)));
+                                                       .num_layers(num_layers)));
       break;
     case CellKind::kLstm:
       lstm_ = register_module("lstm",
                               torch::nn::LSTM(torch::nn::LSTMOptions(input_size, hidden_size)
-                                                  .num_layers(num_layers)
-                                                  .dropout(dropout)));
+                                                  .num_layers(num_layers)));
       break;
   }
 }
@@ -86,6 +95,7 @@ std::pair<torch::Tensor, State> TorchRnn::forward(const torch::Tensor& x_block,
                                                   const State& h_entry,
                                                   const torch::Tensor& lengths) {
   // x_block [Tb, B, F]; h_entry (h [L, B, H]) or (h, c); z [Tb, B, H]
+  if (!layers_.empty()) return forward_layers_with_dropout(x_block, h_entry, lengths);
   if (covers_whole_block(lengths, x_block.size(0))) {
     switch (cell_) {
       case CellKind::kRnnTanh: {
@@ -122,6 +132,31 @@ std::pair<torch::Tensor, State> TorchRnn::forward(const torch::Tensor& x_block,
           }
         }
       });
+}
+
+std::pair<torch::Tensor, State> TorchRnn::forward_layers_with_dropout(
+    const torch::Tensor& x_block, const State& h_entry, const torch::Tensor& lengths) {
+  const int64_t steps = x_block.size(0), batch = x_block.size(1);
+  torch::Tensor masks;  // [Tb, L-1, B, H], already scaled by 1 / (1 - p)
+  if (is_training()) {
+    auto keep = torch::full({num_layers_ - 1, batch, hidden_size_}, 1.0 - dropout_,
+                            x_block.options().requires_grad(false));
+    std::vector<torch::Tensor> per_step;
+    for (int64_t t = 0; t < steps; ++t) per_step.push_back(torch::bernoulli(keep));
+    masks = torch::stack(per_step).div_(1.0 - dropout_);
+  }
+  auto input = x_block;  // [Tb, B, F] for layer 0, [Tb, B, H] above
+  std::vector<std::vector<torch::Tensor>> exits(h_entry.size());  // [component][layer]
+  for (int64_t l = 0; l < num_layers_; ++l) {
+    std::vector<torch::Tensor> layer_entry;  // each [1, B, H]
+    for (const auto& h : h_entry) layer_entry.push_back(h.narrow(0, l, 1));
+    auto [z, exit] = layers_[l]->forward(input, State(std::move(layer_entry)), lengths);
+    for (size_t i = 0; i < exit.size(); ++i) exits[i].push_back(exit[i]);
+    input = (masks.defined() && l + 1 < num_layers_) ? z * masks.select(1, l) : z;
+  }
+  std::vector<torch::Tensor> h_exit;  // each [L, B, H]
+  for (auto& per_layer : exits) h_exit.push_back(torch::cat(per_layer, 0));
+  return {input, State(std::move(h_exit))};
 }
 
 GruLstmStack::GruLstmStack(int64_t input_size, int64_t gru_hidden, int64_t lstm_hidden,

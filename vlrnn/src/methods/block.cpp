@@ -2,12 +2,9 @@
 
 namespace vlrnn {
 
-BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,
-                           int64_t n, const State& entry) {
+HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0, int64_t n) {
   const auto& batch = workload.batch;
-  const auto block = batch.slice(t0, n);
-  auto [z, exit] = workload.model.forward(inputs, entry, block.lengths);  // z [n, B, Z]
-  auto losses = workload.head.forward(z, block.targets);                 // [n, B]
+  auto losses = workload.head.forward(z, batch.targets.narrow(0, t0, n));  // [n, B]
   auto weights = step_weights(workload.reduction, t0, n, batch.time_steps(), batch.batch_size(),
                               batch.lengths, losses.options());            // [n, B]
   if (batch.has_lengths()) {
@@ -16,7 +13,15 @@ BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs
     // loss nor the gradient ever sees it.
     losses = torch::where(weights > 0, losses, torch::zeros_like(losses));
   }
-  return {(weights * losses).sum(), losses.detach(), std::move(exit)};
+  return {(weights * losses).sum(), losses.detach()};
+}
+
+BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,
+                           int64_t n, const State& entry) {
+  const auto lengths = workload.batch.slice(t0, n).lengths;
+  auto [z, exit] = workload.model.forward(inputs, entry, lengths);  // z [n, B, Z]
+  auto [loss, step_losses] = head_loss(workload, z, t0, n);
+  return {std::move(loss), std::move(step_losses), std::move(exit)};
 }
 
 State advance_without_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry) {

@@ -1,6 +1,8 @@
 #include "vlrnn/methods/registry.h"
 
+#include "vlrnn/baselines/checkpoint_method.h"
 #include "vlrnn/baselines/full_bptt.h"
+#include "vlrnn/baselines/tbptt.h"
 #include "vlrnn/methods/vlrnn_method.h"
 
 #include <fmt/format.h>
@@ -44,6 +46,40 @@ const std::vector<MethodEntry>& method_registry() {
          TORCH_CHECK(!p.has("blocks") || options.num_blocks > 0,
                      "vlrnn blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
          return std::make_unique<VlrnnMethod>(options);
+       }},
+      {"checkpoint",
+       "checkpointing as torch.utils.checkpoint does it; options segments=S (default "
+       "ceil(sqrt(T))), head_inside=1|0 (default 1)",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         CheckpointOptions options;
+         options.segments = p.take("segments", 0);
+         const int64_t head_inside = p.take("head_inside", 1);
+         p.finish("checkpoint", {"segments", "head_inside"});
+         TORCH_CHECK(!p.has("segments") || options.segments > 0,
+                     "checkpoint segments: expected a number of segments >= 1, got ",
+                     options.segments);
+         TORCH_CHECK(head_inside == 0 || head_inside == 1,
+                     "checkpoint head_inside: expected 1 (head inside the segments) or 0, got ",
+                     head_inside);
+         options.head_inside = head_inside == 1;
+         return std::make_unique<CheckpointMethod>(options);
+       }},
+      {"tbptt",
+       "truncated BPTT (approximate): options k (k1 = k2 = k), or k1 and k2 with k1 <= k2 "
+       "(default k = ceil(sqrt(T)))",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         const int64_t k = p.take("k", 0);
+         TbpttOptions options;
+         options.k1 = p.take("k1", k);
+         options.k2 = p.take("k2", k);
+         p.finish("tbptt", {"k", "k1", "k2"});
+         for (const char* key : {"k", "k1", "k2"}) {
+           TORCH_CHECK(!p.has(key) || p.values().at(key) > 0, "tbptt ", key,
+                       ": expected a window of >= 1 steps, got ", p.values().at(key));
+         }
+         TORCH_CHECK(!(p.has("k") && (p.has("k1") || p.has("k2"))),
+                     "tbptt: give k, or k1 and k2, not both");
+         return std::make_unique<TbpttMethod>(options);
        }},
   };
   return entries;

@@ -1,5 +1,6 @@
 #include "vlrnn/methods/vlrnn_method.h"
 
+#include "vlrnn/core/rng.h"
 #include "vlrnn/methods/block.h"
 
 #include <cmath>
@@ -38,15 +39,19 @@ GradientResult VlrnnMethod::compute_impl(const Workload& workload) {
   const int64_t num_blocks = (steps + block_length - 1) / block_length;  // N
   GradientResult result;
 
-  // Pass 1, without grad: the entry state of every block. The last block is skipped: the
-  // backward pass starts there and runs it with grad anyway.
+  // Pass 1, without grad: the entry state (and generator state) of every block. The last
+  // block is skipped: the backward pass starts there and runs it with grad anyway.
   std::vector<State> entries(num_blocks);
+  std::vector<RngState> entry_rng(num_blocks);  // NOTE [ RNG across the no-grad pass ]
   entries[0] = workload.h0;
+  entry_rng[0] = RngState::capture(inputs.device());
   for (int64_t b = 1; b < num_blocks; ++b) {
     entries[b] = advance_without_grad(workload, (b - 1) * block_length, block_length,
                                       entries[b - 1]);
+    entry_rng[b] = RngState::capture(inputs.device());
     result.counters.forward_without_grad += block_length;
   }
+  RngState after_forward;  // where one forward pass leaves the generators
 
   // Pass 2, last block to first: re-run the block with grad from its stored entry, then
   // back-propagate from its loss and its exit state (seeded with δh) in one call.
@@ -66,9 +71,13 @@ GradientResult VlrnnMethod::compute_impl(const Workload& workload) {
     auto block_inputs = inputs.narrow(0, t0, n);  // [n, B, F]
     if (want_input_grad) block_inputs = block_inputs.detach().requires_grad_(true);
 
+    entry_rng[b].restore();
     const BlockForward block = forward_block(workload, block_inputs, t0, n, entry);
     result.counters.forward_with_grad += n;
-    if (b == num_blocks - 1) result.final_state = block.exit.detached();
+    if (b == num_blocks - 1) {
+      result.final_state = block.exit.detached();
+      after_forward = RngState::capture(inputs.device());
+    }
     loss += block.loss.detach();
     result.step_losses.narrow(0, t0, n).copy_(block.step_losses);
 
@@ -83,6 +92,7 @@ GradientResult VlrnnMethod::compute_impl(const Workload& workload) {
     if (want_input_grad) input_grad.narrow(0, t0, n).copy_(block_inputs.grad());
     entries[b] = State();  // this block's stored state is no longer needed
   }
+  after_forward.restore();
   if (want_input_grad) accumulate_input_grad(inputs, input_grad);
   result.loss = loss;
   return result;

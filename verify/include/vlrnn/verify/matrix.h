@@ -13,6 +13,7 @@ namespace vlrnn::verify {
 struct VerifyCase {
   std::string model = "lstm";  // a model kind (vlrnn/core/models.h)
   int64_t num_layers = 1;
+  double dropout = 0.0;        // between stacked layers (models with several layers)
   std::string head = "ce";     // "ce" or "mse"
   std::string method = "vlrnn:block=7";  // a method spec (vlrnn/methods/registry.h)
   std::string reduction = "mean";
@@ -36,9 +37,11 @@ struct VerifyOutcome {
   std::string error;  // set when the case threw
 };
 
-// The default matrix: {rnn, gru, lstm x1, lstm x3, gru_lstm} × K ∈ {1, 2, 7, 5, T, T + 12}
-// × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent}, for every exact method
-// in the registry other than "full" (the reference).
+// The default matrix: every method in the registry other than "full" (the reference), each
+// with its option variants (vlrnn: K ∈ {1, 2, 7, 5, T, T + 12}; checkpoint: S ∈ {1, 2,
+// sqrt(T), T} with the head inside, and sqrt(T) with it outside; tbptt: k ∈ {1, 7, T} and
+// (k1, k2) = (4, 10)) × models {rnn, gru, lstm x1, lstm x3, gru_lstm, and lstm x3 and
+// gru_lstm with dropout} × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent}.
 std::vector<VerifyCase> default_matrix();
 
 // Builds the model, head and data from `spec.seed`, runs full BPTT and `spec.method` on the

@@ -25,7 +25,11 @@ struct ModelConfig {
 // Which cell a recurrent layer uses.
 enum class CellKind { kRnnTanh, kGru, kLstm };
 
-// One LibTorch recurrent module (RNN, GRU or LSTM) with L layers.
+// One LibTorch recurrent module (RNN, GRU or LSTM) with L layers. Without dropout the L
+// layers are LibTorch's one fused module. With dropout between layers they are L one-layer
+// modules, and the masks are drawn one step at a time ([L-1, B, H] per step), so a block
+// cut anywhere draws the same masks as one pass over the whole sequence — what exactness
+// under dropout needs (NOTE [ RNG across the no-grad pass ] in vlrnn/core/rng.h).
 class TorchRnn : public RecurrentModule {
  public:
   TorchRnn(CellKind cell, int64_t input_size, int64_t hidden_size, int64_t num_layers,
@@ -39,10 +43,17 @@ class TorchRnn : public RecurrentModule {
 
   CellKind cell() const { return cell_; }
   int64_t num_layers() const { return num_layers_; }
+  double dropout() const { return dropout_; }
 
  private:
+  std::pair<torch::Tensor, State> forward_layers_with_dropout(const torch::Tensor& x_block,
+                                                              const State& h_entry,
+                                                              const torch::Tensor& lengths);
+
   CellKind cell_;
   int64_t input_size_, hidden_size_, num_layers_;
+  double dropout_;
+  std::vector<std::shared_ptr<TorchRnn>> layers_;  // set only with dropout between layers
   torch::nn::RNN rnn_{nullptr};
   torch::nn::GRU gru_{nullptr};
   torch::nn::LSTM lstm_{nullptr};

@@ -15,6 +15,14 @@ struct BlockForward {
   State exit;
 };
 
+// The head's share of the loss for steps [t0, t0 + n) given the model's outputs z [n, B, Z]:
+// the weighted loss (with its graph) and the unweighted per-step losses [n, B] (detached).
+struct HeadLoss {
+  torch::Tensor loss;
+  torch::Tensor step_losses;
+};
+HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0, int64_t n);
+
 // Runs the model and head on steps [t0, t0 + n) from `entry`, recording autograd.
 // `inputs` are the batch's inputs for the block (the caller picks whether they are a view
 // of the batch or a detached leaf).

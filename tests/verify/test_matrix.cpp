@@ -1,0 +1,51 @@
+// The verification matrix, as tests: every exact method variant equals full BPTT on every
+// model × reduction × dtype × h0 case; approximate methods run without error.
+#include "test_util.h"
+
+#include "vlrnn/verify/matrix.h"
+
+#include <map>
+
+namespace vlrnn::verify {
+namespace {
+
+std::map<std::string, std::vector<VerifyCase>> cases_by_method() {
+  std::map<std::string, std::vector<VerifyCase>> groups;
+  for (const auto& c : default_matrix()) groups[c.method].push_back(c);
+  return groups;
+}
+
+std::vector<std::string> method_specs() {
+  std::vector<std::string> specs;
+  for (const auto& [spec, cases] : cases_by_method()) specs.push_back(spec);
+  return specs;
+}
+
+class MatrixAgainstFull : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MatrixAgainstFull, EveryCase) {
+  const auto cases = cases_by_method().at(GetParam());
+  ASSERT_EQ(cases.size(), 7u * 2 * 2 * 2);  // models × reductions × dtypes × h0 modes
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name() + " " + c.method);
+    const auto outcome = run_case(c);
+    ASSERT_TRUE(outcome.error.empty()) << outcome.error;
+    if (outcome.exact) {
+      EXPECT_LE(outcome.diff.max_rel, outcome.tolerance) << "worst: " << outcome.diff.worst;
+    } else {
+      EXPECT_TRUE(std::isfinite(outcome.diff.grad_rel_error));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, MatrixAgainstFull, ::testing::ValuesIn(method_specs()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (auto& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace vlrnn::verify
