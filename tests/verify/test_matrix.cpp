@@ -25,7 +25,7 @@ class MatrixAgainstFull : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MatrixAgainstFull, EveryCase) {
   const auto cases = cases_by_method().at(GetParam());
-  ASSERT_EQ(cases.size(), 7u * 2 * 2 * 2);  // models × reductions × dtypes × h0 modes
+  ASSERT_EQ(cases.size(), 7u * 2 * 2 * 2 * 2);  // models × reductions × dtypes × h0 × lengths
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name() + " " + c.method);
     const auto outcome = run_case(c);

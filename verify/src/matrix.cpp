@@ -13,9 +13,9 @@ namespace vlrnn::verify {
 std::string VerifyCase::name() const {
   std::string model_name = model == "gru_lstm" ? model : fmt::format("{}x{}", model, num_layers);
   if (dropout > 0) model_name += fmt::format("+drop{}", dropout);
-  return fmt::format("{}/{}/{}/{}/h0={}/T={}", model_name, head, reduction,
+  return fmt::format("{}/{}/{}/{}/h0={}/T={}{}", model_name, head, reduction,
                      dtype == torch::kFloat64 ? "f64" : "f32", h0_with_grad ? "grad" : "none",
-                     time_steps);
+                     time_steps, variable_lengths ? "/var" : "");
 }
 
 namespace {
@@ -66,7 +66,10 @@ std::vector<VerifyCase> default_matrix() {
         for (const char* reduction : {"sum", "mean"}) {
           for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
             for (bool h0_with_grad : {true, false}) {
+             for (bool variable_lengths : {false, true}) {
               VerifyCase c = base;
+              c.variable_lengths = variable_lengths;
+              if (variable_lengths) c.batch = 4;
               c.model = m.kind;
               c.num_layers = m.layers;
               c.dropout = m.dropout;
@@ -76,6 +79,7 @@ std::vector<VerifyCase> default_matrix() {
               c.dtype = dtype;
               c.h0_with_grad = h0_with_grad;
               cases.push_back(c);
+             }
             }
           }
         }
@@ -107,6 +111,19 @@ VerifyOutcome run_case(const VerifyCase& spec) {
     batch.inputs = torch::randn({spec.time_steps, spec.batch, spec.input_size}, options)
                        .requires_grad_(true);  // [T, B, F]
     batch.targets = random_targets(*head, spec.time_steps, spec.batch, options);
+    if (spec.variable_lengths) {
+      batch.lengths = torch::tensor({std::min<int64_t>(17, spec.time_steps), spec.time_steps,
+                                     int64_t(1), std::min<int64_t>(4, spec.time_steps)});
+      // Padding is nan (-1 for class targets): any leak into a valid step fails the case.
+      auto padded = torch::arange(spec.time_steps).unsqueeze(1) >= batch.lengths.unsqueeze(0);
+      torch::NoGradGuard no_grad;
+      batch.inputs.masked_fill_(padded.unsqueeze(-1), NAN);
+      if (batch.targets.is_floating_point()) {
+        batch.targets.masked_fill_(padded.unsqueeze(-1), NAN);
+      } else {
+        batch.targets.masked_fill_(padded, -1);
+      }
+    }
     State h0;
     if (spec.h0_with_grad) {
       std::vector<torch::Tensor> tensors;

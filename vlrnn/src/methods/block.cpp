@@ -8,9 +8,9 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
   auto weights = step_weights(workload.reduction, t0, n, batch.time_steps(), batch.batch_size(),
                               batch.lengths, losses.options());            // [n, B]
   if (batch.has_lengths()) {
-    // NOTE [ Padded steps ]: a step past a sequence's end may hold any loss (even inf or nan
-    // from padding); select it away rather than multiplying by a zero weight, so neither the
-    // loss nor the gradient ever sees it.
+    // NOTE [ Padded steps ]: past a sequence's end the head saw zero targets (validated()
+    // replaced the padding) and the model emitted zeros; select those losses away rather
+    // than trusting a zero weight, so the loss never sees them.
     losses = torch::where(weights > 0, losses, torch::zeros_like(losses));
   }
   return {(weights * losses).sum(), losses.detach()};

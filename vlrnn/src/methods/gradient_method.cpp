@@ -37,8 +37,6 @@ Workload validated(const Workload& workload) {
   TORCH_CHECK(y.dim() >= 2 && y.size(0) == steps && y.size(1) == batch,
               "batch.targets: expected leading dimensions [T, B] = [", steps, ", ", batch,
               "] matching batch.inputs, got shape ", y.sizes());
-  workload.head.check_targets(y, "batch.targets");
-
   Workload out = workload;
   if (workload.batch.has_lengths()) {
     const auto& lengths = workload.batch.lengths;
@@ -52,7 +50,13 @@ Workload validated(const Workload& workload) {
     TORCH_CHECK(lo >= 1 && hi <= steps, "batch.lengths: expected every length in [1, T = ", steps,
                 "], got values in [", lo, ", ", hi, "]");
     out.batch.lengths = lengths_cpu;
+    // NOTE [ Padded steps ]: targets past a sequence's end may hold anything (-100, nan);
+    // they become zeros here, so the head never computes a loss or a gradient from them.
+    auto valid = torch::arange(steps, torch::kLong).unsqueeze(1) < lengths_cpu.unsqueeze(0);  // [T, B]
+    for (int64_t d = 2; d < y.dim(); ++d) valid = valid.unsqueeze(-1);
+    out.batch.targets = torch::where(valid.to(y.device()), y, torch::zeros_like(y));
   }
+  workload.head.check_targets(out.batch.targets, "batch.targets");
 
   if (workload.h0.empty()) {
     out.h0 = workload.model.initial_state(batch, x.options().requires_grad(false));
@@ -63,7 +67,14 @@ Workload validated(const Workload& workload) {
 }
 
 GradientResult GradientMethod::compute(const Workload& workload) {
-  return compute_impl(validated(workload));
+  const Workload checked = validated(workload);
+  GradientResult result = compute_impl(checked);
+  if (checked.batch.from_packed) {
+    result.packed_step_losses = torch::nn::utils::rnn::pack_padded_sequence(
+        result.step_losses, checked.batch.lengths, /*batch_first=*/false,
+        /*enforce_sorted=*/false);
+  }
+  return result;
 }
 
 }  // namespace vlrnn

@@ -19,6 +19,9 @@ struct VerifyCase {
   std::string reduction = "mean";
   torch::ScalarType dtype = torch::kFloat64;
   bool h0_with_grad = true;    // false: h0 absent (zeros, no grad)
+  // A batch of B = 4 sequences of lengths {17, T, 1, 4} (in that order: unsorted, one of
+  // length 1, one shorter than most blocks, one of length T), padded with nan.
+  bool variable_lengths = false;
   int64_t time_steps = 28, batch = 3, input_size = 4, hidden_size = 5;
   uint64_t seed = 1234;
 
@@ -41,7 +44,8 @@ struct VerifyOutcome {
 // with its option variants (vlrnn: K ∈ {1, 2, 7, 5, T, T + 12}; checkpoint: S ∈ {1, 2,
 // sqrt(T), T} with the head inside, and sqrt(T) with it outside; tbptt: k ∈ {1, 7, T} and
 // (k1, k2) = (4, 10)) × models {rnn, gru, lstm x1, lstm x3, gru_lstm, and lstm x3 and
-// gru_lstm with dropout} × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent}.
+// gru_lstm with dropout} × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent} ×
+// {fixed lengths, variable lengths}.
 std::vector<VerifyCase> default_matrix();
 
 // Builds the model, head and data from `spec.seed`, runs full BPTT and `spec.method` on the

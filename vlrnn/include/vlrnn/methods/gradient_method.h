@@ -34,6 +34,9 @@ struct GradientResult {
   torch::Tensor loss;         // scalar, detached
   State final_state;          // state after each sequence's last step, detached
   torch::Tensor step_losses;  // [T, B] unweighted per-step losses, detached (0 past a length)
+  // The same per-step losses packed like the input ([N]), when the batch came from
+  // PackedSequences (SequenceBatch::from_packed).
+  c10::optional<torch::nn::utils::rnn::PackedSequence> packed_step_losses;
   StepCounters counters;
 };
 
