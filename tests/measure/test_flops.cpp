@@ -32,6 +32,19 @@ TEST(FlopModel, GemmFlopsMatchTheModulesWeightShapes) {
   }
 }
 
+TEST(FlopModel, TheWeightShapeFallbackAgreesWithTheTableOnItsGemms) {
+  const ModelConfig config{"gru_lstm", 6, 10, 1};
+  auto model = make_model(config);
+  auto head = make_head("mse", model->output_size(), 3);
+  const auto table = flops_per_step(config, "mse", 3);
+  const auto fallback = flops_from_weights(*model, *head, "mse", 3);
+  EXPECT_DOUBLE_EQ(fallback.model_gemm, table.model_gemm);
+  EXPECT_DOUBLE_EQ(fallback.head_forward(), table.head_forward());
+  EXPECT_DOUBLE_EQ(fallback.model_elementwise, 0.0);
+  EXPECT_TRUE(has_flop_model("gru_lstm"));
+  EXPECT_FALSE(has_flop_model("my_cell"));
+}
+
 TEST(FlopModel, HandComputedShapes) {
   // LSTM F = 3, H = 4: gates [4H] = W_ih [16, 3] · x + W_hh [16, 4] · h -> 2·16·(3 + 4).
   EXPECT_DOUBLE_EQ(flops_per_step({"lstm", 3, 4, 1}, "ce", 2).model_gemm, 224.0);

@@ -68,6 +68,35 @@ FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_ki
   return out;
 }
 
+namespace {
+
+double weight_gemm_flops(const torch::nn::Module& module) {
+  double flops = 0.0;
+  for (const auto& p : module.parameters()) {
+    if (p.dim() == 2) flops += 2.0 * double(p.size(0)) * double(p.size(1));
+  }
+  return flops;
+}
+
+}  // namespace
+
+bool has_flop_model(const std::string& model_kind) {
+  return model_kind == "rnn" || model_kind == "gru" || model_kind == "lstm" ||
+         model_kind == "gru_lstm";
+}
+
+FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn::Module& head,
+                                const std::string& head_kind, int64_t head_outputs) {
+  TORCH_CHECK(head_kind == "ce" || head_kind == "mse",
+              "flops_from_weights head_kind: expected \"ce\" or \"mse\", got \"", head_kind, "\"");
+  const double c = double(head_outputs);
+  FlopsPerStep out;
+  out.model_gemm = weight_gemm_flops(model);
+  out.head_gemm = weight_gemm_flops(head);
+  out.head_elementwise = c + (head_kind == "ce" ? 4.0 * c : 3.0 * c) + 2.0;
+  return out;
+}
+
 StepFlops step_flops(const FlopsPerStep& per_step, int64_t time_steps, int64_t batch,
                      int64_t valid_steps, const StepCounters& counters) {
   TORCH_CHECK(time_steps > 0 && batch > 0, "step_flops: expected T > 0 and B > 0, got T = ",

@@ -42,8 +42,17 @@ struct FlopsPerStep {
 };
 
 // `head_kind` is "ce" or "mse" (vlrnn/core/heads.h); `head_outputs` is C or O.
+// Throws for a model kind the table above does not know.
 FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_kind,
                             int64_t head_outputs);
+
+// The fallback for any other model (user modules, new cells): GEMM FLOPs from the weight
+// shapes — every 2-D parameter W [out, in] is one GEMM per step, 2·out·in FLOPs — and no
+// elementwise term for the model. Exact for the GEMMs of cells that use each weight once
+// per step (all of LibTorch's), which is what the table above counts too.
+FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn::Module& head,
+                                const std::string& head_kind, int64_t head_outputs);
+bool has_flop_model(const std::string& model_kind);  // true: flops_per_step() knows it
 
 // The FLOPs of one gradient step.
 struct StepFlops {
