@@ -14,6 +14,11 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   vlrnn::cli::add_verify_command(app, exit_code);
   vlrnn::cli::add_methods_command(app, exit_code);
+  vlrnn::cli::add_compare_command(app, exit_code);
+  vlrnn::cli::add_sweep_command(app, exit_code);
+  for (int i = 0; i < argc; ++i) {
+    vlrnn::cli::command_line() += (i ? " " : "") + std::string(argv[i]);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

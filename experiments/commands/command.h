@@ -5,9 +5,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace vlrnn::cli {
+
+// The command line as typed (set by main before parsing), for records such as meta.json.
+inline std::string& command_line() {
+  static std::string line;
+  return line;
+}
 
 void add_verify_command(CLI::App& app, int& exit_code);
 void add_methods_command(CLI::App& app, int& exit_code);
+void add_compare_command(CLI::App& app, int& exit_code);
+void add_sweep_command(CLI::App& app, int& exit_code);
 
 }  // namespace vlrnn::cli

@@ -1,0 +1,204 @@
+#include "commands/command.h"
+
+#include "lib/method_runner.h"
+#include "lib/method_specs.h"
+#include "lib/units.h"
+
+#include "vlrnn/measure/cpu_memory_tracker.h"
+#include "vlrnn/measure/environment.h"
+#include "vlrnn/measure/peak_gemm.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace vlrnn::cli {
+namespace {
+
+using experiments::format_bytes;
+using experiments::format_rate;
+using experiments::format_seconds;
+
+struct CompareArgs {
+  experiments::ProblemSpec problem;
+  std::string dtype = "float32";
+  std::string device = "cpu";
+  std::string methods;  // empty = every method in the registry
+  int64_t block = 0;    // 0 = each method's default
+  int64_t repeats = 5;
+  int64_t warmup = 1;
+  int64_t threads = 0;
+  bool no_error = false;
+  bool quiet = false;
+  std::string json_path;
+};
+
+std::vector<std::string> resolve_methods(const CompareArgs& args) {
+  std::vector<std::string> specs =
+      args.methods.empty() ? method_names() : experiments::split_method_list(args.methods);
+  for (auto& spec : specs) {
+    // --block K is the block length of a bare "vlrnn"; other methods take their options
+    // from their spec ("checkpoint:segments=64").
+    if (args.block > 0 && spec == "vlrnn") spec = fmt::format("vlrnn:block={}", args.block);
+  }
+  experiments::check_method_specs(specs);  // unknown names fail here, listing the known ones
+  return specs;
+}
+
+std::string ratio(double value) { return std::isfinite(value) ? fmt::format("{:.2f}", value) : "-"; }
+
+void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& runs) {
+  const experiments::MethodRun* full = nullptr;
+  for (const auto& run : runs) {
+    if (run.name == "full" && run.status == "ok") full = &run;
+  }
+  size_t width = 6;
+  for (const auto& run : runs) width = std::max(width, run.description.size());
+  const std::string header = fmt::format(
+      "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>10}",
+      "method", width, "time", "spread (min-max)", "step peak", "peak RSS", "useful rate",
+      "util.", "recompute", "max rel err", "time/full", "mem full/x");
+  out << header << "\n" << std::string(header.size(), '-') << "\n";
+  for (const auto& run : runs) {
+    if (run.status != "ok") {
+      out << fmt::format("{:<{}}  {}: {}\n", run.description, width, run.status, run.error);
+      continue;
+    }
+    const std::string spread = fmt::format("{}-{}", format_seconds(run.time.min),
+                                           format_seconds(run.time.max));
+    const std::string util =
+        run.utilization >= 0 ? fmt::format("{:.1f}%", 100.0 * run.utilization) : "-";
+    const std::string err =
+        run.error_vs_full ? fmt::format("{:.2e}", run.error_vs_full->max_rel) : "-";
+    const double time_ratio = full ? run.time.median / full->time.median : NAN;
+    const double mem_ratio = full && run.memory.step_peak_bytes > 0
+                                 ? double(full->memory.step_peak_bytes) /
+                                       double(run.memory.step_peak_bytes)
+                                 : NAN;
+    out << fmt::format(
+        "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>10}\n",
+        run.description, width, format_seconds(run.time.median), spread,
+        format_bytes(double(run.memory.step_peak_bytes)),
+        format_bytes(double(run.memory.peak_rss_bytes)), format_rate(run.useful_flops_per_second),
+        util, 100.0 * run.flops.overhead(), err, ratio(time_ratio), ratio(mem_ratio));
+  }
+}
+
+int run_compare(CompareArgs args) {
+  if (args.threads > 0) at::set_num_threads(int(args.threads));
+  args.problem.dtype = experiments::parse_dtype(args.dtype);
+  args.problem.device = experiments::parse_device(args.device);
+  const auto specs = resolve_methods(args);
+  // Installed before the problem exists, so parameters and data are tracked too.
+  measure::CpuMemoryTracker::instance().install();
+
+  const auto blas = measure::detect_blas();
+  if (blas.reference) {
+    std::cerr << "vlrnn compare: WARNING: LibTorch runs on the reference BLAS (" << blas.loaded
+              << "): times and utilization are not meaningful; install libopenblas0-pthread\n";
+  }
+  std::cerr << "vlrnn compare: measuring the peak GEMM rate (1024^2 " << args.dtype << ")...\n";
+  const auto peak = measure::measure_peak_gemm(args.problem.device, args.problem.dtype, 1024, 10, 2);
+
+  const auto problem = experiments::make_problem(args.problem);
+  experiments::RunOptions options;
+  options.warmup = args.warmup;
+  options.repeats = args.repeats;
+  options.peak_flops_per_second = peak.flops_per_second;
+  options.gradient_error = !args.no_error;
+  if (!args.quiet) {
+    options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+  }
+  std::cerr << fmt::format("vlrnn compare: {} methods x ({} warm-up + {} repeats), interleaved{}\n",
+                           specs.size(), args.warmup, args.repeats,
+                           args.no_error ? "" : "; then gradients vs full BPTT");
+  const auto runs = experiments::run_methods(problem, specs, options);
+
+  const auto& s = args.problem;
+  std::cout << fmt::format("vlrnn compare: {} | {} | BLAS {}\n", s.describe(),
+                           measure::describe_device(s.device), blas.vendor);
+  std::cout << fmt::format(
+      "peak GEMM (1024^2 {}): {} | useful work per step: {:.2f} GFLOP (forward + backward, "
+      "{:.1f} MFLOP per step and sequence)\n",
+      args.dtype, format_rate(peak.flops_per_second),
+      problem.flops.forward() * 3.0 * double(s.time_steps * s.batch) * 1e-9,
+      problem.flops.forward() * 3.0 * 1e-6);
+  std::cout << fmt::format("time: median of {} (after {} warm-up); step peak: tensor bytes above "
+                           "parameters + data ({}); peak RSS: whole process\n\n",
+                           args.repeats, args.warmup,
+                           format_bytes(double(runs.front().workload_bytes)));
+  print_table(std::cout, runs);
+
+  if (!args.json_path.empty()) {
+    nlohmann::json out = {{"problem", experiments::to_json(s)},
+                          {"peak_gemm_flops_per_s", peak.flops_per_second},
+                          {"device", measure::describe_device(s.device)},
+                          {"blas", blas.vendor},
+                          {"git_sha", measure::git_sha(".")},
+                          {"warmup", args.warmup},
+                          {"repeats", args.repeats},
+                          {"runs", nlohmann::json::array()}};
+    for (const auto& run : runs) out["runs"].push_back(experiments::to_json(run));
+    std::ofstream file(args.json_path);
+    TORCH_CHECK(file, "--json: cannot write \"", args.json_path, "\"");
+    file << out.dump(2) << "\n";
+    std::cerr << "vlrnn compare: wrote " << args.json_path << "\n";
+  }
+  for (const auto& run : runs) {
+    if (run.status == "error") return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<CompareArgs>();
+  auto* sub = app.add_subcommand(
+      "compare",
+      "Run several gradient methods on one workload, interleaved round-robin on the same "
+      "weights and data, and print them side by side: median time and spread, step peak "
+      "memory (exact tensor bytes above parameters + data), peak RSS, useful GFLOP/s and "
+      "utilization of the measured peak GEMM rate, recompute overhead, gradient error vs "
+      "full BPTT, and ratios to full (time method/full, memory full/method).");
+  auto& p = args->problem;
+  sub->add_option("--model", p.model, "recurrent model: rnn, gru, lstm or gru_lstm")
+      ->capture_default_str();
+  sub->add_option("--input", p.input_size, "F: input features per step")->capture_default_str();
+  sub->add_option("--hidden", p.hidden_size, "H: hidden size")->capture_default_str();
+  sub->add_option("--layers", p.num_layers, "L: stacked layers (gru_lstm: always GRU + 3 LSTM)")
+      ->capture_default_str();
+  sub->add_option("--batch,-B", p.batch, "B: sequences per batch")->capture_default_str();
+  sub->add_option("--T,-T", p.time_steps, "T: time steps per sequence")->capture_default_str();
+  sub->add_option("--head", p.head, "per-step head: ce (Linear + cross-entropy) or mse")
+      ->capture_default_str();
+  sub->add_option("--classes", p.head_outputs, "C: head outputs (classes for ce)")
+      ->capture_default_str();
+  sub->add_option("--block,-K", args->block,
+                  "K: the block length of a bare 'vlrnn' in --methods (0: its default, "
+                  "ceil(sqrt(T)))")
+      ->capture_default_str();
+  sub->add_option("--methods", args->methods,
+                  "comma-separated method specs, e.g. full,vlrnn,vlrnn:block=64,"
+                  "checkpoint:segments=64 (default: every method in the registry; "
+                  "'vlrnn methods' lists them)");
+  sub->add_option("--dtype", args->dtype, "float32 or float64")->capture_default_str();
+  sub->add_option("--device", args->device, "cpu, or cuda / cuda:N in a CUDA build")
+      ->capture_default_str();
+  sub->add_option("--repeats", args->repeats, "timed steps per method (the median is reported)")
+      ->capture_default_str();
+  sub->add_option("--warmup", args->warmup, "untimed steps per method first")
+      ->capture_default_str();
+  sub->add_option("--seed", p.seed, "seed of the weights and data")->capture_default_str();
+  sub->add_option("--threads", args->threads, "intra-op threads (0: LibTorch's default)")
+      ->capture_default_str();
+  sub->add_flag("--no-error", args->no_error,
+                "skip the gradient comparison with full BPTT (saves full's memory and time)");
+  sub->add_flag("--quiet,-q", args->quiet, "no per-step progress on stderr");
+  sub->add_option("--json", args->json_path, "also write every measurement to this JSON file");
+  sub->callback([args, &exit_code] { exit_code = run_compare(*args); });
+}
+
+}  // namespace vlrnn::cli

@@ -1,0 +1,110 @@
+#include "commands/command.h"
+
+#include "lib/sweep_runner.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+namespace vlrnn::cli {
+namespace {
+
+struct SweepArgs {
+  std::string config_path;
+  std::string out_dir;
+  bool resume = false;
+  bool dry_run = false;
+  int64_t threads = 0;
+};
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+// NOTE [ Stopping a sweep ]: the first SIGINT / SIGTERM lets the point being measured finish
+// and be recorded, then the sweep ends cleanly (results.csv and meta.json say
+// "interrupted"); a second one kills at once. Either way every point already written stays
+// in results.jsonl, and --resume carries on from there.
+extern "C" void on_stop_signal(int signal) {
+  if (g_stop_signal != 0) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  g_stop_signal = signal;
+  const char message[] =
+      "\nvlrnn sweep: stopping after the current point (send it again to stop now)\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+}
+
+int run_sweep_command(const SweepArgs& args) {
+  if (args.threads > 0) at::set_num_threads(int(args.threads));
+  const auto config = experiments::load_sweep_config(args.config_path);
+  const auto points = experiments::expand_points(config);
+  experiments::SweepOptions options;
+  options.out_dir = args.out_dir.empty()
+                        ? (std::filesystem::path("results") / config.name).string()
+                        : args.out_dir;
+  options.resume = args.resume;
+  options.command_line = command_line();
+  options.stop_requested = [] { return g_stop_signal != 0; };
+
+  std::cerr << fmt::format("vlrnn sweep: {} ({} experiments, {} points) -> {}\n", config.name,
+                           config.experiments.size(), points.size(), options.out_dir);
+  for (const auto& e : config.experiments) {
+    std::cerr << fmt::format("  {} [{}]: {}\n", e.name, e.kind, fmt::join(e.methods, " "));
+  }
+  if (args.dry_run) {
+    for (const auto& point : points) std::cout << point.key << "\n";
+    return 0;
+  }
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  const auto summary = experiments::run_sweep(config, options);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+
+  std::cerr << fmt::format(
+      "vlrnn sweep: {}: {} points measured ({} out of memory or failed), {} already recorded, "
+      "{} total -> {}/results.jsonl, results.csv, meta.json\n",
+      summary.interrupted ? "interrupted" : "done", summary.measured, summary.failed,
+      summary.skipped, summary.total, options.out_dir);
+  if (summary.interrupted) {
+    std::cerr << "hint: run the same command with --resume to measure the rest\n";
+    return 130;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<SweepArgs>();
+  auto* sub = app.add_subcommand(
+      "sweep",
+      "Measure a grid of points from a JSON config (methods x models x T x batch x block "
+      "length x hidden x layers; see experiments/configs/quick.json and "
+      "experiments/lib/sweep_config.h for every key). Each point appends one JSON record to "
+      "DIR/results.jsonl as it finishes (flushed to disk), then DIR/results.csv is rewritten; "
+      "DIR/meta.json records the git sha, device, LibTorch version, BLAS, nproc, the peak GEMM "
+      "rate, this command line and the whole config. A point that runs out of memory or fails "
+      "is recorded with its status and the sweep goes on. Experiments of kind \"max_batch\" "
+      "search, per method, the largest batch whose memory stays under a budget and measure "
+      "the throughput there. Ctrl-C stops after the current point; nothing written is lost.");
+  sub->add_option("config", args->config_path, "the sweep's JSON config file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--out", args->out_dir,
+                  "result folder (default: results/<config name>); without --resume, results "
+                  "already there move to DIR/previous/");
+  sub->add_flag("--resume", args->resume,
+                "continue the sweep in DIR: skip every point results.jsonl already records");
+  sub->add_flag("--dry-run", args->dry_run, "list the points (their keys) and exit");
+  sub->add_option("--threads", args->threads, "intra-op threads (0: LibTorch's default)")
+      ->capture_default_str();
+  sub->callback([args, &exit_code] { exit_code = run_sweep_command(*args); });
+}
+
+}  // namespace vlrnn::cli

@@ -1,0 +1,64 @@
+#pragma once
+// Measuring gradient methods on one problem: time (warm-up, repeats, median and spread),
+// step peak memory, peak RSS, useful and recomputed FLOPs, utilization, and the gradient
+// error against full BPTT. Methods are interleaved round-robin: each repeat runs every
+// method once, so a drift in the machine (another process, clocks) hits all of them alike.
+
+#include "lib/problem.h"
+
+#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/timer.h"
+#include "vlrnn/verify/compare.h"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vlrnn::experiments {
+
+struct MethodRun {
+  std::string spec;         // the method spec as run, e.g. "vlrnn:block=128"
+  std::string name;         // registry name, e.g. "vlrnn"
+  std::string description;  // GradientMethod::describe(), e.g. "vlrnn(K=128)"
+  bool exact = true;
+  std::string status = "ok";  // "ok", "oom" (ran out of memory) or "error"
+  std::string error;          // the message when status is not "ok"
+
+  measure::TimingStats time;    // seconds per gradient step
+  measure::StepMemory memory;   // the repeat with the largest step peak
+  int64_t workload_bytes = 0;   // parameters + data: the baseline under the step
+  StepCounters counters;
+  measure::StepFlops flops;
+  double useful_flops_per_second = 0.0;
+  double utilization = -1.0;        // useful FLOP/s over the peak GEMM rate; -1 = unknown
+  double sequences_per_second = 0.0;
+  double steps_per_second = 0.0;    // (step, sequence) pairs per second: T·B / time
+
+  std::optional<verify::Difference> error_vs_full;  // absent when not computed
+  std::string error_vs_full_note;                   // why it is absent
+};
+
+struct RunOptions {
+  int64_t warmup = 1;
+  int64_t repeats = 3;
+  double peak_flops_per_second = 0.0;  // 0: utilization is not computed
+  bool gradient_error = true;          // also compare each method's gradients with full BPTT
+  // Receives one line per run ("full 2/4 ..."); for progress on stderr.
+  std::function<void(const std::string&)> progress;
+};
+
+// Runs every method of `specs` (registry specs, e.g. "full", "vlrnn:block=64") on
+// `problem`. A method that runs out of memory or throws gets that status and the others go
+// on. Throws only for specs the registry rejects (before anything runs).
+std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std::string>& specs,
+                                   const RunOptions& options);
+
+// JSON for records and --json output.
+nlohmann::json to_json(const ProblemSpec& spec);
+nlohmann::json to_json(const MethodRun& run);
+nlohmann::json to_json(const measure::TimingStats& stats);
+
+}  // namespace vlrnn::experiments

@@ -1,0 +1,30 @@
+#pragma once
+// Method specs as users write them: "vlrnn", "vlrnn:block=64", "tbptt:k1=8,k2=16", lists of
+// them separated by commas, and templates for sweeps ("checkpoint:segments={N}").
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlrnn::experiments {
+
+// Splits "full,vlrnn:block=64,tbptt:k1=8,k2=16" into specs. A comma starts a new spec
+// unless what follows is another key=value option of the current one ("k2=16" has a '='
+// and no ':'), so multi-option specs need no quoting.
+std::vector<std::string> split_method_list(const std::string& list);
+
+// The registry name of a spec: the part before ':'.
+std::string method_name_of(const std::string& spec);
+bool has_options(const std::string& spec);
+
+// NOTE [ Spec templates ]: {K} is replaced by the block length and {N} by the number of
+// blocks ceil(T / K), so one template covers methods configured either way
+// ("vlrnn:block={K}", "checkpoint:segments={N}", "tbptt:k={K}").
+bool uses_block(const std::string& spec);  // true when it holds {K} or {N}
+std::string substitute_block(const std::string& spec, int64_t block, int64_t time_steps);
+
+// Throws (the registry's message, listing the known names) unless every spec makes a
+// method; templates are tried with K = 8, T = 64.
+void check_method_specs(const std::vector<std::string>& specs);
+
+}  // namespace vlrnn::experiments

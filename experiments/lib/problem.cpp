@@ -1,0 +1,69 @@
+#include "lib/problem.h"
+
+#include <fmt/format.h>
+
+namespace vlrnn::experiments {
+
+std::string ProblemSpec::describe() const {
+  return fmt::format("{} L={} F={} H={} C={} T={} B={} {} {}", model, num_layers, input_size,
+                     hidden_size, head_outputs, time_steps, batch, dtype_name(dtype),
+                     device.str());
+}
+
+Problem make_problem(const ProblemSpec& spec) {
+  TORCH_CHECK(spec.time_steps >= 1, "T: expected >= 1 time steps, got ", spec.time_steps);
+  TORCH_CHECK(spec.batch >= 1, "batch: expected >= 1 sequences, got ", spec.batch);
+  Problem p;
+  p.spec = spec;
+  torch::manual_seed(spec.seed);
+  ModelConfig config;
+  config.kind = spec.model;
+  config.input_size = spec.input_size;
+  config.hidden_size = spec.hidden_size;
+  config.num_layers = spec.num_layers;
+  p.model = make_model(config);
+  p.head = make_head(spec.head, p.model->output_size(), spec.head_outputs);
+  p.model->to(spec.device, spec.dtype);
+  p.head->to(spec.device, spec.dtype);
+  const auto cpu = torch::TensorOptions().dtype(spec.dtype);
+  p.batch.inputs = torch::randn({spec.time_steps, spec.batch, spec.input_size}, cpu)
+                       .to(spec.device);  // [T, B, F]
+  p.batch.targets = random_targets(*p.head, spec.time_steps, spec.batch, cpu)
+                        .to(spec.device);  // [T, B] or [T, B, C]
+  p.flops = measure::has_flop_model(spec.model)
+                ? measure::flops_per_step(config, spec.head, spec.head_outputs)
+                : measure::flops_from_weights(*p.model, *p.head, spec.head, spec.head_outputs);
+  return p;
+}
+
+torch::ScalarType parse_dtype(const std::string& name) {
+  if (name == "float32") return torch::kFloat32;
+  if (name == "float64") return torch::kFloat64;
+  TORCH_CHECK(false, "dtype: expected \"float32\" or \"float64\", got \"", name, "\"");
+}
+
+std::string dtype_name(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat32: return "float32";
+    case torch::kFloat64: return "float64";
+    case torch::kFloat16: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    default: return c10::toString(dtype);
+  }
+}
+
+torch::Device parse_device(const std::string& name) {
+  TORCH_CHECK(name == "cpu" || name.rfind("cuda", 0) == 0,
+              "device: expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
+  torch::Device device(name);
+#ifndef VLRNN_WITH_CUDA
+  TORCH_CHECK(device.is_cpu(), "device: \"", name, "\" needs a CUDA build (configure with "
+              "-DVLRNN_WITH_CUDA=ON against a LibTorch with CUDA); this one runs on cpu only");
+#else
+  TORCH_CHECK(device.is_cpu() || torch::cuda::is_available(), "device: \"", name,
+              "\" requested but no CUDA device is visible");
+#endif
+  return device;
+}
+
+}  // namespace vlrnn::experiments

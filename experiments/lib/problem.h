@@ -1,0 +1,50 @@
+#pragma once
+// A benchmark problem: a built-in model and head, random data and its FLOP model, made
+// reproducibly from a plain spec. Shapes: inputs [T, B, F], targets [T, B] (ce) or
+// [T, B, C] (mse).
+
+#include "vlrnn/measure/flops.h"
+#include "vlrnn/vlrnn.h"
+
+#include <memory>
+#include <string>
+
+namespace vlrnn::experiments {
+
+struct ProblemSpec {
+  std::string model = "lstm";  // a model kind (vlrnn/core/models.h)
+  int64_t input_size = 64;     // F
+  int64_t hidden_size = 256;   // H
+  int64_t num_layers = 1;      // L
+  std::string head = "ce";     // "ce" (classes) or "mse" (regression outputs)
+  int64_t head_outputs = 16;   // C
+  int64_t time_steps = 4096;   // T
+  int64_t batch = 32;          // B
+  torch::ScalarType dtype = torch::kFloat32;
+  torch::Device device = torch::kCPU;
+  uint64_t seed = 1;
+
+  // "lstm L=1 F=64 H=256 C=16 T=4096 B=32 float32 cpu"
+  std::string describe() const;
+  bool operator==(const ProblemSpec& other) const { return describe() == other.describe() && seed == other.seed; }
+};
+
+struct Problem {
+  ProblemSpec spec;
+  std::shared_ptr<RecurrentModule> model;
+  std::shared_ptr<OutputModule> head;
+  SequenceBatch batch;
+  measure::FlopsPerStep flops;  // one step of one sequence, forward
+
+  Workload workload() const { return Workload{*model, *head, batch}; }
+};
+
+// Weights and data drawn on the CPU from `spec.seed` (the same on every device), then moved.
+Problem make_problem(const ProblemSpec& spec);
+
+torch::ScalarType parse_dtype(const std::string& name);  // "float32" | "float64"
+std::string dtype_name(torch::ScalarType dtype);
+// "cpu" | "cuda" | "cuda:N"; throws when this build or machine cannot run it.
+torch::Device parse_device(const std::string& name);
+
+}  // namespace vlrnn::experiments

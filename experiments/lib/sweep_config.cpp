@@ -1,0 +1,346 @@
+#include "lib/sweep_config.h"
+
+#include "lib/method_specs.h"
+
+#include "vlrnn/methods/registry.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace vlrnn::experiments {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kExperimentKeys = {
+    "name",   "description", "kind",    "figures", "methods", "models",        "T",
+    "batch",  "block",       "hidden",  "layers",  "input",   "head",          "classes",
+    "dtype",  "device",      "repeats", "warmup",  "seed",    "gradient_error", "budget_mib",
+    "batch_start", "batch_max", "batch_multiple"};
+const std::vector<std::string> kTopOnlyKeys = {"memory_limit_mib", "block_options",
+                                               "experiments"};
+// What scripts/plot.py draws (see its docstring).
+const std::vector<std::string> kFigures = {"memory_vs_T", "time_vs_block",
+                                           "memory_vs_utilization", "max_batch", "tbptt_error"};
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+  TORCH_CHECK(false, "config ", path, ": ", message);
+}
+
+std::string type_of(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number_float()) return "a number with a fraction";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "a list";
+  return "an object";
+}
+
+std::string shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+int64_t read_int(const json& v, const std::string& path, int64_t min) {
+  if (!(v.is_number_integer() || v.is_number_unsigned())) {
+    fail(path, fmt::format("expected an integer >= {}, got {} ({})", min, type_of(v), shown(v)));
+  }
+  const auto value = v.get<int64_t>();
+  if (value < min) fail(path, fmt::format("expected an integer >= {}, got {}", min, value));
+  return value;
+}
+
+double read_positive_number(const json& v, const std::string& path) {
+  if (!v.is_number()) fail(path, fmt::format("expected a positive number, got {} ({})", type_of(v), shown(v)));
+  const double value = v.get<double>();
+  if (!(value > 0)) fail(path, fmt::format("expected a positive number, got {}", value));
+  return value;
+}
+
+std::vector<int64_t> read_int_list(const json& v, const std::string& path, int64_t min,
+                                   bool allow_empty) {
+  if (!v.is_array()) return {read_int(v, path, min)};
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(read_int(v[i], fmt::format("{}[{}]", path, i), min));
+  if (out.empty() && !allow_empty) fail(path, "expected at least one value, got an empty list");
+  return out;
+}
+
+std::string read_string(const json& v, const std::string& path,
+                        const std::vector<std::string>& allowed = {}) {
+  if (!v.is_string()) fail(path, fmt::format("expected a string, got {} ({})", type_of(v), shown(v)));
+  const auto s = v.get<std::string>();
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+    fail(path, fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), s));
+  }
+  return s;
+}
+
+std::vector<std::string> read_string_list(const json& v, const std::string& path,
+                                          const std::vector<std::string>& allowed = {}) {
+  if (!v.is_array()) return {read_string(v, path, allowed)};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    out.push_back(read_string(v[i], fmt::format("{}[{}]", path, i), allowed));
+  }
+  return out;
+}
+
+bool read_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) fail(path, fmt::format("expected true or false, got {} ({})", type_of(v), shown(v)));
+  return v.get<bool>();
+}
+
+// Where the methods of an experiment came from, resolved once every key is known.
+struct PendingMethods {
+  json value = "all";
+  std::string path = "(default)";
+};
+
+void apply_key(ExperimentSpec& e, PendingMethods& methods, const std::string& key, const json& v,
+               const std::string& path) {
+  if (key == "name") e.name = read_string(v, path);
+  else if (key == "description") read_string(v, path);
+  else if (key == "kind") e.kind = read_string(v, path, {"grid", "max_batch"});
+  else if (key == "figures") e.figures = read_string_list(v, path, kFigures);
+  else if (key == "methods") methods = {v, path};
+  else if (key == "models") e.models = read_string_list(v, path, model_kinds());
+  else if (key == "T") e.time_steps = read_int_list(v, path, 1, false);
+  else if (key == "batch") e.batches = read_int_list(v, path, 1, false);
+  else if (key == "block") e.blocks = read_int_list(v, path, 1, true);
+  else if (key == "hidden") e.hidden_sizes = read_int_list(v, path, 1, false);
+  else if (key == "layers") e.layers = read_int_list(v, path, 1, false);
+  else if (key == "input") e.input_size = read_int(v, path, 1);
+  else if (key == "head") e.head = read_string(v, path, head_kinds());
+  else if (key == "classes") e.classes = read_int(v, path, 1);
+  else if (key == "dtype") e.dtype = read_string(v, path, {"float32", "float64"});
+  else if (key == "device") {
+    e.device = read_string(v, path);
+    try {
+      parse_device(e.device);
+    } catch (const c10::Error& error) {
+      fail(path, error.what_without_backtrace());
+    }
+  }
+  else if (key == "repeats") e.repeats = read_int(v, path, 1);
+  else if (key == "warmup") e.warmup = read_int(v, path, 0);
+  else if (key == "seed") e.seed = uint64_t(read_int(v, path, 0));
+  else if (key == "gradient_error") e.gradient_error = read_bool(v, path);
+  else if (key == "budget_mib") e.budget_bytes = int64_t(std::llround(read_positive_number(v, path) * 1048576.0));
+  else if (key == "batch_start") e.batch_start = read_int(v, path, 1);
+  else if (key == "batch_max") e.batch_max = read_int(v, path, 1);
+  else if (key == "batch_multiple") e.batch_multiple = read_int(v, path, 1);
+}
+
+std::vector<std::string> resolve_methods(const PendingMethods& pending, const ExperimentSpec& e,
+                                         const std::map<std::string, std::string>& block_options,
+                                         const std::string& experiment_path) {
+  std::vector<std::string> specs;
+  std::vector<std::string> paths;
+  const json& v = pending.value;
+  if (v.is_string() && (v == "all" || v == "exact" || v == "approximate")) {
+    for (const auto& name : method_names()) {
+      const bool exact = make_method(name)->is_exact();
+      if (v == "all" || (v == "exact") == exact) {
+        specs.push_back(name);
+        paths.push_back(pending.path);
+      }
+    }
+  } else {
+    specs = read_string_list(v, pending.path);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      paths.push_back(v.is_array() ? fmt::format("{}[{}]", pending.path, i) : pending.path);
+    }
+    if (specs.empty()) fail(pending.path, "expected at least one method, got an empty list");
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto& spec = specs[i];
+    const auto option = block_options.find(spec);
+    if (!has_options(spec) && option != block_options.end() && !e.blocks.empty()) {
+      spec += ":" + option->second;
+    }
+    if (uses_block(spec) && e.blocks.empty()) {
+      fail(experiment_path + ".block", fmt::format("method \"{}\" takes the block length ({{K}} "
+                                                   "or {{N}}); give a list of block lengths",
+                                                   spec));
+    }
+    try {
+      check_method_specs({spec});
+    } catch (const c10::Error& error) {
+      fail(paths[i], error.what_without_backtrace());
+    }
+  }
+  return specs;
+}
+
+void check_keys(const json& object, const std::string& path, const std::vector<std::string>& known) {
+  for (const auto& item : object.items()) {
+    if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
+      fail(path + "." + item.key(),
+           fmt::format("unknown key; known keys: {}", fmt::join(known, ", ")));
+    }
+  }
+}
+
+}  // namespace
+
+SweepConfig parse_sweep_config(const json& config, const std::string& name) {
+  if (!config.is_object()) fail("$", fmt::format("expected an object, got {}", type_of(config)));
+  auto top_keys = kExperimentKeys;
+  top_keys.insert(top_keys.end(), kTopOnlyKeys.begin(), kTopOnlyKeys.end());
+  check_keys(config, "$", top_keys);
+
+  SweepConfig out;
+  out.raw = config;
+  out.name = config.contains("name") ? read_string(config["name"], "$.name") : name;
+  if (out.name.empty() || out.name.find('/') != std::string::npos) {
+    fail("$.name", fmt::format("expected a non-empty name without '/', got \"{}\"", out.name));
+  }
+  if (config.contains("memory_limit_mib")) {
+    out.memory_limit_bytes =
+        int64_t(std::llround(read_positive_number(config["memory_limit_mib"], "$.memory_limit_mib") * 1048576.0));
+  }
+  out.block_options = {{"vlrnn", "block={K}"}};
+  if (config.contains("block_options")) {
+    const auto& options = config["block_options"];
+    if (!options.is_object()) {
+      fail("$.block_options", fmt::format("expected an object mapping method names to option "
+                                          "templates, got {}", type_of(options)));
+    }
+    for (const auto& item : options.items()) {
+      const std::string path = "$.block_options." + item.key();
+      const auto value = read_string(item.value(), path);
+      if (!uses_block(value)) {
+        fail(path, fmt::format("expected an option template with {{K}} or {{N}} (e.g. "
+                               "\"block={{K}}\"), got \"{}\"", value));
+      }
+      // A method that is not (yet) in the registry may have a template: it applies once the
+      // method exists, and nothing refers to it until then.
+      out.block_options[item.key()] = value;
+    }
+  }
+
+  // Defaults: the top level's experiment keys (its "name" names the config, not a grid).
+  ExperimentSpec defaults;
+  PendingMethods default_methods;
+  for (const auto& item : config.items()) {
+    if (item.key() == "name") continue;
+    if (std::find(kExperimentKeys.begin(), kExperimentKeys.end(), item.key()) == kExperimentKeys.end()) continue;
+    apply_key(defaults, default_methods, item.key(), item.value(), "$." + item.key());
+  }
+
+  std::vector<std::pair<json, std::string>> experiments;
+  if (config.contains("experiments")) {
+    const auto& list = config["experiments"];
+    if (!list.is_array() || list.empty()) {
+      fail("$.experiments", fmt::format("expected a non-empty list of experiments, got {}", type_of(list)));
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string path = fmt::format("$.experiments[{}]", i);
+      if (!list[i].is_object()) fail(path, fmt::format("expected an object, got {}", type_of(list[i])));
+      check_keys(list[i], path, kExperimentKeys);
+      experiments.emplace_back(list[i], path);
+    }
+  } else {
+    experiments.emplace_back(json::object(), "$");
+  }
+
+  std::set<std::string> names;
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const auto& [object, path] = experiments[i];
+    ExperimentSpec e = defaults;
+    PendingMethods methods = default_methods;
+    e.name = fmt::format("grid{}", i);
+    if (experiments.size() == 1 && path == "$") e.name = out.name;
+    for (const auto& item : object.items()) {
+      apply_key(e, methods, item.key(), item.value(), path + "." + item.key());
+    }
+    if (!names.insert(e.name).second) {
+      fail(path + ".name", fmt::format("duplicate experiment name \"{}\"", e.name));
+    }
+    if (e.head == "ce" && e.classes < 2) {
+      fail(path + ".classes", fmt::format("expected >= 2 classes for a ce head, got {}", e.classes));
+    }
+    if (e.kind == "max_batch") {
+      if (e.budget_bytes <= 0) fail(path + ".budget_mib", "kind max_batch needs a memory budget (MiB)");
+      if (e.batch_max < e.batch_start) {
+        fail(path + ".batch_max", fmt::format("expected >= batch_start ({}), got {}", e.batch_start, e.batch_max));
+      }
+    } else if (object.contains("budget_mib")) {
+      fail(path + ".budget_mib", "a memory budget needs \"kind\": \"max_batch\"");
+    }
+    e.methods = resolve_methods(methods, e, out.block_options, path);
+    out.experiments.push_back(std::move(e));
+  }
+  return out;
+}
+
+SweepConfig load_sweep_config(const std::string& path) {
+  std::ifstream file(path);
+  TORCH_CHECK(file, "config: cannot read \"", path, "\"");
+  json config;
+  try {
+    config = json::parse(file, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    TORCH_CHECK(false, "config \"", path, "\": not valid JSON: ", e.what());
+  }
+  auto out = parse_sweep_config(config, std::filesystem::path(path).stem().string());
+  out.path = path;
+  return out;
+}
+
+std::vector<SweepPoint> expand_points(const SweepConfig& config) {
+  std::vector<SweepPoint> points;
+  std::set<std::string> keys;
+  for (size_t x = 0; x < config.experiments.size(); ++x) {
+    const auto& e = config.experiments[x];
+    const bool max_batch = e.kind == "max_batch";
+    const auto batches = max_batch ? std::vector<int64_t>{e.batch_start} : e.batches;
+    for (const auto& model : e.models)
+      for (int64_t layers : e.layers)
+        for (int64_t hidden : e.hidden_sizes)
+          for (int64_t steps : e.time_steps)
+            for (int64_t batch : batches) {
+              ProblemSpec problem;
+              problem.model = model;
+              problem.num_layers = layers;
+              problem.hidden_size = hidden;
+              problem.input_size = e.input_size;
+              problem.head = e.head;
+              problem.head_outputs = e.classes;
+              problem.time_steps = steps;
+              problem.batch = batch;
+              problem.dtype = parse_dtype(e.dtype);
+              problem.device = parse_device(e.device);
+              problem.seed = e.seed;
+              // K-independent methods run at the first K only (their K is null).
+              const auto blocks = e.blocks.empty() ? std::vector<int64_t>{0} : e.blocks;
+              for (size_t k = 0; k < blocks.size(); ++k) {
+                for (const auto& method : e.methods) {
+                  const bool takes_block = uses_block(method);
+                  if (!takes_block && k > 0) continue;
+                  SweepPoint point;
+                  point.experiment = x;
+                  point.problem = problem;
+                  point.block = takes_block ? blocks[k] : 0;
+                  point.method = takes_block ? substitute_block(method, blocks[k], steps) : method;
+                  point.key = fmt::format("{}|{}|L={}|F={}|H={}|C={}|{}|T={}|B={}|{}|{}|{}|seed={}", e.name,
+                                          model, layers, e.input_size, hidden, e.classes, e.head,
+                                          steps, max_batch ? std::string("max") : std::to_string(batch),
+                                          point.method, e.dtype, e.device, e.seed);
+                  if (keys.insert(point.key).second) points.push_back(std::move(point));
+                }
+              }
+            }
+  }
+  return points;
+}
+
+}  // namespace vlrnn::experiments

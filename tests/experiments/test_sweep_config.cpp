@@ -1,0 +1,130 @@
+#include "test_util.h"
+
+#include "lib/method_specs.h"
+#include "lib/sweep_config.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace vlrnn::experiments {
+namespace {
+
+using json = nlohmann::json;
+using testing::expect_error_mentions;
+
+SweepConfig parse(const std::string& text) { return parse_sweep_config(json::parse(text), "test"); }
+
+TEST(SweepConfig, ATopLevelGridWithDefaults) {
+  const auto config = parse(R"({"methods": ["full", "vlrnn"], "T": [64, 128], "batch": 2,
+                                "block": [8, 16], "hidden": 8, "input": 4})");
+  ASSERT_EQ(config.experiments.size(), 1u);
+  const auto& e = config.experiments[0];
+  EXPECT_EQ(e.name, "test");
+  EXPECT_EQ(e.batches, std::vector<int64_t>{2});
+  // A bare "vlrnn" becomes its block template.
+  EXPECT_EQ(e.methods, (std::vector<std::string>{"full", "vlrnn:block={K}"}));
+  const auto points = expand_points(config);
+  // Per T: full once (K null) + vlrnn at K = 8 and 16.
+  ASSERT_EQ(points.size(), 6u);
+  EXPECT_EQ(points[0].method, "full");
+  EXPECT_EQ(points[0].block, 0);
+  EXPECT_EQ(points[1].method, "vlrnn:block=8");
+  EXPECT_EQ(points[1].block, 8);
+  EXPECT_EQ(points[2].method, "vlrnn:block=16");
+  EXPECT_EQ(points[3].problem.time_steps, 128);
+  std::set<std::string> keys;
+  for (const auto& p : points) keys.insert(p.key);
+  EXPECT_EQ(keys.size(), points.size());
+}
+
+TEST(SweepConfig, ExperimentsInheritTheTopLevelAndOverrideIt) {
+  const auto config = parse(R"({"hidden": 8, "repeats": 2, "methods": "all", "block": [4],
+    "experiments": [{"name": "a", "T": 32}, {"name": "b", "T": 16, "repeats": 1,
+                     "methods": ["vlrnn:block={N}"], "block": [4, 8]}]})");
+  ASSERT_EQ(config.experiments.size(), 2u);
+  EXPECT_EQ(config.experiments[0].repeats, 2);
+  EXPECT_EQ(config.experiments[1].repeats, 1);
+  EXPECT_EQ(config.experiments[0].hidden_sizes, std::vector<int64_t>{8});
+  // "all" is whatever the registry holds, so methods added later join by themselves.
+  EXPECT_EQ(config.experiments[0].methods.size(), method_names().size());
+  const auto points = expand_points(config);
+  // {N} = ceil(T / K): T = 16 with K = 4 and 8 gives 4 and 2 blocks.
+  EXPECT_EQ(points[points.size() - 2].method, "vlrnn:block=4");
+  EXPECT_EQ(points.back().method, "vlrnn:block=2");
+}
+
+TEST(SweepConfig, MaxBatchNeedsABudget) {
+  const auto config = parse(R"({"experiments": [{"kind": "max_batch", "budget_mib": 1.5,
+                                  "methods": ["full"], "batch_start": 2}]})");
+  EXPECT_EQ(config.experiments[0].budget_bytes, 1572864);
+  const auto points = expand_points(config);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].problem.batch, 2);
+  expect_error_mentions([] { parse(R"({"experiments": [{"kind": "max_batch"}]})"); },
+                        {"$.experiments[0].budget_mib", "budget"});
+  expect_error_mentions([] { parse(R"({"experiments": [{"budget_mib": 3}]})"); },
+                        {"$.experiments[0].budget_mib", "max_batch"});
+}
+
+TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
+  expect_error_mentions([] { parse(R"({"Tee": [1]})"); }, {"$.Tee", "unknown key", "T, batch"});
+  expect_error_mentions([] { parse(R"({"experiments": [{"T": [16, "long"]}]})"); },
+                        {"$.experiments[0].T[1]", "integer", "a string"});
+  expect_error_mentions([] { parse(R"({"experiments": [{}, {"batch": 0}]})"); },
+                        {"$.experiments[1].batch", ">= 1", "0"});
+  expect_error_mentions([] { parse(R"({"methods": ["full", "nosuch"]})"); },
+                        {"$.methods[1]", "nosuch", "known methods", "vlrnn"});
+  expect_error_mentions([] { parse(R"({"methods": ["vlrnn:blok=3"]})"); },
+                        {"$.methods[0]", "blok"});
+  expect_error_mentions([] { parse(R"({"methods": ["vlrnn:block={K}"]})"); },
+                        {"$.block", "block length"});
+  expect_error_mentions([] { parse(R"({"models": ["lstm", "transformer"]})"); },
+                        {"$.models[1]", "transformer", "gru"});
+  expect_error_mentions([] { parse(R"({"dtype": "float16"})"); }, {"$.dtype", "float32", "float16"});
+  expect_error_mentions([] { parse(R"({"gradient_error": 1})"); }, {"$.gradient_error", "true or false"});
+  expect_error_mentions([] { parse(R"({"figures": ["memory_vs_t"]})"); },
+                        {"$.figures[0]", "memory_vs_T", "memory_vs_t"});
+  expect_error_mentions([] { parse(R"({"block_options": {"vlrnn": "block=8"}})"); },
+                        {"$.block_options.vlrnn", "{K}"});
+  expect_error_mentions([] { parse(R"({"experiments": [{"name": "x"}, {"name": "x"}]})"); },
+                        {"$.experiments[1].name", "duplicate"});
+  expect_error_mentions([] { parse(R"([1, 2])"); }, {"$", "object"});
+#ifndef VLRNN_WITH_CUDA
+  expect_error_mentions([] { parse(R"({"device": "cuda"})"); }, {"$.device", "CUDA build"});
+#endif
+}
+
+TEST(SweepConfig, LoadsAFileAndNamesItAfterTheFile) {
+  const auto path = std::filesystem::temp_directory_path() / "vlrnn_test_cfg.json";
+  {
+    std::ofstream out(path);
+    out << "{\n  // comments are allowed\n  \"methods\": [\"full\"], \"T\": 8\n}\n";
+  }
+  const auto config = load_sweep_config(path.string());
+  EXPECT_EQ(config.name, "vlrnn_test_cfg");
+  EXPECT_EQ(config.path, path.string());
+  std::filesystem::remove(path);
+  expect_error_mentions([] { load_sweep_config("/nonexistent/x.json"); }, {"cannot read", "x.json"});
+}
+
+// The committed configs must load (paper.json names a CUDA device: only in CUDA builds).
+TEST(SweepConfig, TheCommittedQuickConfigLoads) {
+  const std::string path = std::string(VLRNN_SOURCE_DIR) + "/experiments/configs/quick.json";
+  const auto config = load_sweep_config(path);
+  EXPECT_EQ(config.name, "quick");
+  EXPECT_GT(expand_points(config).size(), 10u);
+}
+
+TEST(MethodSpecs, SplitsListsKeepingMultiOptionSpecsTogether) {
+  EXPECT_EQ(split_method_list("full,vlrnn:block=64,tbptt:k1=8,k2=16,checkpoint"),
+            (std::vector<std::string>{"full", "vlrnn:block=64", "tbptt:k1=8,k2=16", "checkpoint"}));
+  EXPECT_EQ(split_method_list(" full , vlrnn "), (std::vector<std::string>{"full", "vlrnn"}));
+  expect_error_mentions([] { split_method_list("full,,vlrnn"); }, {"methods", "empty"});
+  EXPECT_EQ(substitute_block("x:a={K},b={N}", 10, 95), "x:a=10,b=10");
+  EXPECT_TRUE(uses_block("vlrnn:block={K}"));
+  EXPECT_FALSE(uses_block("vlrnn:block=3"));
+  expect_error_mentions([] { check_method_specs({"full", "bogus"}); }, {"bogus", "known methods"});
+}
+
+}  // namespace
+}  // namespace vlrnn::experiments

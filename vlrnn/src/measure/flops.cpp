@@ -1,0 +1,119 @@
+#include "vlrnn/measure/flops.h"
+
+#include <algorithm>
+
+namespace vlrnn::measure {
+namespace {
+
+struct LayerFlops {
+  double gemm = 0.0, elementwise = 0.0;
+};
+
+// One layer of `cell` with input size `in` and hidden size `h`, one step, one sequence.
+LayerFlops layer_flops(CellKind cell, double in, double h) {
+  switch (cell) {
+    case CellKind::kRnnTanh:
+      return {2.0 * h * (in + h), 4.0 * h};
+    case CellKind::kGru:
+      return {2.0 * 3.0 * h * (in + h), 17.0 * h};
+    case CellKind::kLstm:
+    default:
+      return {2.0 * 4.0 * h * (in + h), 21.0 * h};
+  }
+}
+
+LayerFlops stack_flops(CellKind cell, int64_t input_size, int64_t hidden, int64_t layers) {
+  LayerFlops total;
+  for (int64_t l = 0; l < layers; ++l) {
+    const auto f = layer_flops(cell, double(l == 0 ? input_size : hidden), double(hidden));
+    total.gemm += f.gemm;
+    total.elementwise += f.elementwise;
+  }
+  return total;
+}
+
+}  // namespace
+
+FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_kind,
+                            int64_t head_outputs) {
+  TORCH_CHECK(model.input_size > 0 && model.hidden_size > 0 && model.num_layers >= 1,
+              "flops_per_step model: expected input_size > 0, hidden_size > 0 and "
+              "num_layers >= 1, got ", model.input_size, ", ", model.hidden_size, ", ",
+              model.num_layers);
+  TORCH_CHECK(head_outputs >= 1, "flops_per_step head_outputs: expected >= 1, got ",
+              head_outputs);
+  LayerFlops body;
+  if (model.kind == "rnn" || model.kind == "gru" || model.kind == "lstm") {
+    const auto cell = model.kind == "rnn"   ? CellKind::kRnnTanh
+                      : model.kind == "gru" ? CellKind::kGru
+                                            : CellKind::kLstm;
+    body = stack_flops(cell, model.input_size, model.hidden_size, model.num_layers);
+  } else if (model.kind == "gru_lstm") {
+    // As make_model builds it: GRU F -> H (1 layer), then LSTM H -> H (3 layers).
+    const auto gru = stack_flops(CellKind::kGru, model.input_size, model.hidden_size, 1);
+    const auto lstm = stack_flops(CellKind::kLstm, model.hidden_size, model.hidden_size, 3);
+    body = {gru.gemm + lstm.gemm, gru.elementwise + lstm.elementwise};
+  } else {
+    TORCH_CHECK(false, "flops_per_step model.kind: expected rnn, gru, lstm or gru_lstm, got \"",
+                model.kind, "\"");
+  }
+  TORCH_CHECK(head_kind == "ce" || head_kind == "mse",
+              "flops_per_step head_kind: expected \"ce\" or \"mse\", got \"", head_kind, "\"");
+  const double z = double(model.hidden_size), c = double(head_outputs);
+  FlopsPerStep out;
+  out.model_gemm = body.gemm;
+  out.model_elementwise = body.elementwise;
+  out.head_gemm = 2.0 * z * c;
+  out.head_elementwise = c + (head_kind == "ce" ? 4.0 * c : 3.0 * c) + 2.0;
+  return out;
+}
+
+namespace {
+
+double weight_gemm_flops(const torch::nn::Module& module) {
+  double flops = 0.0;
+  for (const auto& p : module.parameters()) {
+    if (p.dim() == 2) flops += 2.0 * double(p.size(0)) * double(p.size(1));
+  }
+  return flops;
+}
+
+}  // namespace
+
+bool has_flop_model(const std::string& model_kind) {
+  return model_kind == "rnn" || model_kind == "gru" || model_kind == "lstm" ||
+         model_kind == "gru_lstm";
+}
+
+FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn::Module& head,
+                                const std::string& head_kind, int64_t head_outputs) {
+  TORCH_CHECK(head_kind == "ce" || head_kind == "mse",
+              "flops_from_weights head_kind: expected \"ce\" or \"mse\", got \"", head_kind, "\"");
+  const double c = double(head_outputs);
+  FlopsPerStep out;
+  out.model_gemm = weight_gemm_flops(model);
+  out.head_gemm = weight_gemm_flops(head);
+  out.head_elementwise = c + (head_kind == "ce" ? 4.0 * c : 3.0 * c) + 2.0;
+  return out;
+}
+
+StepFlops step_flops(const FlopsPerStep& per_step, int64_t time_steps, int64_t batch,
+                     int64_t valid_steps, const StepCounters& counters) {
+  TORCH_CHECK(time_steps > 0 && batch > 0, "step_flops: expected T > 0 and B > 0, got T = ",
+              time_steps, ", B = ", batch);
+  TORCH_CHECK(valid_steps >= 0 && valid_steps <= time_steps * batch,
+              "step_flops valid_steps: expected in [0, T·B = ", time_steps * batch, "], got ",
+              valid_steps);
+  StepFlops out;
+  out.useful_forward = double(valid_steps) * per_step.forward();
+  out.useful_backward = double(valid_steps) * per_step.backward();
+  // Counters count steps of the whole batch (padded steps included), so they scale by B.
+  const double extra_with_grad =
+      double(std::max<int64_t>(0, counters.forward_with_grad - time_steps));
+  out.recomputed = double(batch) * (double(counters.forward_without_grad) *
+                                        per_step.model_forward() +
+                                    extra_with_grad * per_step.forward());
+  return out;
+}
+
+}  // namespace vlrnn::measure

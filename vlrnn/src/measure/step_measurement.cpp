@@ -1,0 +1,37 @@
+#include "vlrnn/measure/step_measurement.h"
+
+#include "vlrnn/measure/timer.h"
+
+namespace vlrnn::measure {
+namespace {
+
+void drop_grad(const torch::Tensor& t) {
+  if (t.defined() && t.grad().defined()) t.mutable_grad() = torch::Tensor();
+}
+
+}  // namespace
+
+void clear_gradients(const Workload& workload) {
+  for (const auto& p : workload.model.parameters()) drop_grad(p);
+  for (const auto& p : workload.head.parameters()) drop_grad(p);
+  for (const auto& h : workload.h0) drop_grad(h);
+  drop_grad(workload.batch.inputs);
+}
+
+StepMeasurement measure_step(GradientMethod& method, const Workload& workload,
+                             torch::Device device) {
+  clear_gradients(workload);
+  StepMeasurement out;
+  DeviceTimer timer(device);
+  StepMemoryScope memory(device);
+  timer.start();
+  {
+    const GradientResult result = method.compute(workload);
+    out.counters = result.counters;
+  }
+  out.seconds = timer.stop();
+  out.memory = memory.finish();
+  return out;
+}
+
+}  // namespace vlrnn::measure
