@@ -22,3 +22,23 @@ TEST(RngState, RestoringNothingIsAnError) {
 
 }  // namespace
 }  // namespace vlrnn
+
+namespace vlrnn {
+namespace {
+
+// A model without randomness leaves the generator alone: snapshots share one tensor.
+TEST(RngState, UnchangedGeneratorSharesTheSnapshot) {
+  auto first = RngState::capture(torch::kCPU);
+  auto second = RngState::capture(torch::kCPU);
+  EXPECT_TRUE(first.shares_storage_with(second));
+  torch::rand({3});
+  auto third = RngState::capture(torch::kCPU);
+  EXPECT_FALSE(third.shares_storage_with(second));
+  second.restore();
+  auto replay = torch::rand({3});
+  first.restore();
+  EXPECT_TRUE(torch::equal(torch::rand({3}), replay));
+}
+
+}  // namespace
+}  // namespace vlrnn

@@ -22,6 +22,10 @@ class RngState {
   static RngState capture(const torch::Device& device);
   void restore() const;
   bool captured() const { return cpu_state_.defined(); }
+  // True when both snapshots hold the same tensor (NOTE [ Shared RNG snapshots ]).
+  bool shares_storage_with(const RngState& other) const {
+    return cpu_state_.is_same(other.cpu_state_);
+  }
 
  private:
   torch::Tensor cpu_state_;
