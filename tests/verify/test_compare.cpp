@@ -51,10 +51,15 @@ TEST(Compare, MismatchedSnapshotsAreAnError) {
 
 TEST(Matrix, CoversTheIssueAxes) {
   auto cases = default_matrix();
-  // 5 models × 6 block lengths × 2 reductions × 2 dtypes × 2 h0 modes for vlrnn.
-  int vlrnn_cases = 0;
-  for (const auto& c : cases) vlrnn_cases += c.method.rfind("vlrnn", 0) == 0;
+  // 5 models × 6 block lengths × 2 reductions × 2 dtypes × 2 h0 modes for vlrnn, and the
+  // 4 GRU variants × K ∈ {1, 7, T} × the same 2 × 2 × 2.
+  int vlrnn_cases = 0, variant_cases = 0;
+  for (const auto& c : cases) {
+    if (c.method.rfind("vlrnn", 0) != 0) continue;
+    (c.model.rfind("gru_v", 0) == 0 ? variant_cases : vlrnn_cases) += 1;
+  }
   EXPECT_EQ(vlrnn_cases, 5 * 6 * 2 * 2 * 2);
+  EXPECT_EQ(variant_cases, 4 * 3 * 2 * 2 * 2);
 }
 
 TEST(Matrix, AWrongMethodFailsTheCase) {

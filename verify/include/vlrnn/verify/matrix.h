@@ -38,7 +38,8 @@ struct VerifyOutcome {
 
 // The default matrix: {rnn, gru, lstm x1, lstm x3, gru_lstm} × K ∈ {1, 2, 7, 5, T, T + 12}
 // × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent}, for every exact method
-// in the registry other than "full" (the reference).
+// in the registry other than "full" (the reference); plus the GRU variants gru_v1 .. gru_v4 on
+// a reduced grid: K ∈ {1, 7, T} × {sum, mean} × {float64, float32} × {h0 with grad, absent}.
 std::vector<VerifyCase> default_matrix();
 
 // Builds the model, head and data from `spec.seed`, runs full BPTT and `spec.method` on the
