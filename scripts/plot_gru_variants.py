@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Figures from a GRU-variant benchmark folder (scripts/bench_gru_variants.sh).
+
+    python3 scripts/plot_gru_variants.py results/cpu-gru-variants
+
+Reads bench_gru_variants.json (Google Benchmark, 3 repetitions per point) and meta.json, and
+writes into DIR/figures/ (PNG + PDF):
+  relative_speed_b{B}   speed of each implementation relative to GRU v1 (time_v1 / time),
+                        one group of bars per hidden size, at minibatch B (128 is Baidu's
+                        figure); one figure per minibatch present
+  gflops                achieved GFLOP/s (useful FLOPs / median time) against minibatch, one
+                        panel per hidden size
+  summary.csv           the medians, one row per implementation, hidden size and minibatch
+Every figure's caption names the command that measured it.
+"""
+
+import csv
+import json
+import os
+import re
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+# Benchmark name -> label, in plotting order.
+IMPLEMENTATIONS = [
+    ("BlockGru/v1", "GRU v1 (reset before W_hn)"),
+    ("BlockGru/v2", "GRU v2 (+ grouped GEMMs)"),
+    ("BlockGru/v3", "GRU v3 (reset after W_hn)"),
+    ("BlockGru/v4", "GRU v4 (save at GEMMs)"),
+    ("TorchGru", "LibTorch nn::GRU"),
+    ("TorchGruCellLoop", "LibTorch GRUCell loop"),
+]
+NAME = re.compile(r"^BM_(?P<impl>[A-Za-z]+(?:/v\d)?)/H:(?P<H>\d+)/B:(?P<B>\d+)")
+
+
+def load(folder):
+    with open(os.path.join(folder, "meta.json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(folder, meta.get("benchmark_json", "bench_gru_variants.json"))) as f:
+        bench = json.load(f)
+    # Median of the repetitions ourselves: works whether or not aggregates were reported.
+    times, flops = {}, {}
+    for b in bench["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        m = NAME.match(b["run_name"])
+        if not m:
+            continue
+        key = (m["impl"], int(m["H"]), int(m["B"]))
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+        times.setdefault(key, []).append(b["real_time"] * scale)
+        flops[key] = b["GFLOP"] * 1e9
+    medians = {k: statistics.median(v) for k, v in times.items()}
+    return meta, medians, flops, {k: len(v) for k, v in times.items()}
+
+
+def caption(fig, meta, extra=""):
+    text = (f"Command: {meta['command']}\n"
+            f"LibTorch {meta.get('libtorch', '?')}, BLAS {os.path.basename(os.path.dirname(meta.get('blas', '?')))}"
+            f", {meta.get('nproc', '?')} cores ({meta.get('cpu', '?')}), float32, T = {meta.get('steps', 256)}, "
+            f"git {meta.get('git_sha', '?')[:10]}. {extra}")
+    fig.text(0.01, 0.01, text, fontsize=6.5, va="bottom", ha="left", wrap=True)
+
+
+def save(fig, folder, name):
+    for ext in ("png", "pdf"):
+        fig.savefig(os.path.join(folder, "figures", f"{name}.{ext}"), dpi=150)
+    plt.close(fig)
+
+
+def plot_relative(folder, meta, medians, batch):
+    hiddens = sorted({h for (impl, h, b) in medians if b == batch and (("BlockGru/v1", h, b) in medians)})
+    if not hiddens:
+        return
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    width = 0.8 / len(IMPLEMENTATIONS)
+    for i, (impl, label) in enumerate(IMPLEMENTATIONS):
+        xs, ys = [], []
+        for j, h in enumerate(hiddens):
+            if (impl, h, batch) in medians:
+                xs.append(j + (i - (len(IMPLEMENTATIONS) - 1) / 2) * width)
+                ys.append(medians[("BlockGru/v1", h, batch)] / medians[(impl, h, batch)])
+        bars = ax.bar(xs, ys, width, label=label)
+        ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=1)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(range(len(hiddens)))
+    ax.set_xticklabels([f"H = {h}" for h in hiddens])
+    ax.set_xlabel("hidden size (input size F = H)")
+    ax.set_ylabel("speed relative to GRU v1 (time v1 / time)")
+    ax.set_title(f"GRU forward + backward of one block, minibatch {batch}")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.35)  # room for the legend above the bars
+    ax.legend(fontsize=7, ncol=3, loc="upper center")
+    fig.subplots_adjust(bottom=0.25)
+    caption(fig, meta, "Bars: median of 3 repetitions, measured side by side in one run.")
+    save(fig, folder, f"relative_speed_b{batch}")
+
+
+def plot_gflops(folder, meta, medians, flops):
+    hiddens = sorted({h for (_, h, _) in medians})
+    fig, axes = plt.subplots(1, len(hiddens), figsize=(4 * len(hiddens), 4.2), squeeze=False)
+    for ax, h in zip(axes[0], hiddens):
+        for impl, label in IMPLEMENTATIONS:
+            pts = sorted((b, flops[k] / medians[k] / 1e9) for k in medians
+                         if k[0] == impl and k[1] == h for b in [k[2]])
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("minibatch B")
+        ax.set_ylabel("achieved GFLOP/s (useful FLOPs)")
+        ax.set_title(f"H = {h}")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.subplots_adjust(bottom=0.3, wspace=0.3)
+    caption(fig, meta, "FLOPs: forward 2·B·(F·3H + H·3H) per step, backward 2x forward.")
+    save(fig, folder, "gflops")
+
+
+def write_summary(folder, medians, flops, counts):
+    with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["implementation", "H", "B", "median_s", "repetitions", "gflop_per_s", "speed_vs_v1",
+                    "speed_vs_torch_gru"])
+        for impl, _ in IMPLEMENTATIONS:
+            for key in sorted(k for k in medians if k[0] == impl):
+                _, h, b = key
+                v1 = medians.get(("BlockGru/v1", h, b))
+                torch_gru = medians.get(("TorchGru", h, b))
+                w.writerow([impl, h, b, f"{medians[key]:.4f}", counts[key],
+                            f"{flops[key] / medians[key] / 1e9:.1f}",
+                            f"{v1 / medians[key]:.3f}" if v1 else "",
+                            f"{torch_gru / medians[key]:.3f}" if torch_gru else ""])
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    folder = sys.argv[1]
+    meta, medians, flops, counts = load(folder)
+    if not medians:
+        sys.exit(f"{folder}: no benchmark points found")
+    os.makedirs(os.path.join(folder, "figures"), exist_ok=True)
+    for batch in sorted({b for (_, _, b) in medians}):
+        plot_relative(folder, meta, medians, batch)
+    plot_gflops(folder, meta, medians, flops)
+    write_summary(folder, medians, flops, counts)
+    print(f"{folder}/figures: relative_speed_b*.png/pdf, gflops.png/pdf; {folder}/summary.csv")
+
+
+if __name__ == "__main__":
+    main()
