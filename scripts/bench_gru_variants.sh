@@ -6,8 +6,9 @@
 #
 # OUT_DIR defaults to results/cpu-gru-variants; FILTER is a --benchmark_filter regex (default:
 # the feasible part of the grid on a 2-core CPU: H = 512 and 1024 at B = 32/64/128, H = 2048
-# at B = 32). Each point: 3 repetitions of one forward + backward of T = 256 steps; the plots
-# use the median.
+# at B = 32). Each point: 3 repetitions of one forward + backward of T = 256 steps, run in a
+# random order across implementations (so a burst of load from other processes does not land
+# on one of them); the plots use the median.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/cpu-gru-variants}
@@ -18,7 +19,8 @@ cmake --build build --target bench_gru_variants >/dev/null
 
 json="$out/bench_gru_variants.json"
 cmd=(build/bench_gru_variants "--benchmark_filter=$filter" --benchmark_repetitions=3
-     --benchmark_min_time=0.01 "--benchmark_out=$json" --benchmark_out_format=json)
+     --benchmark_min_time=0.01 --benchmark_enable_random_interleaving=true
+     "--benchmark_out=$json" --benchmark_out_format=json)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "${cmd[@]}"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
