@@ -2,7 +2,8 @@
 # Benchmarks the GRU variants (experiments/bench_gru_variants.cpp) against LibTorch's GRU and a
 # GRUCell loop, saves Google Benchmark's JSON with meta.json, and draws the figures.
 #
-#   scripts/bench_gru_variants.sh [OUT_DIR] [FILTER]
+#   scripts/bench_gru_variants.sh [OUT_DIR] [FILTER] [CLOCK]
+#   OPENBLAS_NUM_THREADS=1 scripts/bench_gru_variants.sh results/cpu-gru-variants/one-thread '' cpu
 #
 # OUT_DIR defaults to results/cpu-gru-variants; FILTER is a --benchmark_filter regex (default:
 # the feasible part of the grid on a 2-core CPU: H = 512 and 1024 at B = 32/64/128, H = 2048
@@ -13,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/cpu-gru-variants}
 filter=${2:-'/H:(512|1024)/B:[0-9]+/|/H:2048/B:32/'}
+clock=${3:-real}  # what the figures compare: real (wall-clock) or cpu (main-thread CPU) time
 mkdir -p "$out/figures"
 
 cmake --build build --target bench_gru_variants >/dev/null
@@ -29,9 +31,9 @@ blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null |
 torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/include/torch/version.h \
                   2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
 
-META_COMMAND="${cmd[*]}" META_SCRIPT="scripts/bench_gru_variants.sh $out '$filter'" \
+META_COMMAND="${cmd[*]}" META_SCRIPT="scripts/bench_gru_variants.sh $out '$filter' $clock" \
 META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
-META_LOAD_AFTER="$load_after" META_JSON="$(basename "$json")" \
+META_LOAD_AFTER="$load_after" META_JSON="$(basename "$json")" META_CLOCK="$clock" \
 python3 - "$out/meta.json" <<'EOF'
 import json, os, subprocess, sys
 
@@ -56,6 +58,9 @@ meta = {
     "benchmark_json": env["META_JSON"],
     "dtype": "float32",
     "steps": 256,
+    "clock": env["META_CLOCK"],
+    # Thread settings given on the command line, shown in the figures' captions.
+    "env": {k: env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in env},
 }
 with open(sys.argv[1], "w") as f:
     json.dump(meta, f, indent=2)
@@ -63,4 +68,4 @@ EOF
 # Debian's python3-matplotlib lives in the system python; a python3 shim (pyenv) may hide it.
 py=python3
 if ! "$py" -c 'import matplotlib' 2>/dev/null && [[ -x /usr/bin/python3 ]]; then py=/usr/bin/python3; fi
-"$py" scripts/plot_gru_variants.py "$out"
+"$py" scripts/plot_gru_variants.py "$out" --time "$clock"

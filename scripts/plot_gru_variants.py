@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Figures from a GRU-variant benchmark folder (scripts/bench_gru_variants.sh).
 
-    python3 scripts/plot_gru_variants.py results/cpu-gru-variants
+    python3 scripts/plot_gru_variants.py results/cpu-gru-variants [--time real|cpu]
+
+--time cpu uses the main thread's CPU time instead of wall-clock time: with one BLAS thread
+(OPENBLAS_NUM_THREADS=1) that is all the work, and it barely moves when other processes share
+the cores.
 
 Reads bench_gru_variants.json (Google Benchmark, 3 repetitions per point) and meta.json, and
 writes into DIR/figures/ (PNG + PDF):
@@ -14,6 +18,7 @@ writes into DIR/figures/ (PNG + PDF):
 Every figure's caption names the command that measured it.
 """
 
+import argparse
 import csv
 import json
 import os
@@ -38,13 +43,13 @@ IMPLEMENTATIONS = [
 NAME = re.compile(r"^BM_(?P<impl>[A-Za-z]+(?:/v\d)?)/H:(?P<H>\d+)/B:(?P<B>\d+)")
 
 
-def load(folder):
+def load(folder, clock):
     with open(os.path.join(folder, "meta.json")) as f:
         meta = json.load(f)
     with open(os.path.join(folder, meta.get("benchmark_json", "bench_gru_variants.json"))) as f:
         bench = json.load(f)
     # Median of the repetitions ourselves: works whether or not aggregates were reported.
-    times, flops = {}, {}
+    times, flops, memory = {}, {}, {}
     for b in bench["benchmarks"]:
         if b.get("run_type") != "iteration":
             continue
@@ -53,14 +58,20 @@ def load(folder):
             continue
         key = (m["impl"], int(m["H"]), int(m["B"]))
         scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
-        times.setdefault(key, []).append(b["real_time"] * scale)
+        times.setdefault(key, []).append(b[f"{clock}_time"] * scale)
         flops[key] = b["GFLOP"] * 1e9
+        if "held_MB" in b:
+            memory[key] = (f"{b['held_MB']:.0f}", f"{b['peak_MB']:.0f}")
     medians = {k: statistics.median(v) for k, v in times.items()}
-    return meta, medians, flops, {k: len(v) for k, v in times.items()}
+    return meta, medians, flops, {k: len(v) for k, v in times.items()}, memory
+
+
+CLOCK = {"real": "wall-clock time", "cpu": "main-thread CPU time"}
 
 
 def caption(fig, meta, extra=""):
-    text = (f"Command: {meta['command']}\n"
+    env = " ".join(f"{k}={v}" for k, v in sorted(meta.get("env", {}).items()))
+    text = (f"Command: {env + ' ' if env else ''}{meta['command']}\n"
             f"LibTorch {meta.get('libtorch', '?')}, BLAS {os.path.basename(os.path.dirname(meta.get('blas', '?')))}"
             f", {meta.get('nproc', '?')} cores ({meta.get('cpu', '?')}), float32, T = {meta.get('steps', 256)}, "
             f"git {meta.get('git_sha', '?')[:10]}. {extra}")
@@ -73,7 +84,7 @@ def save(fig, folder, name):
     plt.close(fig)
 
 
-def plot_relative(folder, meta, medians, batch):
+def plot_relative(folder, meta, medians, batch, clock):
     hiddens = sorted({h for (impl, h, b) in medians if b == batch and (("BlockGru/v1", h, b) in medians)})
     if not hiddens:
         return
@@ -96,11 +107,12 @@ def plot_relative(folder, meta, medians, batch):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.35)  # room for the legend above the bars
     ax.legend(fontsize=7, ncol=3, loc="upper center")
     fig.subplots_adjust(bottom=0.25)
-    caption(fig, meta, "Bars: median of 3 repetitions, measured side by side in one run.")
+    caption(fig, meta, f"Bars: median {CLOCK[clock]} of the repetitions, measured side by side "
+                       "in one run.")
     save(fig, folder, f"relative_speed_b{batch}")
 
 
-def plot_gflops(folder, meta, medians, flops):
+def plot_gflops(folder, meta, medians, flops, clock):
     hiddens = sorted({h for (_, h, _) in medians})
     fig, axes = plt.subplots(1, len(hiddens), figsize=(4 * len(hiddens), 4.2), squeeze=False)
     for ax, h in zip(axes[0], hiddens):
@@ -116,38 +128,42 @@ def plot_gflops(folder, meta, medians, flops):
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.subplots_adjust(bottom=0.3, wspace=0.3)
-    caption(fig, meta, "FLOPs: forward 2·B·(F·3H + H·3H) per step, backward 2x forward.")
+    caption(fig, meta, f"FLOPs: forward 2·B·(F·3H + H·3H) per step, backward 2x forward; "
+                       f"median {CLOCK[clock]}.")
     save(fig, folder, "gflops")
 
 
-def write_summary(folder, medians, flops, counts):
+def write_summary(folder, medians, flops, counts, memory, clock):
     with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["implementation", "H", "B", "median_s", "repetitions", "gflop_per_s", "speed_vs_v1",
+        w.writerow(["implementation", "H", "B", f"median_{clock}_s", "held_MB", "peak_MB", "repetitions", "gflop_per_s", "speed_vs_v1",
                     "speed_vs_torch_gru"])
         for impl, _ in IMPLEMENTATIONS:
             for key in sorted(k for k in medians if k[0] == impl):
                 _, h, b = key
                 v1 = medians.get(("BlockGru/v1", h, b))
                 torch_gru = medians.get(("TorchGru", h, b))
-                w.writerow([impl, h, b, f"{medians[key]:.4f}", counts[key],
+                held, peak = memory.get(key, ("", ""))
+                w.writerow([impl, h, b, f"{medians[key]:.4f}", held, peak, counts[key],
                             f"{flops[key] / medians[key] / 1e9:.1f}",
                             f"{v1 / medians[key]:.3f}" if v1 else "",
                             f"{torch_gru / medians[key]:.3f}" if torch_gru else ""])
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    folder = sys.argv[1]
-    meta, medians, flops, counts = load(folder)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder")
+    parser.add_argument("--time", choices=["real", "cpu"], default="real")
+    args = parser.parse_args()
+    folder, clock = args.folder, args.time
+    meta, medians, flops, counts, memory = load(folder, clock)
     if not medians:
         sys.exit(f"{folder}: no benchmark points found")
     os.makedirs(os.path.join(folder, "figures"), exist_ok=True)
     for batch in sorted({b for (_, _, b) in medians}):
-        plot_relative(folder, meta, medians, batch)
-    plot_gflops(folder, meta, medians, flops)
-    write_summary(folder, medians, flops, counts)
+        plot_relative(folder, meta, medians, batch, clock)
+    plot_gflops(folder, meta, medians, flops, clock)
+    write_summary(folder, medians, flops, counts, memory, clock)
     print(f"{folder}/figures: relative_speed_b*.png/pdf, gflops.png/pdf; {folder}/summary.csv")
 
 

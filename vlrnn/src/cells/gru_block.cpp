@@ -264,16 +264,18 @@ Grads backward_v1_v2(GruVariant variant, const Block& blk, const GruWeights& w,
   g.dh0 = dh0.unsqueeze(0);
   // Block GEMMs over all Tb * B rows.
   const auto dg2 = dg.view({rows, 3 * H});  // [Tb*B, 3H]
-  if (needs.x) g.dx = dg2.mm(w.w_ih).view({blk.steps, blk.batch, blk.input});  // [Tb*B, 3H] x [3H, F]
-  if (needs.w_ih) g.dw_ih = dg2.t().mm(blk.x2);                                // [3H, Tb*B] x [Tb*B, F]
+  // [Tb*B, 3H] x [3H, F] and [3H, Tb*B] x [Tb*B, F]
+  if (needs.x) g.dx = dg2.mm(w.w_ih).view({blk.steps, blk.batch, blk.input});
+  if (needs.w_ih) g.dw_ih = dg2.t().mm(blk.x2);
   if (needs.b_ih) g.db_ih = dg2.sum(0);
   if (needs.b_hh) g.db_hh = dg2.sum(0);
   if (needs.w_hh) {
     // The W_hr, W_hu rows multiply h_{t-1}, the W_hn rows r ⊙ h_{t-1}: two operands, two GEMMs.
     g.dw_hh = torch::empty({3 * H, H}, opts);  // [3H, H]
     auto dw_hru = g.dw_hh.narrow(0, 0, 2 * H), dw_hn = g.dw_hh.narrow(0, 2 * H, H);
-    at::mm_out(dw_hru, dg2.narrow(1, 0, 2 * H).t(), blk.previous_states(s.hs));  // [2H, Tb*B] x [Tb*B, H]
-    at::mm_out(dw_hn, dg2.narrow(1, 2 * H, H).t(), s.c.view({rows, H}));         // [H, Tb*B] x [Tb*B, H]
+    // [2H, Tb*B] x [Tb*B, H] and [H, Tb*B] x [Tb*B, H]
+    at::mm_out(dw_hru, dg2.narrow(1, 0, 2 * H).t(), blk.previous_states(s.hs));
+    at::mm_out(dw_hn, dg2.narrow(1, 2 * H, H).t(), s.c.view({rows, H}));
   }
   return g;
 }
