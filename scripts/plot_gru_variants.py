@@ -61,8 +61,12 @@ def load(folder, clock):
         times.setdefault(key, []).append(b[f"{clock}_time"] * scale)
         flops[key] = b["GFLOP"] * 1e9
         if "held_MB" in b:
-            memory[key] = (f"{b['held_MB']:.0f}", f"{b['peak_MB']:.0f}")
+            memory.setdefault(key, []).append((b["held_MB"], b["peak_MB"]))
     medians = {k: statistics.median(v) for k, v in times.items()}
+    # Resident-memory growth, median over the repetitions (a repetition that found memory
+    # glibc kept from elsewhere reads high).
+    memory = {k: (f"{statistics.median(m[0] for m in v):.0f}", f"{statistics.median(m[1] for m in v):.0f}")
+              for k, v in memory.items()}
     return meta, medians, flops, {k: len(v) for k, v in times.items()}, memory
 
 
