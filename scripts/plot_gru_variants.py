@@ -14,6 +14,9 @@ writes into DIR/figures/ (PNG + PDF):
                         figure); one figure per minibatch present
   gflops                achieved GFLOP/s (useful FLOPs / median time) against minibatch, one
                         panel per hidden size
+  memory                resident memory grown by the forward (held for backward) and peak
+                        during forward + backward, per implementation, at each hidden size's
+                        largest minibatch
   summary.csv           the medians, one row per implementation, hidden size and minibatch
 Every figure's caption names the command that measured it.
 """
@@ -78,7 +81,8 @@ def caption(fig, meta, extra=""):
     text = (f"Command: {env + ' ' if env else ''}{meta['command']}\n"
             f"LibTorch {meta.get('libtorch', '?')}, BLAS {os.path.basename(os.path.dirname(meta.get('blas', '?')))}"
             f", {meta.get('nproc', '?')} cores ({meta.get('cpu', '?')}), float32, T = {meta.get('steps', 256)}, "
-            f"git {meta.get('git_sha', '?')[:10]}. {extra}")
+            f"git {meta.get('git_sha', '?')[:10]}, load average before / after "
+            f"{meta.get('loadavg_before', '?')} / {meta.get('loadavg_after', '?')} (shared machine). {extra}")
     fig.text(0.01, 0.01, text, fontsize=6.5, va="bottom", ha="left", wrap=True)
 
 
@@ -137,6 +141,34 @@ def plot_gflops(folder, meta, medians, flops, clock):
     save(fig, folder, "gflops")
 
 
+def plot_memory(folder, meta, memory):
+    hiddens = sorted({h for (_, h, _) in memory})
+    if not hiddens:
+        return
+    fig, axes = plt.subplots(1, len(hiddens), figsize=(4 * len(hiddens), 4.4), squeeze=False)
+    for ax, h in zip(axes[0], hiddens):
+        batch = max(b for (_, hh, b) in memory if hh == h)
+        labels, held, peak = [], [], []
+        for impl, label in IMPLEMENTATIONS:
+            if (impl, h, batch) in memory:
+                labels.append(label.split(" (")[0])
+                held.append(float(memory[(impl, h, batch)][0]))
+                peak.append(float(memory[(impl, h, batch)][1]))
+        xs = range(len(labels))
+        ax.bar([x - 0.2 for x in xs], held, 0.4, label="held after forward")
+        ax.bar([x + 0.2 for x in xs], peak, 0.4, label="peak in forward + backward")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=7)
+        ax.set_ylabel("resident memory grown (MB)")
+        ax.set_title(f"H = {h}, B = {batch}")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.subplots_adjust(bottom=0.38, wspace=0.35)
+    caption(fig, meta, "Memory: VmRSS / VmHWM growth over the iteration's start, after malloc_trim; "
+                       "median of the repetitions.")
+    save(fig, folder, "memory")
+
+
 def write_summary(folder, medians, flops, counts, memory, clock):
     with open(os.path.join(folder, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
@@ -167,8 +199,9 @@ def main():
     for batch in sorted({b for (_, _, b) in medians}):
         plot_relative(folder, meta, medians, batch, clock)
     plot_gflops(folder, meta, medians, flops, clock)
+    plot_memory(folder, meta, memory)
     write_summary(folder, medians, flops, counts, memory, clock)
-    print(f"{folder}/figures: relative_speed_b*.png/pdf, gflops.png/pdf; {folder}/summary.csv")
+    print(f"{folder}/figures: relative_speed_b*, gflops, memory (.png/.pdf); {folder}/summary.csv")
 
 
 if __name__ == "__main__":

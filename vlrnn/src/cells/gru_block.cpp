@@ -280,115 +280,82 @@ Grads backward_v1_v2(GruVariant variant, const Block& blk, const GruWeights& w,
   return g;
 }
 
-// v3: δGx [Tb, B, 3H] = (δr_pre, δu_pre, δn_pre) and δGh [Tb, B, 3H] = (δr_pre, δu_pre,
-// δghn): one GEMM each for dW_ih, dW_hh and dx.
-Grads backward_v3(const Block& blk, const GruWeights& w, const Activations& s,
-                  const torch::Tensor& dz, const torch::Tensor& dh_exit, const Needs& needs) {
-  const int64_t H = blk.hidden, rows = blk.steps * blk.batch;
-  const auto opts = blk.x.options();
-  auto dgx = torch::empty({blk.steps, blk.batch, 3 * H}, opts);  // [Tb, B, 3H]
-  auto dgh = torch::empty({blk.steps, blk.batch, 3 * H}, opts);  // [Tb, B, 3H]
-  auto dh_direct = torch::empty({blk.batch, H}, opts);           // [B, H]
-  auto dn = torch::empty({blk.batch, H}, opts);                  // [B, H]
-  Grads g;
-  auto dh0 = reverse_steps(blk, s.hs, dz, dh_exit,
-                           [&](int64_t t, const torch::Tensor& h_prev, const torch::Tensor& dh,
-                               torch::Tensor& dh_prev) {
-    const auto ru_t = s.a[t];                                       // [B, 2H]
-    const auto r = ru_t.narrow(1, 0, H), u = ru_t.narrow(1, H, H);  // [B, H]
-    const auto n = s.b[t], ghn = s.c[t];                            // [B, H]
-    auto dgx_t = dgx[t], dgh_t = dgh[t];                            // [B, 3H]
-    // h_t = n + u ⊙ (h_{t-1} − n)
-    at::mul_out(dh_direct, dh, u);
-    at::sub_out(dn, dh, dh_direct);
-    auto du = dgx_t.narrow(1, H, H);
-    at::sub_out(du, h_prev, n).mul_(dh);
-    // n = tanh(gx_n + r ⊙ ghn)
-    auto dn_pre = dgx_t.narrow(1, 2 * H, H);
-    at::tanh_backward_out(dn_pre, dn, n);
-    auto dr = dgx_t.narrow(1, 0, H);
-    at::mul_out(dr, dn_pre, ghn);
-    auto dghn = dgh_t.narrow(1, 2 * H, H);
-    at::mul_out(dghn, dn_pre, r);
-    // r, u = σ(gx_ru + gh_ru)
-    auto d_ru = dgx_t.narrow(1, 0, 2 * H);
-    at::sigmoid_backward_out(d_ru, d_ru, ru_t);
-    dgh_t.narrow(1, 0, 2 * H).copy_(d_ru);
-    // gh = h_{t-1} W_hh^T + b_hh: one [B, 3H] x [3H, H] GEMM
-    at::addmm_out(dh_prev, dh_direct, dgh_t, w.w_hh);
-  });
-  g.dh0 = dh0.unsqueeze(0);
-  const auto dgx2 = dgx.view({rows, 3 * H}), dgh2 = dgh.view({rows, 3 * H});  // [Tb*B, 3H]
-  if (needs.x) g.dx = dgx2.mm(w.w_ih).view({blk.steps, blk.batch, blk.input});
-  if (needs.w_ih) g.dw_ih = dgx2.t().mm(blk.x2);                      // [3H, Tb*B] x [Tb*B, F]
-  if (needs.b_ih) g.db_ih = dgx2.sum(0);
-  if (needs.w_hh) g.dw_hh = dgh2.t().mm(blk.previous_states(s.hs));   // [3H, Tb*B] x [Tb*B, H]
-  if (needs.b_hh) g.db_hh = dgh2.sum(0);
-  return g;
-}
-
-// v4: recomputes σ, tanh and W_hn h_{t-1} + b_hn; gate gradients share one buffer
-// D [Tb, B, 4H] = (δr_pre, δu_pre, δghn, δn_pre): δGh = D[..., 0:3H], δGx = D[..., 0:2H] ∪
-// D[..., 3H:4H].
-Grads backward_v4(const Block& blk, const GruWeights& w, const Activations& s,
-                  const torch::Tensor& dz, const torch::Tensor& dh_exit, const Needs& needs) {
+// v3 and v4. The gate gradients of a step share one buffer D [Tb, B, 4H] with columns
+//   (δghn, δr_pre, δu_pre, δn_pre)
+// so that δGh = D[..., 0:3H] (gate order n, r, u) and δGx = D[..., H:4H] (order r, u, n) are
+// both plain column ranges: each of dx, dW_ih and dW_hh is ONE block GEMM, and the per-step
+// recurrent GEMM reads δGh_t against W_hh with its rows reordered to (n, r, u) (a [3H, H]
+// copy per backward). v3 reads r, u, n and ghn from what forward saved; v4 recomputes r, u, n
+// from the saved pre-activations, and ghn = W_hn h_{t-1} + b_hn for all steps with one GEMM
+// into D's δghn columns, which each step overwrites with δghn once it has used ghn.
+Grads backward_v3_v4(GruVariant variant, const Block& blk, const GruWeights& w,
+                     const Activations& s, const torch::Tensor& dz, const torch::Tensor& dh_exit,
+                     const Needs& needs) {
+  const bool recompute = variant == GruVariant::kV4;
   const int64_t H = blk.hidden, rows = blk.steps * blk.batch;
   const auto opts = blk.x.options();
   auto d = torch::empty({blk.steps, blk.batch, 4 * H}, opts);  // [Tb, B, 4H]
   auto d2 = d.view({rows, 4 * H});                             // [Tb*B, 4H]
   const auto h_prev_all = blk.previous_states(s.hs);           // [Tb*B, H]
-  // ghn = W_hn h_{t-1} + b_hn for every step: one [Tb*B, H] x [H, H] GEMM, in the columns
-  // that will hold δghn.
-  auto ghn_all = d2.narrow(1, 2 * H, H);
-  at::addmm_out(ghn_all, w.b_hh.narrow(0, 2 * H, H), h_prev_all, w.w_hh.narrow(0, 2 * H, H).t());
-  auto ru = torch::empty({blk.batch, 2 * H}, opts);     // [B, 2H] r, u recomputed
-  auto n = torch::empty({blk.batch, H}, opts);          // [B, H] n recomputed
-  auto dh_direct = torch::empty({blk.batch, H}, opts);  // [B, H]
-  auto dn = torch::empty({blk.batch, H}, opts);         // [B, H]
+  const auto w_hn = w.w_hh.narrow(0, 2 * H, H);                // [H, H]
+  // [3H, H] rows (W_hn, W_hr, W_hu), matching δGh's column order.
+  const auto w_hh_nru = torch::cat({w_hn, w.w_hh.narrow(0, 0, 2 * H)});
+  if (recompute) {
+    // ghn of every step: one [Tb*B, H] x [H, H] GEMM (v4 did not save it).
+    auto ghn_all = d2.narrow(1, 0, H);
+    at::addmm_out(ghn_all, w.b_hh.narrow(0, 2 * H, H), h_prev_all, w_hn.t());
+  }
+  auto ru_scratch = recompute ? torch::empty({blk.batch, 2 * H}, opts) : torch::Tensor();  // [B, 2H]
+  auto n_scratch = recompute ? torch::empty({blk.batch, H}, opts) : torch::Tensor();       // [B, H]
+  auto dh_direct = torch::empty({blk.batch, H}, opts);  // [B, H] δh_{t-1} via u
+  auto dn = torch::empty({blk.batch, H}, opts);         // [B, H] δn
   Grads g;
   auto dh0 = reverse_steps(blk, s.hs, dz, dh_exit,
                            [&](int64_t t, const torch::Tensor& h_prev, const torch::Tensor& dh,
                                torch::Tensor& dh_prev) {
-    const auto a_t = s.a[t];  // [B, 3H] (a_r, a_u, a_n)
-    at::sigmoid_out(ru, a_t.narrow(1, 0, 2 * H));
-    at::tanh_out(n, a_t.narrow(1, 2 * H, H));
+    auto d_t = d[t];  // [B, 4H]
+    torch::Tensor ru, n, ghn;  // [B, 2H] (r, u), [B, H], [B, H]
+    if (recompute) {
+      const auto a_t = s.a[t];  // [B, 3H] (a_r, a_u, a_n)
+      ru = at::sigmoid_out(ru_scratch, a_t.narrow(1, 0, 2 * H));
+      n = at::tanh_out(n_scratch, a_t.narrow(1, 2 * H, H));
+      ghn = d_t.narrow(1, 0, H);  // until δghn overwrites it below
+    } else {
+      ru = s.a[t];
+      n = s.b[t];
+      ghn = s.c[t];
+    }
     const auto r = ru.narrow(1, 0, H), u = ru.narrow(1, H, H);  // [B, H]
-    auto d_t = d[t];                                            // [B, 4H]
     // h_t = n + u ⊙ (h_{t-1} − n)
     at::mul_out(dh_direct, dh, u);
-    at::sub_out(dn, dh, dh_direct);
-    auto du = d_t.narrow(1, H, H);
-    at::sub_out(du, h_prev, n).mul_(dh);
+    at::sub_out(dn, dh, dh_direct);  // δn = δh ⊙ (1 − u)
+    auto du = d_t.narrow(1, 2 * H, H);
+    at::sub_out(du, h_prev, n).mul_(dh);  // δu = δh ⊙ (h_{t-1} − n), before σ'
     // n = tanh(gx_n + r ⊙ ghn)
     auto dn_pre = d_t.narrow(1, 3 * H, H);
     at::tanh_backward_out(dn_pre, dn, n);
-    auto ghn = d_t.narrow(1, 2 * H, H);  // holds ghn until δghn overwrites it
-    auto dr = d_t.narrow(1, 0, H);
+    auto dr = d_t.narrow(1, H, H);
     at::mul_out(dr, dn_pre, ghn);
-    at::mul_out(ghn, dn_pre, r);
-    // r, u = σ(a_ru)
-    auto d_ru = d_t.narrow(1, 0, 2 * H);
+    auto dghn = d_t.narrow(1, 0, H);
+    at::mul_out(dghn, dn_pre, r);
+    // r, u = σ(gx_ru + gh_ru)
+    auto d_ru = d_t.narrow(1, H, 2 * H);
     at::sigmoid_backward_out(d_ru, d_ru, ru);
     // gh = h_{t-1} W_hh^T + b_hh: one [B, 3H] x [3H, H] GEMM (δGh_t read with stride 4H)
-    at::addmm_out(dh_prev, dh_direct, d_t.narrow(1, 0, 3 * H), w.w_hh);
+    at::addmm_out(dh_prev, dh_direct, d_t.narrow(1, 0, 3 * H), w_hh_nru);
   });
   g.dh0 = dh0.unsqueeze(0);
-  const auto dgh = d2.narrow(1, 0, 3 * H);     // [Tb*B, 3H] (δr, δu, δghn)
-  const auto dgx_ru = d2.narrow(1, 0, 2 * H);  // [Tb*B, 2H]
-  const auto dgx_n = d2.narrow(1, 3 * H, H);   // [Tb*B, H]
-  const auto w_iru = w.w_ih.narrow(0, 0, 2 * H), w_in = w.w_ih.narrow(0, 2 * H, H);
-  if (needs.x) {
-    g.dx = dgx_ru.mm(w_iru).addmm_(dgx_n, w_in).view({blk.steps, blk.batch, blk.input});
-  }
-  if (needs.w_ih) {
-    g.dw_ih = torch::empty({3 * H, blk.input}, opts);  // [3H, F]
-    auto dw_iru = g.dw_ih.narrow(0, 0, 2 * H), dw_in = g.dw_ih.narrow(0, 2 * H, H);
-    at::mm_out(dw_iru, dgx_ru.t(), blk.x2);  // [2H, Tb*B] x [Tb*B, F]
-    at::mm_out(dw_in, dgx_n.t(), blk.x2);    // [H, Tb*B] x [Tb*B, F]
-  }
-  if (needs.b_ih) g.db_ih = torch::cat({dgx_ru.sum(0), dgx_n.sum(0)});
-  if (needs.w_hh) g.dw_hh = dgh.t().mm(h_prev_all);  // [3H, Tb*B] x [Tb*B, H]
-  if (needs.b_hh) g.db_hh = dgh.sum(0);
+  const auto dgh = d2.narrow(1, 0, 3 * H);  // [Tb*B, 3H] (δghn, δr, δu)
+  const auto dgx = d2.narrow(1, H, 3 * H);  // [Tb*B, 3H] (δr, δu, δn)
+  // Back from (n, r, u) row order to LibTorch's (r, u, n).
+  auto to_run = [H](const torch::Tensor& nru) {
+    return torch::cat({nru.narrow(0, H, 2 * H), nru.narrow(0, 0, H)});
+  };
+  if (needs.x) g.dx = dgx.mm(w.w_ih).view({blk.steps, blk.batch, blk.input});  // [Tb*B, 3H] x [3H, F]
+  if (needs.w_ih) g.dw_ih = dgx.t().mm(blk.x2);                                // [3H, Tb*B] x [Tb*B, F]
+  if (needs.b_ih) g.db_ih = dgx.sum(0);
+  if (needs.w_hh) g.dw_hh = to_run(dgh.t().mm(h_prev_all));                    // [3H, Tb*B] x [Tb*B, H]
+  if (needs.b_hh) g.db_hh = to_run(dgh.sum(0));
   return g;
 }
 
@@ -442,8 +409,8 @@ struct GruBlockFunction : public torch::autograd::Function<GruBlockFunction> {
     switch (variant) {
       case GruVariant::kV1:
       case GruVariant::kV2: g = backward_v1_v2(variant, blk, w, s, dz, dh_exit, needs); break;
-      case GruVariant::kV3: g = backward_v3(blk, w, s, dz, dh_exit, needs); break;
-      case GruVariant::kV4: g = backward_v4(blk, w, s, dz, dh_exit, needs); break;
+      case GruVariant::kV3:
+      case GruVariant::kV4: g = backward_v3_v4(variant, blk, w, s, dz, dh_exit, needs); break;
     }
     return {g.dx, g.dh0, g.dw_ih, g.dw_hh, g.db_ih, g.db_hh, torch::Tensor(), torch::Tensor()};
   }

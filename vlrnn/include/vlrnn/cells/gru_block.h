@@ -10,17 +10,21 @@
 // keeps x and the states h_1 .. h_Tb, which are its output z):
 //   v1, v2  r, u (σ outputs, 2H), n (tanh output, H), r ⊙ h_{t-1} (the operand of the W_hn
 //           GEMM, H; needed for dW_hn)                                   = 4H saved
-//   v3      r, u (2H), n (H), W_hn h_{t-1} + b_hn (H; needed for δr)       = 4H saved,
+//           (v2 also holds its input-GEMM output gx, 3H, during forward); backward adds
+//           δG (3H, the gradient of both gx and gh)                      -> backward peak 7H
+//   v3      r, u (2H), n (H), ghn = W_hn h_{t-1} + b_hn (H; needed for δr) = 4H saved,
 //           plus the input-GEMM output gx (3H) alive during forward       -> forward peak 7H;
-//           backward adds δGx and δGh (3H + 3H)                           -> backward peak 10H
+//           backward adds the gate gradients D (4H)                      -> backward peak 8H
 //   v4      the pre-activations a_r, a_u, a_n (3H), accumulated in place into the input-GEMM
 //           output buffer (gx + W_h h + b_h, with r ⊙ (W_hn h + b_hn) for n) = 3H saved,
-//           forward peak 3H. Backward recomputes r, u = σ(a_ru) and n = tanh(a_n)
-//           elementwise, and W_hn h_{t-1} + b_hn for all Tb steps with ONE [Tb*B, H] x [H, H]
-//           GEMM (+1/18 of the block's FLOPs when F = H); its gate gradients share one
-//           [Tb, B, 4H] buffer (δr, δu, δghn, δn: δGh = the first 3H columns, δGx the
-//           first 2H and the last H)                                       -> backward peak 7H.
-//           Forward runs 7 elementwise passes per step against v3's 8 (no copy of W_hn h).
+//           forward peak 3H; backward adds D (4H)                        -> backward peak 7H.
+//           The price: backward recomputes r, u = σ(a_ru) and n = tanh(a_n) elementwise, and
+//           ghn for all Tb steps with ONE [Tb*B, H] x [H, H] GEMM (+1/18 of the block's FLOPs
+//           when F = H). Forward runs 7 elementwise passes per step against v3's 8 (it copies
+//           no ghn out of the recurrent GEMM's output).
+// (Peaks leave out one [Tb, B, H] copy of h_0 .. h_{Tb-1} that backward's weight GEMMs read,
+// and the returned dx.) The gate-gradient layouts are described at backward_v1_v2 and
+// backward_v3_v4 in gru_block.cpp.
 //
 // NOTE [ Variable lengths inside a block ]: with a mask m [Tb, B] (m[t, b] = t < len_b, from
 // step_mask()), every step computes h_new for every sequence, then
