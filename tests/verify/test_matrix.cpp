@@ -4,6 +4,7 @@
 
 #include "vlrnn/verify/matrix.h"
 
+#include <algorithm>
 #include <map>
 
 namespace vlrnn::verify {
@@ -25,7 +26,12 @@ class MatrixAgainstFull : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MatrixAgainstFull, EveryCase) {
   const auto cases = cases_by_method().at(GetParam());
-  ASSERT_EQ(cases.size(), 7u * 2 * 2 * 2 * 2);  // models × reductions × dtypes × h0 × lengths
+  // The 7 built-in model shapes × reductions × dtypes × h0 × lengths (the GRU variants come
+  // on top for some specs).
+  const auto built_in = std::count_if(cases.begin(), cases.end(), [](const VerifyCase& c) {
+    return c.model.rfind("gru_v", 0) != 0;
+  });
+  ASSERT_EQ(built_in, 7 * 2 * 2 * 2 * 2);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name() + " " + c.method);
     const auto outcome = run_case(c);

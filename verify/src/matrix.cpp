@@ -44,6 +44,25 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
   return {method};
 }
 
+// The reduced grid the GRU variants run on: of `method`'s variants, those whose last option
+// is 1, 7 or T (K = 1, 7, T for vlrnn); all of them when none has such an option.
+std::vector<std::string> reduced_method_variants(const std::string& method, int64_t time_steps) {
+  const auto all = method_variants(method, time_steps);
+  std::vector<std::string> kept;
+  for (const auto& spec : all) {
+    const auto eq = spec.rfind('=');
+    if (eq == std::string::npos) continue;
+    const std::string value = spec.substr(eq + 1);
+    for (int64_t k : {int64_t(1), int64_t(7), time_steps}) {
+      if (value == std::to_string(k)) {
+        kept.push_back(spec);
+        break;
+      }
+    }
+  }
+  return kept.empty() ? all : kept;
+}
+
 }  // namespace
 
 std::vector<VerifyCase> default_matrix() {
@@ -57,12 +76,16 @@ std::vector<VerifyCase> default_matrix() {
       {"rnn", 1, "ce", 0.0},      {"gru", 1, "mse", 0.0},      {"lstm", 1, "ce", 0.0},
       {"lstm", 3, "mse", 0.0},    {"gru_lstm", 1, "ce", 0.0},  {"lstm", 3, "ce", 0.3},
       {"gru_lstm", 1, "mse", 0.25}};
+  // The one-layer GRU variants with a hand-written block backward (vlrnn/cells/gru_variants.h),
+  // on the reduced grid of reduced_method_variants().
+  const std::vector<ModelShape> gru_variants = {
+      {"gru_v1", 1, "ce", 0.0}, {"gru_v2", 1, "mse", 0.0}, {"gru_v3", 1, "ce", 0.0},
+      {"gru_v4", 1, "mse", 0.0}};
   std::vector<VerifyCase> cases;
   VerifyCase base;
-  for (const auto& method : method_names()) {
-    if (method == "full") continue;
-    for (const auto& spec : method_variants(method, base.time_steps)) {
-      for (const auto& m : models) {
+  auto add_cases = [&](const std::vector<ModelShape>& shapes, const std::vector<std::string>& specs) {
+    for (const auto& spec : specs) {
+      for (const auto& m : shapes) {
         for (const char* reduction : {"sum", "mean"}) {
           for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
             for (bool h0_with_grad : {true, false}) {
@@ -85,6 +108,11 @@ std::vector<VerifyCase> default_matrix() {
         }
       }
     }
+  };
+  for (const auto& method : method_names()) {
+    if (method == "full") continue;
+    add_cases(models, method_variants(method, base.time_steps));
+    add_cases(gru_variants, reduced_method_variants(method, base.time_steps));
   }
   return cases;
 }

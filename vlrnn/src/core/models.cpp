@@ -1,5 +1,7 @@
 #include "vlrnn/core/models.h"
 
+#include "vlrnn/cells/gru_variants.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -186,7 +188,11 @@ std::pair<torch::Tensor, State> GruLstmStack::forward(const torch::Tensor& x_blo
   return {z, State{h_gru[0], hc_lstm[0], hc_lstm[1]}};
 }
 
-std::vector<std::string> model_kinds() { return {"rnn", "gru", "lstm", "gru_lstm"}; }
+std::vector<std::string> model_kinds() {
+  std::vector<std::string> kinds{"rnn", "gru", "lstm", "gru_lstm"};
+  for (auto variant : all_gru_variants()) kinds.push_back("gru_" + to_string(variant));
+  return kinds;
+}
 
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
   if (config.kind == "rnn" || config.kind == "gru" || config.kind == "lstm") {
@@ -199,6 +205,15 @@ std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
   if (config.kind == "gru_lstm") {
     return std::make_shared<GruLstmStack>(config.input_size, config.hidden_size,
                                           config.hidden_size, config.dropout);
+  }
+  for (auto variant : all_gru_variants()) {
+    if (config.kind != "gru_" + to_string(variant)) continue;
+    TORCH_CHECK(config.num_layers == 1, "num_layers: expected 1 for model \"", config.kind,
+                "\" (the hand-written GRU variants have one layer), got ", config.num_layers);
+    TORCH_CHECK(config.dropout >= 0.0 && config.dropout < 1.0,
+                "dropout: expected a probability in [0, 1), got ", config.dropout);
+    // dropout acts between stacked layers (as in LibTorch); one layer has none.
+    return std::make_shared<BlockGru>(variant, config.input_size, config.hidden_size);
   }
   TORCH_CHECK(false, "model: unknown kind \"", config.kind, "\"; known kinds: ",
               fmt::format("{}", fmt::join(model_kinds(), ", ")));

@@ -46,6 +46,8 @@ struct VerifyOutcome {
 // (k1, k2) = (4, 10)) × models {rnn, gru, lstm x1, lstm x3, gru_lstm, and lstm x3 and
 // gru_lstm with dropout} × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent} ×
 // {fixed lengths, variable lengths}.
+// Plus the GRU variants gru_v1 .. gru_v4 on a reduced grid: the option variants whose last
+// value is 1, 7 or T (e.g. K ∈ {1, 7, T}), with the same other axes.
 std::vector<VerifyCase> default_matrix();
 
 // Builds the model, head and data from `spec.seed`, runs full BPTT and `spec.method` on the

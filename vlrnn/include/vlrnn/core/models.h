@@ -74,7 +74,9 @@ class GruLstmStack : public RecurrentModule {
   std::shared_ptr<TorchRnn> gru_, lstm_;
 };
 
-std::vector<std::string> model_kinds();  // "rnn", "gru", "lstm", "gru_lstm"
+// "rnn", "gru", "lstm", "gru_lstm", and "gru_v1" .. "gru_v4": the one-layer GRU variants with
+// a hand-written block backward (BlockGru, vlrnn/cells/gru_variants.h).
+std::vector<std::string> model_kinds();
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config);
 
 }  // namespace vlrnn

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Benchmarks the GRU variants (experiments/bench_gru_variants.cpp) against LibTorch's GRU and a
+# GRUCell loop, saves Google Benchmark's JSON with meta.json, and draws the figures.
+#
+#   scripts/bench_gru_variants.sh [OUT_DIR] [FILTER] [CLOCK]
+#   OPENBLAS_NUM_THREADS=1 scripts/bench_gru_variants.sh results/cpu-gru-variants/one-thread '' cpu
+#
+# OUT_DIR defaults to results/cpu-gru-variants; FILTER is a --benchmark_filter regex (default:
+# the feasible part of the grid on a 2-core CPU: H = 512 and 1024 at B = 32/64/128, H = 2048
+# at B = 32). Each point: 3 repetitions of one forward + backward of T = 256 steps, run in a
+# random order across implementations (so a burst of load from other processes does not land
+# on one of them); the plots use the median.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-results/cpu-gru-variants}
+filter=${2:-'/H:(512|1024)/B:[0-9]+/|/H:2048/B:32/'}
+clock=${3:-real}  # what the figures compare: real (wall-clock) or cpu (main-thread CPU) time
+mkdir -p "$out/figures"
+
+cmake --build build --target bench_gru_variants >/dev/null
+
+json="$out/bench_gru_variants.json"
+cmd=(build/bench_gru_variants "--benchmark_filter=$filter" --benchmark_repetitions=3
+     --benchmark_min_time=0.01 --benchmark_enable_random_interleaving=true
+     "--benchmark_out=$json" --benchmark_out_format=json)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+"${cmd[@]}"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)
+torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/include/torch/version.h \
+                  2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
+
+META_COMMAND="${cmd[*]}" META_SCRIPT="scripts/bench_gru_variants.sh $out '$filter' $clock" \
+META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
+META_LOAD_AFTER="$load_after" META_JSON="$(basename "$json")" META_CLOCK="$clock" \
+python3 - "$out/meta.json" <<'EOF'
+import json, os, subprocess, sys
+
+def sh(command):
+    return subprocess.run(command, shell=True, capture_output=True, text=True).stdout.strip()
+
+env = os.environ
+meta = {
+    "command": env["META_COMMAND"],
+    "script": env["META_SCRIPT"],
+    "git_sha": sh("git rev-parse HEAD"),
+    "git_dirty": bool(sh("git status --porcelain -- vlrnn experiments")),
+    "libtorch": env["META_TORCH"],
+    "blas": env["META_BLAS"],
+    "blas_is_openblas": "openblas" in env["META_BLAS"],
+    "openblas_env": {k: v for k, v in env.items() if k.startswith("OPENBLAS")},
+    "nproc": int(sh("nproc") or 0),
+    "cpu": sh("lscpu | sed -n 's/^Model name: *//p'"),
+    "loadavg_before": env["META_LOAD_BEFORE"],
+    "loadavg_after": env["META_LOAD_AFTER"],
+    "date_utc": sh("date -u +%Y-%m-%dT%H:%M:%SZ"),
+    "benchmark_json": env["META_JSON"],
+    "dtype": "float32",
+    "steps": 256,
+    "clock": env["META_CLOCK"],
+    # Thread settings given on the command line, shown in the figures' captions.
+    "env": {k: env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in env},
+}
+with open(sys.argv[1], "w") as f:
+    json.dump(meta, f, indent=2)
+EOF
+# Debian's python3-matplotlib lives in the system python; a python3 shim (pyenv) may hide it.
+py=python3
+if ! "$py" -c 'import matplotlib' 2>/dev/null && [[ -x /usr/bin/python3 ]]; then py=/usr/bin/python3; fi
+"$py" scripts/plot_gru_variants.py "$out" --time "$clock"
