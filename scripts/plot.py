@@ -186,7 +186,7 @@ def plot_time_vs_block(records, meta, directory, written, skipped, order):
     memory_ax.set_ylabel("step peak memory (MiB, dotted)", color="0.4")
     handles, labels = ax.get_legend_handles_labels()
     more_handles, more_labels = memory_ax.get_legend_handles_labels()
-    ax.legend(handles + more_handles, labels + more_labels, fontsize=7, loc="upper center")
+    ax.legend(handles + more_handles, labels + more_labels, fontsize=7, loc="best")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("block length K (steps)")
     ax.set_ylabel("time per gradient step (s, median)")
@@ -272,15 +272,21 @@ def plot_tbptt_error(records, meta, directory, written, skipped, order):
     series = defaultdict(list)
     for r in with_k:
         series[r["method_name"]].append(r)
+    exact_at = []  # windows where the error is zero (k >= T: no truncation at all)
     for method, rs in sorted(series.items(), key=lambda kv: order_key(kv[0], order)):
         rs.sort(key=lambda r: r["K"])
         color, marker = method_style(method, order)
-        ks = [r["K"] for r in rs]
-        rel = [max(r["error_vs_full"]["grad_rel_error"] or 0.0, 1e-16) for r in rs]
-        ax.plot(ks, rel, marker=marker, color=color, label=f"{method}: ||g - g_full|| / ||g_full||")
-        cos = [1.0 - (r["error_vs_full"]["grad_cosine"] or 0.0) for r in rs]
-        ax.plot(ks, [max(c, 1e-16) for c in cos], marker=marker, color=color, linestyle=":",
-                label=f"{method}: 1 - cosine(g, g_full)")
+        # A log axis cannot show a zero error: those windows are named in a note instead.
+        nonzero = [r for r in rs if (r["error_vs_full"]["grad_rel_error"] or 0.0) > 1e-12]
+        exact_at += [r["K"] for r in rs if r not in nonzero]
+        ks = [r["K"] for r in nonzero]
+        ax.plot(ks, [r["error_vs_full"]["grad_rel_error"] for r in nonzero], marker=marker,
+                color=color, label=f"{method}: ||g - g_full|| / ||g_full||")
+        ax.plot(ks, [max(1.0 - (r["error_vs_full"]["grad_cosine"] or 0.0), 1e-16) for r in nonzero],
+                marker=marker, color=color, linestyle=":", label=f"{method}: 1 - cosine(g, g_full)")
+    if exact_at:
+        ax.text(0.02, 0.03, "error 0 (exact) at k = " + ", ".join(str(k) for k in sorted(set(exact_at))),
+                transform=ax.transAxes, ha="left", va="bottom", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("truncation window k (steps)")
@@ -288,7 +294,7 @@ def plot_tbptt_error(records, meta, directory, written, skipped, order):
     fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "T", "dtype", "device"], [])
     ax.set_title(f"(e) Truncated BPTT's gradient error vs k\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     save(fig, directory, name, meta, written)
 
 
