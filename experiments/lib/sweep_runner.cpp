@@ -274,9 +274,17 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
       i = end;
       continue;
     }
+    const MethodRun* full = nullptr;
+    for (const auto& run : runs) {
+      if (run.name == "full" && run.status == "ok") full = &run;
+    }
     for (size_t j = i; j < end; ++j) {
       json r = base_record(*todo[j], e);
       r.update(to_json(runs[j - i]));
+      if (full && runs[j - i].status == "ok") {
+        // Interleaved with full BPTT in the same rounds: see paired_time_ratio.
+        r["paired_time_ratio_to_full"] = paired_time_ratio(runs[j - i], *full);
+      }
       record(r, *todo[j]);
     }
     i = end;
