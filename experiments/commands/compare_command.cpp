@@ -57,9 +57,9 @@ void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& r
   size_t width = 6;
   for (const auto& run : runs) width = std::max(width, run.description.size());
   const std::string header = fmt::format(
-      "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>10}",
+      "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>8}  {:>10}",
       "method", width, "time", "spread (min-max)", "step peak", "peak RSS", "useful rate",
-      "util.", "recompute", "max rel err", "time/full", "mem full/x");
+      "util.", "recompute", "max rel err", "time/full", "paired", "mem full/x");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
   for (const auto& run : runs) {
     if (run.status != "ok") {
@@ -73,16 +73,17 @@ void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& r
     const std::string err =
         run.error_vs_full ? fmt::format("{:.2e}", run.error_vs_full->max_rel) : "-";
     const double time_ratio = full ? run.time.median / full->time.median : NAN;
+    const double paired = full ? experiments::paired_time_ratio(run, *full) : NAN;
     const double mem_ratio = full && run.memory.step_peak_bytes > 0
                                  ? double(full->memory.step_peak_bytes) /
                                        double(run.memory.step_peak_bytes)
                                  : NAN;
     out << fmt::format(
-        "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>10}\n",
+        "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>8}  {:>10}\n",
         run.description, width, format_seconds(run.time.median), spread,
         format_bytes(double(run.memory.step_peak_bytes)),
         format_bytes(double(run.memory.peak_rss_bytes)), format_rate(run.useful_flops_per_second),
-        util, 100.0 * run.flops.overhead(), err, ratio(time_ratio), ratio(mem_ratio));
+        util, 100.0 * run.flops.overhead(), err, ratio(time_ratio), ratio(paired), ratio(mem_ratio));
   }
 }
 
@@ -94,6 +95,7 @@ int run_compare(CompareArgs args) {
   // Installed before the problem exists, so parameters and data are tracked too.
   measure::CpuMemoryTracker::instance().install();
 
+  const std::string load_start = measure::load_average();
   const auto blas = measure::detect_blas();
   if (blas.reference) {
     std::cerr << "vlrnn compare: WARNING: LibTorch runs on the reference BLAS (" << blas.loaded
@@ -117,16 +119,19 @@ int run_compare(CompareArgs args) {
   const auto runs = experiments::run_methods(problem, specs, options);
 
   const auto& s = args.problem;
-  std::cout << fmt::format("vlrnn compare: {} | {} | BLAS {}\n", s.describe(),
-                           measure::describe_device(s.device), blas.vendor);
+  std::cout << fmt::format("vlrnn compare: {} | {} | BLAS {} | load average {} -> {}\n",
+                           s.describe(), measure::describe_device(s.device), blas.vendor,
+                           load_start, measure::load_average());
   std::cout << fmt::format(
       "peak GEMM (1024^2 {}): {} | useful work per step: {:.2f} GFLOP (forward + backward, "
-      "{:.1f} MFLOP per step and sequence)\n",
+      "{:.3g} MFLOP per step and sequence)\n",
       args.dtype, format_rate(peak.flops_per_second),
       problem.flops.forward() * 3.0 * double(s.time_steps * s.batch) * 1e-9,
       problem.flops.forward() * 3.0 * 1e-6);
-  std::cout << fmt::format("time: median of {} (after {} warm-up); step peak: tensor bytes above "
-                           "parameters + data ({}); peak RSS: whole process\n\n",
+  std::cout << fmt::format("time: median of {} (after {} warm-up); time/full: ratio of medians; "
+                           "paired: median over rounds of the ratio within a round (robust to a "
+                           "shared machine's drifts)\nstep peak: tensor bytes above parameters + "
+                           "data ({}); peak RSS: whole process\n\n",
                            args.repeats, args.warmup,
                            format_bytes(double(runs.front().workload_bytes)));
   print_table(std::cout, runs);
@@ -137,10 +142,27 @@ int run_compare(CompareArgs args) {
                           {"device", measure::describe_device(s.device)},
                           {"blas", blas.vendor},
                           {"git_sha", measure::git_sha(".")},
+                          {"git_dirty", measure::git_dirty(".")},
+                          {"command_line", command_line()},
+                          {"load_average_start", load_start},
                           {"warmup", args.warmup},
                           {"repeats", args.repeats},
                           {"runs", nlohmann::json::array()}};
-    for (const auto& run : runs) out["runs"].push_back(experiments::to_json(run));
+    const experiments::MethodRun* full = nullptr;
+    for (const auto& run : runs) {
+      if (run.name == "full" && run.status == "ok") full = &run;
+    }
+    for (const auto& run : runs) {
+      auto j = experiments::to_json(run);
+      if (full && run.status == "ok") {
+        j["time_ratio_to_full"] = run.time.median / full->time.median;
+        j["paired_time_ratio_to_full"] = experiments::paired_time_ratio(run, *full);
+        j["memory_ratio_full_to_this"] =
+            double(full->memory.step_peak_bytes) / double(std::max<int64_t>(1, run.memory.step_peak_bytes));
+      }
+      out["runs"].push_back(j);
+    }
+    out["load_average_end"] = measure::load_average();
     std::ofstream file(args.json_path);
     TORCH_CHECK(file, "--json: cannot write \"", args.json_path, "\"");
     file << out.dump(2) << "\n";

@@ -82,6 +82,7 @@ std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std
   }
   for (size_t m = 0; m < specs.size(); ++m) {
     if (runs[m].status != "ok") continue;
+    runs[m].time_samples = seconds[m];
     runs[m].time = measure::summarize(seconds[m]);
     derive(runs[m], problem, options);
   }
@@ -118,6 +119,15 @@ std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std
   return runs;
 }
 
+double paired_time_ratio(const MethodRun& run, const MethodRun& reference) {
+  const auto& a = run.time_samples;
+  const auto& b = reference.time_samples;
+  if (a.empty() || a.size() != b.size()) return NAN;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.size(); ++i) ratios.push_back(a[i] / b[i]);
+  return measure::summarize(ratios).median;
+}
+
 nlohmann::json to_json(const ProblemSpec& spec) {
   return {{"model", spec.model},
           {"input", spec.input_size},
@@ -149,6 +159,7 @@ nlohmann::json to_json(const MethodRun& run) {
     return j;
   }
   j["time_s"] = to_json(run.time);
+  j["time_s"]["samples_s"] = run.time_samples;
   j["memory"] = {{"step_peak_bytes", run.memory.step_peak_bytes},
                  {"start_bytes", run.memory.start_bytes},
                  {"peak_bytes", run.memory.peak_bytes},

@@ -28,6 +28,7 @@ struct MethodRun {
   std::string error;          // the message when status is not "ok"
 
   measure::TimingStats time;    // seconds per gradient step
+  std::vector<double> time_samples;  // every timed step, in round order (paired across methods)
   measure::StepMemory memory;   // the repeat with the largest step peak
   int64_t workload_bytes = 0;   // parameters + data: the baseline under the step
   StepCounters counters;
@@ -55,6 +56,12 @@ struct RunOptions {
 // on. Throws only for specs the registry rejects (before anything runs).
 std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std::string>& specs,
                                    const RunOptions& options);
+
+// The median over rounds of run's time / reference's time in the same round. Rounds run
+// the methods back to back, so a slow drift of the machine (another process starting)
+// cancels in each ratio: on a shared machine this is the robust time ratio. NaN when
+// either has no samples or their counts differ.
+double paired_time_ratio(const MethodRun& run, const MethodRun& reference);
 
 // JSON for records and --json output.
 nlohmann::json to_json(const ProblemSpec& spec);

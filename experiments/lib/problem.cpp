@@ -5,8 +5,8 @@
 namespace vlrnn::experiments {
 
 std::string ProblemSpec::describe() const {
-  return fmt::format("{} L={} F={} H={} C={} T={} B={} {} {}", model, num_layers, input_size,
-                     hidden_size, head_outputs, time_steps, batch, dtype_name(dtype),
+  return fmt::format("{} L={} F={} H={} {} C={} T={} B={} {} {}", model, num_layers, input_size,
+                     hidden_size, head, head_outputs, time_steps, batch, dtype_name(dtype),
                      device.str());
 }
 

@@ -24,7 +24,7 @@ struct ProblemSpec {
   torch::Device device = torch::kCPU;
   uint64_t seed = 1;
 
-  // "lstm L=1 F=64 H=256 C=16 T=4096 B=32 float32 cpu"
+  // "lstm L=1 F=64 H=256 ce C=16 T=4096 B=32 float32 cpu"
   std::string describe() const;
   bool operator==(const ProblemSpec& other) const { return describe() == other.describe() && seed == other.seed; }
 };

@@ -86,7 +86,9 @@ std::string git_sha(const std::string& directory) {
 }
 
 bool git_dirty(const std::string& directory) {
-  return !run_command("git -C " + shell_quote(directory) + " status --porcelain --untracked-files=no")
+  // results/ is left out: a sweep rewrites its own committed result folder as it runs.
+  return !run_command("git -C " + shell_quote(directory) +
+                      " status --porcelain --untracked-files=no -- . ':(exclude)results'")
               .empty();
 }
 

@@ -21,7 +21,8 @@ BlasInfo detect_blas();
 
 // `git rev-parse HEAD` in `directory`, or "unknown" (no git, not a repository).
 std::string git_sha(const std::string& directory = ".");
-// True when `git status --porcelain` lists changes (uncommitted code measured).
+// True when `git status --porcelain` lists changes to tracked files outside results/
+// (uncommitted code measured).
 bool git_dirty(const std::string& directory = ".");
 
 std::string libtorch_version();  // e.g. "1.13.0"

@@ -1,0 +1,110 @@
+#include "test_util.h"
+
+#include "lib/results_store.h"
+#include "lib/sweep_runner.h"
+
+#include <filesystem>
+
+namespace vlrnn::experiments {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// A tiny sweep end to end: records, OOM points, resume, a clean stop. Shapes are small so
+// that it runs in about a second.
+class SweepRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("vlrnn_sweep_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    options_.out_dir = dir_.string();
+    options_.command_line = "vlrnn_tests";
+    options_.peak_gemm_size = 64;
+    options_.peak_gemm_repeats = 2;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // full and vlrnn at T = 64 and 2048 (F = 4, H = 8, B = 2); under a 1 MiB cap full BPTT
+  // runs out of memory at T = 2048 (about 2 MiB of activations) and VLRNN does not.
+  static SweepConfig config() {
+    return parse_sweep_config(json::parse(R"({
+      "memory_limit_mib": 1, "models": "lstm", "input": 4, "hidden": 8, "classes": 3,
+      "batch": 2, "repeats": 1, "warmup": 0,
+      "experiments": [
+        {"name": "a", "methods": ["full", "vlrnn"], "T": [64, 2048], "block": [16]},
+        {"name": "b", "kind": "max_batch", "methods": ["vlrnn:block=8"], "T": 32,
+         "budget_mib": 0.25, "batch_max": 64}
+      ]})"), "tiny");
+  }
+
+  fs::path dir_;
+  SweepOptions options_;
+};
+
+TEST_F(SweepRunnerTest, RecordsEveryPointAndOutOfMemoryAndResumes) {
+  const auto summary = run_sweep(config(), options_);
+  EXPECT_EQ(summary.total, 5);
+  EXPECT_EQ(summary.measured, 5);
+  EXPECT_EQ(summary.failed, 1);
+  EXPECT_FALSE(summary.interrupted);
+
+  ResultsStore store(dir_.string());
+  const auto records = store.read_records();
+  ASSERT_EQ(records.size(), 5u);
+  std::map<std::string, std::string> status;
+  for (const auto& r : records) status[r["method"].get<std::string>() + "@" + std::to_string(r["T"].get<int64_t>())] = r["status"];
+  EXPECT_EQ(status["full@64"], "ok");
+  EXPECT_EQ(status["full@2048"], "oom");
+  EXPECT_EQ(status["vlrnn:block=16@2048"], "ok");
+  const auto& max_batch = records.back();
+  EXPECT_EQ(max_batch["kind"], "max_batch");
+  EXPECT_GT(max_batch["max_batch"].get<int64_t>(), 1);
+  EXPECT_LE(max_batch["total_bytes"].get<int64_t>(), 262144);
+  EXPECT_TRUE(fs::exists(store.csv_path()));
+
+  const auto meta = store.read_meta();
+  EXPECT_EQ(meta["status"], "complete");
+  EXPECT_EQ(meta["config_name"], "tiny");
+  EXPECT_TRUE(meta.contains("git_sha"));
+  EXPECT_TRUE(meta["peak_gemm"].contains("cpu/float32"));
+  EXPECT_EQ(meta["config"]["memory_limit_mib"], 1);
+
+  options_.resume = true;
+  const auto again = run_sweep(config(), options_);
+  EXPECT_EQ(again.skipped, 5);
+  EXPECT_EQ(again.measured, 0);
+  EXPECT_EQ(store.read_records().size(), 5u);
+}
+
+TEST_F(SweepRunnerTest, AStoppedSweepKeepsWhatItWroteAndResumeFinishesIt) {
+  int polls = 0;
+  options_.stop_requested = [&polls] { return ++polls > 1; };  // stop after the first group
+  const auto stopped = run_sweep(config(), options_);
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_EQ(stopped.measured, 2);  // full and vlrnn at T = 64, run interleaved
+  ResultsStore store(dir_.string());
+  EXPECT_EQ(store.read_meta()["status"], "interrupted");
+
+  options_.stop_requested = nullptr;
+  options_.resume = true;
+  const auto finished = run_sweep(config(), options_);
+  EXPECT_EQ(finished.skipped, 2);
+  EXPECT_EQ(finished.measured, 3);
+  EXPECT_EQ(store.read_records().size(), 5u);
+  EXPECT_EQ(store.read_meta()["previous_runs"].size(), 1u);
+}
+
+TEST_F(SweepRunnerTest, AFreshSweepMovesEarlierResultsAside) {
+  ResultsStore store(dir_.string());
+  store.append({{"key", "from an earlier sweep"}});
+  options_.stop_requested = [] { return true; };  // measure nothing
+  run_sweep(config(), options_);
+  EXPECT_TRUE(fs::exists(dir_ / "previous" / "results.jsonl"));
+  EXPECT_FALSE(store.has_records());
+}
+
+}  // namespace
+}  // namespace vlrnn::experiments
