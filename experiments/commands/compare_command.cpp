@@ -194,6 +194,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--batch,-B", p.batch, "B: sequences per batch")->capture_default_str();
   sub->add_option("--T,-T", p.time_steps, "T: time steps per sequence")->capture_default_str();
+  sub->add_option("--min-length", p.min_length_fraction,
+                  "variable-length batch: lengths uniform in [f*T, T] for a fraction f < 1 "
+                  "(default 1: all sequences T steps)")
+      ->capture_default_str();
   sub->add_option("--head", p.head, "per-step head: ce (Linear + cross-entropy) or mse")
       ->capture_default_str();
   sub->add_option("--classes", p.head_outputs, "C: head outputs (classes for ce)")

@@ -14,12 +14,12 @@ namespace {
 // Fills the derived figures of a successful run from its timings and counters.
 void derive(MethodRun& run, const Problem& problem, const RunOptions& options) {
   const auto& s = problem.spec;
-  run.flops = measure::step_flops(problem.flops, s.time_steps, s.batch, s.time_steps * s.batch,
+  run.flops = measure::step_flops(problem.flops, s.time_steps, s.batch, problem.valid_steps(),
                                   run.counters);
   const double seconds = run.time.median;
   run.useful_flops_per_second = run.flops.useful() / seconds;
   run.sequences_per_second = double(s.batch) / seconds;
-  run.steps_per_second = double(s.time_steps * s.batch) / seconds;
+  run.steps_per_second = double(problem.valid_steps()) / seconds;
   run.utilization = options.peak_flops_per_second > 0
                         ? run.useful_flops_per_second / options.peak_flops_per_second
                         : -1.0;

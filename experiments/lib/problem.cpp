@@ -2,17 +2,29 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace vlrnn::experiments {
 
 std::string ProblemSpec::describe() const {
-  return fmt::format("{} L={} F={} H={} {} C={} T={} B={} {} {}", model, num_layers, input_size,
-                     hidden_size, head, head_outputs, time_steps, batch, dtype_name(dtype),
-                     device.str());
+  std::string text = fmt::format("{} L={} F={} H={} {} C={} T={} B={} {} {}", model, num_layers,
+                                 input_size, hidden_size, head, head_outputs, time_steps, batch,
+                                 dtype_name(dtype), device.str());
+  if (min_length_fraction < 1.0) text += fmt::format(" lengths~U[{}T,T]", min_length_fraction);
+  return text;
+}
+
+int64_t Problem::valid_steps() const {
+  return batch.has_lengths() ? batch.lengths.sum().item<int64_t>()
+                             : spec.time_steps * spec.batch;
 }
 
 Problem make_problem(const ProblemSpec& spec) {
   TORCH_CHECK(spec.time_steps >= 1, "T: expected >= 1 time steps, got ", spec.time_steps);
   TORCH_CHECK(spec.batch >= 1, "batch: expected >= 1 sequences, got ", spec.batch);
+  TORCH_CHECK(spec.min_length_fraction > 0.0 && spec.min_length_fraction <= 1.0,
+              "min_length_fraction: expected a fraction of T in (0, 1], got ",
+              spec.min_length_fraction);
   Problem p;
   p.spec = spec;
   torch::manual_seed(spec.seed);
@@ -30,6 +42,13 @@ Problem make_problem(const ProblemSpec& spec) {
                        .to(spec.device);  // [T, B, F]
   p.batch.targets = random_targets(*p.head, spec.time_steps, spec.batch, cpu)
                         .to(spec.device);  // [T, B] or [T, B, C]
+  if (spec.min_length_fraction < 1.0) {
+    const auto shortest = std::max<int64_t>(
+        1, int64_t(std::ceil(spec.min_length_fraction * double(spec.time_steps))));
+    auto lengths = torch::randint(shortest, spec.time_steps + 1, {spec.batch}, torch::kLong);  // [B]
+    lengths[0] = spec.time_steps;  // the batch spans all T steps
+    p.batch.lengths = lengths;
+  }
   p.flops = measure::has_flop_model(spec.model)
                 ? measure::flops_per_step(config, spec.head, spec.head_outputs)
                 : measure::flops_from_weights(*p.model, *p.head, spec.head, spec.head_outputs);

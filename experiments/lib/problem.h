@@ -20,6 +20,9 @@ struct ProblemSpec {
   int64_t head_outputs = 16;   // C
   int64_t time_steps = 4096;   // T
   int64_t batch = 32;          // B
+  // < 1: a variable-length batch, lengths drawn uniformly from [ceil(f * T), T] (one of
+  // them T); 1: every sequence has all T steps.
+  double min_length_fraction = 1.0;
   torch::ScalarType dtype = torch::kFloat32;
   torch::Device device = torch::kCPU;
   uint64_t seed = 1;
@@ -37,6 +40,8 @@ struct Problem {
   measure::FlopsPerStep flops;  // one step of one sequence, forward
 
   Workload workload() const { return Workload{*model, *head, batch}; }
+  // Steps that exist: T * B, or the sum of the lengths of a variable-length batch.
+  int64_t valid_steps() const;
 };
 
 // Weights and data drawn on the CPU from `spec.seed` (the same on every device), then moved.
