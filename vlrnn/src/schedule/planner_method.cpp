@@ -1,0 +1,66 @@
+#include "vlrnn/schedule/planner_method.h"
+
+#include "vlrnn/schedule/cost_measurement.h"
+#include "vlrnn/schedule/schedule_method.h"
+#include "vlrnn/schedule/schedulers.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+namespace vlrnn::schedule {
+namespace {
+
+// What the cost model depends on: shapes, dtype, device, which tensors want gradients and
+// the lengths (active sequences per step).
+std::string signature(const Workload& w) {
+  const auto& x = w.batch.inputs;
+  std::string s = fmt::format("{} {} {} x_grad={} h0_grad={} mean={}", fmt::join(x.sizes(), "x"),
+                              c10::toString(x.scalar_type()), x.device().str(),
+                              x.requires_grad(), w.h0.requires_grad(),
+                              w.reduction == Reduction::kMean);
+  if (w.batch.has_lengths()) {
+    s += fmt::format(" lengths={}", fmt::join(std::vector<int64_t>(
+        w.batch.lengths.data_ptr<int64_t>(),
+        w.batch.lengths.data_ptr<int64_t>() + w.batch.lengths.numel()), ","));
+  }
+  return s;
+}
+
+}  // namespace
+
+PlannerMethod::PlannerMethod(PlannerOptions options) : options_(options) {
+  TORCH_CHECK(options.budget_bytes >= 0, "planner budget: expected a number of bytes >= 1, got ",
+              options.budget_bytes);
+  TORCH_CHECK(options.budget_bytes > 0 ||
+                  (std::isfinite(options.budget_percent) && options.budget_percent > 0),
+              "planner percent: expected a percentage of full BPTT's peak > 0, got ",
+              options.budget_percent);
+}
+
+std::string PlannerMethod::describe() const {
+  if (options_.budget_bytes > 0) return fmt::format("planner(budget={})", options_.budget_bytes);
+  return fmt::format("planner({}% of full)", options_.budget_percent);
+}
+
+int64_t PlannerMethod::budget_for(const CostModel& model) const {
+  if (options_.budget_bytes > 0) return options_.budget_bytes;
+  const auto full = simulate(uniform_schedule(model.time_steps(), model.time_steps()), model);
+  // A percentage is a convenience (verify, quick comparisons): it never goes below the
+  // smallest feasible budget. A budget in bytes is taken as given and may be refused.
+  return std::max(minimum_budget(model),
+                  int64_t(double(full.peak_bytes) * options_.budget_percent / 100.0));
+}
+
+GradientResult PlannerMethod::compute_impl(const Workload& workload) {
+  const auto sig = signature(workload);
+  if (sig != signature_) {
+    model_ = measure_cost_model(workload);
+    plan_ = plan(model_, budget_for(model_));
+    signature_ = sig;
+  }
+  return execute_schedule(plan_.schedule, workload);
+}
+
+}  // namespace vlrnn::schedule
