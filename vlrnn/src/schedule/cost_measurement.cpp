@@ -1,7 +1,10 @@
 #include "vlrnn/schedule/cost_measurement.h"
 
 #include "vlrnn/core/rng.h"
+#include "vlrnn/measure/step_measurement.h"
 #include "vlrnn/measure/step_memory.h"
+#include "vlrnn/schedule/schedule_method.h"
+#include "vlrnn/schedule/schedulers.h"
 #include "vlrnn/measure/timer.h"
 #include "vlrnn/methods/block.h"
 
@@ -113,6 +116,41 @@ std::pair<double, double> fit(double v1, double v2, int64_t n1, int64_t n2) {
   return {slope, std::max(0.0, v1 - slope * double(n1))};
 }
 
+// Bytes a tape of n steps keeps when half of the sequences end halfway through it: the
+// packed path a variable-length batch takes in blocks where a sequence ends.
+int64_t packed_tape_bytes(const Workload& workload, int64_t n) {
+  const int64_t B = workload.batch.batch_size();
+  SequenceBatch batch;
+  batch.inputs = workload.batch.inputs.narrow(0, 0, n).detach();  // [n, B, F]
+  batch.targets = workload.batch.targets.narrow(0, 0, n);
+  auto lengths = torch::full({B}, n, torch::kLong);  // [B]
+  for (int64_t b = 1; b < B; b += 2) lengths[b] = std::max<int64_t>(1, n / 2);
+  batch.lengths = lengths;
+  const Workload sub{workload.model, workload.head, batch, workload.h0.detached(),
+                     workload.reduction};
+  const State entry = sub.h0.detached_leaves();
+  measure::StepMemoryScope scope(workload.batch.inputs.device());
+  auto block = forward_block(sub, batch.inputs, 0, n, entry);
+  const auto mem = scope.finish();
+  return mem.end_bytes - mem.start_bytes;
+}
+
+// The step peak of the executor running uniform_schedule(n, k) on the first n steps, every
+// sequence active, measured as measure_step measures a method (gradients cleared first).
+int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
+  const auto& x = workload.batch.inputs;
+  SequenceBatch batch;
+  batch.inputs = x.narrow(0, 0, n).detach().requires_grad_(x.requires_grad());  // [n, B, F]
+  batch.targets = workload.batch.targets.narrow(0, 0, n);
+  std::vector<torch::Tensor> h0;
+  for (const auto& h : workload.h0) h0.push_back(h.detach().requires_grad_(h.requires_grad()));
+  const Workload sub{workload.model, workload.head, batch, State(std::move(h0)),
+                     workload.reduction};
+  ScheduleMethod method("calibration", "calibration",
+                        [n, k](const Workload&) { return uniform_schedule(n, k); });
+  return measure::measure_step(method, sub, x.device()).memory.step_peak_bytes;
+}
+
 }  // namespace
 
 CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions& options) {
@@ -157,8 +195,14 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   const auto [hbwd_b, hbwd_op_b] = line(double(p1.head_backward_peak), double(p2.head_backward_peak));
   m.op_seconds = (adv_op + fwd_op + bwd_op) / 3.0;
   m.tape_op_bytes = int64_t(tape_op_b);
-  // The advance's exit state is counted as the stored state, not as transient.
-  m.backward_op_bytes = int64_t(bwd_op_b);
+  double tape_step = tape_b;  // bytes per taped step
+  if (workload.batch.has_lengths() && B >= 2 && n2 > n1) {
+    // Blocks where a sequence ends take the packed path, which copies more than it saves.
+    const auto [packed_step, packed_call] =
+        fit(double(packed_tape_bytes(workload, n1)), double(packed_tape_bytes(workload, n2)), n1, n2);
+    tape_step = std::max(tape_step, packed_step);
+    m.tape_op_bytes = std::max(m.tape_op_bytes, int64_t(packed_call));
+  }
   (void)adv_op_b;
   (void)htape_op_b;
   (void)hbwd_op_b;
@@ -178,37 +222,87 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
     const double h = std::min(head, total);
     return h + (total - h) * frac;
   };
-  const int64_t state = bytes_of(workload.h0);
-  int64_t rng_bytes = 0;
+  // A stored state: what an advance's exit keeps alive (its storages, which may be larger
+  // than the state's own bytes) plus a generator snapshot.
+  int64_t state = 0, rng_bytes = 0;
+  {
+    measure::StepMemoryScope scope(device);
+    auto exit = advance_without_grad(workload, 0, 1, workload.h0.detached());
+    const auto mem = scope.finish();
+    state = std::max(bytes_of(exit), mem.end_bytes - mem.start_bytes);
+  }
   {
     measure::StepMemoryScope scope(device);
     auto snapshot = RngState::capture(device);
     const auto mem = scope.finish();
     rng_bytes = mem.end_bytes - mem.start_bytes;
   }
+  const auto elt = int64_t(x.element_size());
+  // Bytes per step live for the whole step: per-step losses [T, B], and with dL/dx the
+  // buffer [T, B, F] and x.grad.
+  const int64_t fixed_per_step = B * elt + (x.requires_grad() ? 2 * bytes_of(x) / T : 0);
+
+  // NOTE [ Calibrating the peak end to end ]: the parameter gradients, autograd's buffers
+  // that sum a weight's gradient over the steps of a tape, the generator snapshots and
+  // whatever else a gradient step allocates are not worth modelling one by one: the
+  // executor's own step peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
+  // gives the fixed bytes F0; full tapes of n1 and n2 steps give the per-call and per-step
+  // backward transient on top of the tape.
+  const int64_t e1 = executor_peak(workload, 1, 1);
+  int64_t f0 = std::max<int64_t>(0, e1 - int64_t(tape_b) - int64_t(tape_op_b) -
+                                        fixed_per_step);
+  double bwd_step = 0.0, bwd_call = 0.0;
+  if (T >= 2) {
+    const int64_t c2 = std::min<int64_t>(T, 48), c1 = std::max<int64_t>(2, std::min<int64_t>(16, c2 - 1));
+    const auto residual = [&](int64_t n) {
+      return double(executor_peak(workload, n, n) - f0 - fixed_per_step * n) -
+             tape_b * double(n) - tape_op_b;
+    };
+    const double r1 = residual(c1), r2 = c2 > c1 ? residual(c2) : r1;
+    std::tie(bwd_step, bwd_call) =
+        c2 > c1 ? fit(r1, r2, c1, c2) : std::pair<double, double>{0.0, std::max(0.0, r1)};
+  }
+  m.backward_op_bytes = int64_t(bwd_call);
+  // Backward calls after the first (NOTE [ Calibrating the peak end to end ]): two one-step
+  // tapes (the second's peak: F0 + a step's tape + the sums) and two tapes of c steps.
+  if (T >= 2) {
+    const double tape1 = tape_b + tape_op_b;
+    m.accumulate_single_bytes = int64_t(std::max(
+        0.0, double(executor_peak(workload, 2, 1) - f0 - 2 * fixed_per_step) - tape1));
+  }
+  if (T >= 4) {
+    const int64_t c = std::min<int64_t>(16, T / 2);
+    const double tape_c = tape_b * double(c) + tape_op_b;
+    m.accumulate_bytes = int64_t(std::max(
+        0.0, double(executor_peak(workload, 2 * c, c) - f0 - 2 * c * fixed_per_step) - tape_c -
+                 bwd_call - bwd_step * double(c)));
+  }
   for (int64_t t = 0; t < T; ++t) {
     const double f = active[size_t(t)];
     m.forward_seconds.push_back(adv_s * f);
     m.forward_grad_seconds.push_back(split(fwd_s, hf_s, f));
     m.backward_seconds.push_back(split(bwd_s, hb_s, f));
-    m.tape_bytes.push_back(int64_t(split(tape_b, htape_b, f)));
-    m.backward_transient_bytes.push_back(int64_t(split(bwd_b, hbwd_b, f)));
-    m.advance_transient_bytes.push_back(int64_t(adv_b * f));
+    // Bytes are not scaled by the active fraction: a partly active step runs the packed path,
+    // whose copies (inputs and states of the active sequences, outputs padded back to B)
+    // cost about what the missing sequences save — full-batch bytes are the safe bound.
+    m.tape_bytes.push_back(int64_t(tape_step));
+    m.backward_transient_bytes.push_back(int64_t(bwd_step));
+    m.advance_transient_bytes.push_back(int64_t(adv_b));
   }
   m.state_bytes.assign(size_t(T + 1), state + rng_bytes);
   m.state_bytes[0] = 0;
+  (void)bwd_b;
+  (void)hbwd_b;
+  (void)bwd_op_b;
 
-  // Live for the whole step (counted from sizes).
-  int64_t fixed = 0;
+  int64_t param_bytes = 0;
   for (const auto& p : params) {
-    if (p.requires_grad()) fixed += bytes_of(p);  // dL/dθ
+    if (p.requires_grad()) param_bytes += bytes_of(p);
   }
-  const auto elt = int64_t(x.element_size());
-  fixed += T * B * elt + elt;                  // per-step losses [T, B], the loss
-  if (x.requires_grad()) fixed += 2 * bytes_of(x);  // the dL/dx buffer and x.grad
+  m.gradient_bytes = std::min(param_bytes, f0);
+  int64_t fixed = f0 - m.gradient_bytes + fixed_per_step * T;
+  if (!workload.h0.requires_grad()) fixed += bytes_of(workload.h0);  // h0's zeros when absent
   if (workload.batch.has_lengths()) fixed += bytes_of(workload.batch.targets);  // validated copy
-  fixed += 2 * state;                          // δh, and h0's zeros or its gradient
-  fixed += 2 * rng_bytes;                      // generators at state 0 and after the pass
   m.fixed_bytes = fixed;
   m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats)", device.str(), n1, n2,
                          options.repeats);

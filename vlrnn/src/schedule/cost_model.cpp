@@ -33,7 +33,10 @@ void CostModel::check() const {
       {"op_seconds", op_seconds},
       {"tape_op_bytes", double(tape_op_bytes)},
       {"backward_op_bytes", double(backward_op_bytes)},
-      {"fixed_bytes", double(fixed_bytes)}};
+      {"accumulate_single_bytes", double(accumulate_single_bytes)},
+      {"accumulate_bytes", double(accumulate_bytes)},
+      {"fixed_bytes", double(fixed_bytes)},
+      {"gradient_bytes", double(gradient_bytes)}};
   for (const auto& [field, value] : scalars) {
     TORCH_CHECK(std::isfinite(value) && value >= 0, "cost model ", field,
                 ": expected a finite value >= 0, got ", value);

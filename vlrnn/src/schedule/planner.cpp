@@ -40,8 +40,10 @@ int64_t max_chunk_transient(const CostModel& m) {
 class InnerDp {
  public:
   InnerDp(int64_t max_length, int64_t available, int64_t step_bytes, int64_t state_bytes,
-          int64_t per_tape_bytes)
-      : max_length_(max_length), states_(kMaxInnerStates) {
+          int64_t per_tape_bytes, int64_t advance_bytes, int64_t single_tape_bytes)
+      : max_length_(max_length),
+        states_(std::max<int64_t>(0, std::min(kMaxInnerStates,
+                                              (available - advance_bytes) / state_bytes))) {
     const auto W = size_t(states_ + 1);
     cost_.assign(size_t(max_length + 1) * W, kInf);
     split_.assign(size_t(max_length + 1) * W, -1);
@@ -51,6 +53,11 @@ class InnerDp {
       capacity_[size_t(c)] = room < 0         ? 0
                              : step_bytes <= 0 ? max_length
                                                : std::min(max_length, room / step_bytes);
+      // A one-step tape needs no per-call backward bytes (cost_model.h).
+      if (capacity_[size_t(c)] == 0 &&
+          available - c * state_bytes - single_tape_bytes - step_bytes >= 0) {
+        capacity_[size_t(c)] = 1;
+      }
     }
     for (int64_t c = states_; c >= 0; --c) {
       for (int64_t l = 1; l <= max_length; ++l) {
@@ -116,9 +123,11 @@ int64_t minimum_budget(const CostModel& model) {
   }
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
-  return model.fixed_bytes +
+  // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
+  return model.fixed_bytes + model.gradient_bytes +
          std::max(max_chunk_transient(model) + state,
-                  state + worst_step + model.tape_op_bytes + model.backward_op_bytes);
+                  state + worst_step + model.tape_op_bytes +
+                      (model.time_steps() > 1 ? model.accumulate_single_bytes : 0));
 }
 
 Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
@@ -129,13 +138,21 @@ Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
   for (int64_t i = 0; i <= N; ++i) p[size_t(i)] = i * T / N;  // super-step boundaries
   const CostPrefix sums(model);
   const int64_t s = std::max<int64_t>(1, max_of(model.state_bytes, 1));
-  const int64_t per_tape = model.tape_op_bytes + model.backward_op_bytes;
-  // What tapes and stored states may use (NOTE [ Planner DP ]).
-  const int64_t available = budget_bytes - model.fixed_bytes - max_chunk_transient(model);
+  const int64_t per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
+  const int64_t single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
+  // What tapes and stored states may use (NOTE [ Planner DP ]). An advance's transient
+  // (its largest chunk) only meets stored states, never a tape: storing the c-th state
+  // needs c·s + chunk <= available, reversing a tape with c states stored needs
+  // c·s + tape + transient <= available.
+  // Parameter gradients and the sums of later backward calls are charged throughout
+  // (conservative: they only exist from the first backward on).
+  const int64_t available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
+  const int64_t chunk = max_chunk_transient(model);
   TORCH_CHECK(available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for tapes "
               "and states (fixed bytes ", model.fixed_bytes, "); the minimum is ",
               minimum_budget(model), " bytes");
-  const int64_t C = std::max<int64_t>(0, std::min({N - 1, available / s, kMaxStates}));
+  const int64_t C =
+      std::max<int64_t>(0, std::min({N - 1, (available - chunk) / s, kMaxStates}));
 
   int64_t longest = 0;
   for (int64_t i = 0; i < N; ++i) longest = std::max(longest, p[size_t(i + 1)] - p[size_t(i)]);
@@ -144,7 +161,7 @@ Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
     step_bytes = std::max(step_bytes, model.tape_bytes[size_t(t)] +
                                           model.backward_transient_bytes[size_t(t)]);
   }
-  const InnerDp inner(longest, available, step_bytes, s, per_tape);
+  const InnerDp inner(longest, available, step_bytes, s, per_tape, chunk, single_tape);
 
   const auto W = size_t(C + 1);
   const auto idx = [&](int64_t i, int64_t j, int64_t c) {
@@ -163,7 +180,9 @@ Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
         double best = kInf;
         int16_t how = -2;
         const int64_t room = available - c * s;
-        if (sums.tape_b(a, b) + sums.backward_transient_b(a, b) + per_tape <= room) {
+        const int64_t leaf_bytes = sums.tape_b(a, b) + sums.backward_transient_b(a, b) +
+                                   (b - a >= 2 ? per_tape : single_tape);
+        if (leaf_bytes <= room) {
           best = sums.forward_grad_s(a, b) + sums.backward_s(a, b) + 2 * model.op_seconds;
           how = -1;
         } else if (len == 1) {

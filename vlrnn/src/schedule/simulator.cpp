@@ -17,6 +17,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
   p.counts = schedule.validate();
   const CostPrefix sums(model);
   int64_t live = model.fixed_bytes;
+  bool first_backward = false;  // true once a backward has run (its name: "first one done")
   p.peak_bytes = live;
   const auto candidate = [&](int64_t bytes, size_t op) {
     if (bytes > p.peak_bytes) {
@@ -50,7 +51,13 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         break;
       case OpKind::kBackward:
         p.seconds += model.op_seconds + sums.backward_s(a, b);
-        candidate(live + model.backward_op_bytes + sums.backward_transient_b(a, b), i);
+        if (!first_backward) live += model.gradient_bytes;
+        candidate(live + (b - a >= 2 ? model.backward_op_bytes : 0) +
+                      (!first_backward ? 0
+                       : b - a >= 2    ? model.accumulate_bytes
+                                       : model.accumulate_single_bytes) +
+                      sums.backward_transient_b(a, b), i);
+        first_backward = true;
         live -= sums.tape_b(a, b) + model.tape_op_bytes;
         break;
       case OpKind::kFree:

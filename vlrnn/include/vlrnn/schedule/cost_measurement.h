@@ -7,9 +7,11 @@
 // the first n1 and n2 steps of the batch, every sequence active. Per-step costs are the
 // slopes between the two lengths; the intercepts are per-call costs (op_seconds,
 // tape_op_bytes, backward_op_bytes). A step with A of B sequences active (variable lengths)
-// costs head + cell · A / B: the built-in models run only the active sequences, while the
-// head runs on the padded batch. Bytes that live for the whole step (parameter gradients,
-// per-step losses, dL/dx, ...) are counted from the tensors' sizes, not fitted.
+// takes head + cell · A / B seconds: the built-in models run only the active sequences, while
+// the head runs on the padded batch. Its bytes stay those of a full step (the packed path's
+// copies eat the saving; see the .cpp). Bytes that live for the whole step and the
+// backward's per-call buffers are calibrated end to end on the executor itself
+// (NOTE [ Calibrating the peak end to end ] in the .cpp).
 
 #include "vlrnn/methods/gradient_method.h"
 #include "vlrnn/schedule/cost_model.h"

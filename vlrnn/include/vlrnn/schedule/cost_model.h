@@ -24,10 +24,19 @@ struct CostModel {
   std::vector<int64_t> advance_transient_bytes;   // [T] extra live per step of an advance chunk
   std::vector<int64_t> state_bytes;               // [T + 1] a stored state (tensors + RNG)
   int64_t tape_op_bytes = 0;      // per tape whatever its length (loss, exit state, ...)
-  int64_t backward_op_bytes = 0;  // per backward call whatever its length
+  // Per backward call of a tape of two or more steps, whatever its length: autograd sums a
+  // weight's per-step gradients in buffers; a one-step tape has no sums and no such bytes.
+  int64_t backward_op_bytes = 0;
+  // Extra bytes of every backward call after the first: parameter gradients exist by then,
+  // so autograd computes the new ones in buffers and adds them in (the first call hands its
+  // buffers over as the gradients). For one-step tapes and for longer ones.
+  int64_t accumulate_single_bytes = 0;
+  int64_t accumulate_bytes = 0;
   // Live for the whole gradient step: parameter gradients, per-step losses, the dL/dx
   // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots.
   int64_t fixed_bytes = 0;
+  // Parameter gradients: allocated by the first backward call, live from then on.
+  int64_t gradient_bytes = 0;
 
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 

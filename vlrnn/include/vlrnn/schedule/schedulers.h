@@ -7,7 +7,9 @@
 //                  steps per segment.
 //   revolve(T, s): Griewank's binomial checkpointing with s state slots (the slot holding
 //                  h0 included): the fewest recomputed steps any schedule with s slots and
-//                  one-step tapes can have (binomial_forward_steps below).
+//                  one-step tapes can have (binomial_forward_steps below). An op list also
+//                  stores the working state an advance ends at, which revolve's model does
+//                  not count: at most s stored states besides h0 at once.
 
 #include "vlrnn/schedule/schedule.h"
 

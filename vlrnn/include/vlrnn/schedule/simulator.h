@@ -2,10 +2,13 @@
 // Predicts a schedule's peak memory and time from a cost model, without running anything.
 //
 //   live = fixed + stored states (h0 excluded) + tapes (their steps + tape_op_bytes)
+//          + parameter gradients from the first backward on
 //   forward_no_grad(a, b): peak candidate live + the largest advance chunk's transient
 //                          + state b; then state b is stored
 //   forward_grad(a, b):    live grows by the tape of [a, b)
-//   backward(a, b):        peak candidate live + backward_op_bytes + Σ transient over [a, b);
+//   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
+//                          + accumulate_(single_)bytes after the first backward
+//                          + Σ transient over [a, b);
 //                          then the tape is freed
 //   time = Σ per-step seconds of every op + op_seconds per call (one per advance chunk)
 
