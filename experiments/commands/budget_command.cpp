@@ -150,7 +150,8 @@ int run_budget(BudgetArgs args) {
         if (budget < minimum) {
           chosen["planner"] = {{"error", fmt::format("budget below the minimum {}", minimum)}};
         } else {
-          const auto p = schedule::plan(model, budget);
+          const auto p = schedule::plan(
+              model, std::max(minimum, int64_t(schedule::kPlanningMargin * double(budget))));
           specs.push_back(fmt::format("planner:budget={}", budget));
           chosen["planner"] = {{"schedule", p.schedule.name}, {"chosen_by", p.chosen_by},
                                {"predicted", prediction_json(p.prediction)}};
@@ -158,7 +159,8 @@ int run_budget(BudgetArgs args) {
       }
       if (wants("uniform")) {
         try {
-          const auto u = schedule::best_uniform(model, budget);
+          const auto u = schedule::best_uniform(
+              model, int64_t(schedule::kPlanningMargin * double(budget)));
           specs.push_back(fmt::format("uniform:block={}", u.parameter));
           chosen["uniform"] = {{"schedule", u.schedule.name},
                                {"predicted", prediction_json(u.prediction)}};
@@ -172,7 +174,8 @@ int run_budget(BudgetArgs args) {
         for (int64_t slots = 2; slots <= 64; ++slots) {
           if (schedule::binomial_forward_steps(T, slots) > 64 * T) continue;
           const auto p = schedule::simulate(schedule::revolve_schedule(T, slots), model);
-          if (p.peak_bytes <= budget && (!best_slots || p.seconds < best.seconds)) {
+          if (p.peak_bytes <= schedule::kPlanningMargin * double(budget) &&
+              (!best_slots || p.seconds < best.seconds)) {
             best_slots = slots;
             best = p;
           }

@@ -57,7 +57,15 @@ GradientResult PlannerMethod::compute_impl(const Workload& workload) {
   const auto sig = signature(workload);
   if (sig != signature_) {
     model_ = measure_cost_model(workload);
-    plan_ = plan(model_, budget_for(model_));
+    const int64_t budget = budget_for(model_);
+    // NOTE: a budget in bytes is checked against the minimum as given, then planned with
+    // kPlanningMargin (the simulator's error); never below the minimum.
+    TORCH_CHECK(budget >= minimum_budget(model_), "planner budget: ", budget,
+                " bytes is below the smallest feasible schedule, which needs ",
+                minimum_budget(model_), " bytes; raise budget to at least ",
+                minimum_budget(model_));
+    plan_ = plan(model_, std::max(minimum_budget(model_),
+                                  int64_t(kPlanningMargin * double(budget))));
     signature_ = sig;
   }
   return execute_schedule(plan_.schedule, workload);

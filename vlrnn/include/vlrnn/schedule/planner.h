@@ -29,6 +29,10 @@
 namespace vlrnn::schedule {
 
 constexpr int64_t kMaxSuperSteps = 128;
+// Callers planning for a measured budget (the "planner" method, `vlrnn budget`) plan for this
+// fraction of it: the simulator's peak is within a few percent of the measured one
+// (tests/schedule), not exact.
+constexpr double kPlanningMargin = 0.97;
 constexpr int64_t kMaxStates = 127;
 constexpr int64_t kMaxInnerStates = 48;
 
