@@ -253,9 +253,10 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
                                         fixed_per_step);
   double bwd_step = 0.0, bwd_call = 0.0;
   if (T >= 2) {
-    // Long enough that the fit holds for the long tapes budgets near full BPTT's allow (the
-    // per-step backward transient grows slightly faster than linearly).
-    const int64_t c2 = std::min<int64_t>(T, 128), c1 = std::max<int64_t>(2, std::min<int64_t>(32, c2 - 1));
+    // The transient grows a little faster than linearly in n: a chord between 8 and 128
+    // steps over-predicts tapes between them (safe) and under-predicts longer ones by a few
+    // percent (kPlanningMargin).
+    const int64_t c2 = std::min<int64_t>(T, 128), c1 = std::max<int64_t>(2, std::min<int64_t>(8, c2 - 1));
     const auto residual = [&](int64_t n) {
       return double(executor_peak(workload, n, n) - f0 - fixed_per_step * n) -
              tape_b * double(n) - tape_op_b;
