@@ -3,12 +3,13 @@
 
     python3 scripts/plot_budget.py results/cpu-budget
 
-One panel per sequence length T. x: measured step peak (MiB, tensor bytes above parameters +
-data; log scale); y: time per gradient step / full BPTT's, measured side by side in one
-interleaved run. Measured points: planner, uniform VLRNN at its best K under each budget,
-revolve at its best slot count under each budget, sqrt(T) checkpointing; the dashed line is
-revolve's predicted curve (Griewank's minimal recomputation for s slots, priced by the
-measured cost model); dotted verticals mark the budgets. Writes figures/budget.png and .pdf.
+One panel per sequence length T. x: the memory budget for the step peak (MiB, tensor bytes
+above parameters + data; log scale) for the budgeted methods (planner, uniform VLRNN at its
+best K under the budget, revolve at its best slot count under the budget; a black x marks a
+run whose measured peak exceeded its budget); sqrt(T) checkpointing and full BPTT sit at their
+measured peak, revolve's predicted curve (Griewank's minimal recomputation for s slots, priced
+by the measured cost model) at its predicted peak. y: time per gradient step / full BPTT's,
+measured side by side in one interleaved run. Writes figures/budget.png and .pdf.
 """
 import json
 import os
@@ -58,22 +59,33 @@ def main(directory):
         for budget in sorted({r["budget_bytes"] for r in measured}):
             ax.axvline(budget / MiB, color="0.85", lw=0.8, ls=":", zorder=0)
         for method, style in STYLE.items():
-            pts = sorted(((r["run"]["memory"]["step_peak_bytes"] / MiB, r["time_ratio"])
-                          for r in measured if r["method"] == method))
             if method in ("sqrt", "full"):
-                pts = sorted(set(pts))[:1] if pts else []  # one configuration: one point
+                # One configuration whatever the budget: one point at its measured peak.
+                pts = sorted((r["run"]["memory"]["step_peak_bytes"] / MiB, r["time_ratio"])
+                             for r in measured if r["method"] == method)
+                pts = [(pts[0][0], sorted(p[1] for p in pts)[len(pts) // 2])] if pts else []
+            else:
+                # Budgeted methods at their budget (each ran within it unless marked "x").
+                pts = sorted((r["budget_bytes"] / MiB, r["time_ratio"])
+                             for r in measured if r["method"] == method)
+                over = [(r["budget_bytes"] / MiB, r["time_ratio"]) for r in measured
+                        if r["method"] == method and not r.get("fits_budget", True)]
+                if over:
+                    ax.plot([p[0] for p in over], [p[1] for p in over], "x", color="k", ms=10)
             if not pts:
                 continue
             ax.plot([p[0] for p in pts], [p[1] for p in pts],
                     ls="-" if method not in ("sqrt", "full") else "none", ms=7, **style)
         ax.set_xscale("log")
-        ax.set_xlabel("measured step peak memory (MiB, log scale)")
+        ax.set_xlabel("memory budget for the step peak (MiB, log scale)")
         ax.set_ylabel("time per step / full BPTT's (ratio)")
         ax.set_title(f"T = {T}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     problem = meta.get("problem", {})
-    caption = (f"{problem.get('model', '?')} H={problem.get('hidden', '?')} "
+    caption = ("budgeted methods at their budget (x: measured peak over it); sqrt(T), full: at "
+               "their measured peak; revolve theory: at its predicted peak. "
+               f"{problem.get('model', '?')} H={problem.get('hidden', '?')} "
                f"B={problem.get('B', '?')} F={problem.get('input', '?')} "
                f"C={problem.get('classes', '?')} {problem.get('dtype', '')}; "
                f"git {str(meta.get('git_sha', '?'))[:10]}; command: {meta.get('command', '?')}")

@@ -196,6 +196,24 @@ int run_budget(BudgetArgs args) {
       std::cerr << fmt::format("vlrnn budget: T = {}, budget {} ({:.1f}% of full's {}): {}\n", T,
                                format_bytes(double(budget)), 100 * fraction,
                                format_bytes(double(full_peak)), fmt::join(specs, " "));
+      for (const auto& [method, info] : chosen.items()) {
+        if (!info.contains("error")) continue;  // a method that fits no schedule: say so
+        store.append({{"key", fmt::format("T={}/budget={}/{}", T, budget, method)},
+                      {"kind", "does_not_fit"},
+                      {"T", T},
+                      {"problem", experiments::to_json(spec)},
+                      {"budget_bytes", budget},
+                      {"budget_fraction", fraction},
+                      {"full_peak_bytes", full_peak},
+                      {"minimum_budget_bytes", minimum},
+                      {"method", method},
+                      {"run", {{"status", "does_not_fit"}}},
+                      {"error", info["error"]}});
+        std::cout << fmt::format("T={} budget={} ({:.1f}%) {:<28} does not fit: {}\n", T,
+                                 format_bytes(double(budget)), 100 * fraction, method,
+                                 info["error"].get<std::string>());
+      }
+      if (specs.empty()) continue;
       experiments::RunOptions options;
       options.warmup = args.warmup;
       options.repeats = args.repeats;

@@ -137,7 +137,7 @@ int64_t packed_tape_bytes(const Workload& workload, int64_t n) {
 
 // The step peak of the executor running uniform_schedule(n, k) on the first n steps, every
 // sequence active, measured as measure_step measures a method (gradients cleared first).
-int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
+measure::StepMeasurement executor_step(const Workload& workload, int64_t n, int64_t k) {
   const auto& x = workload.batch.inputs;
   SequenceBatch batch;
   batch.inputs = x.narrow(0, 0, n).detach().requires_grad_(x.requires_grad());  // [n, B, F]
@@ -148,7 +148,19 @@ int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
                      workload.reduction};
   ScheduleMethod method("calibration", "calibration",
                         [n, k](const Workload&) { return uniform_schedule(n, k); });
-  return measure::measure_step(method, sub, x.device()).memory.step_peak_bytes;
+  return measure::measure_step(method, sub, x.device());
+}
+
+int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
+  return executor_step(workload, n, k).memory.step_peak_bytes;
+}
+
+// Median seconds per step of the executor reversing one tape of n steps.
+double tape_step_seconds(const Workload& workload, int64_t n, int64_t repeats) {
+  std::vector<double> seconds;
+  executor_step(workload, n, n);  // warm-up
+  for (int64_t r = 0; r < repeats; ++r) seconds.push_back(executor_step(workload, n, n).seconds);
+  return median(seconds) / double(n);
 }
 
 }  // namespace
@@ -291,6 +303,13 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
     m.tape_bytes.push_back(int64_t(tape_step));
     m.backward_transient_bytes.push_back(int64_t(bwd_step));
     m.advance_transient_bytes.push_back(int64_t(adv_b));
+  }
+  // Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps.
+  if (T >= 128) {
+    const int64_t l1 = 64, l2 = std::min<int64_t>(T, 512);
+    const double t1 = tape_step_seconds(workload, l1, options.repeats);
+    const double t2 = tape_step_seconds(workload, l2, options.repeats);
+    m.tape_growth_seconds = std::max(0.0, (t2 - t1) / double(l2 - l1));
   }
   m.state_bytes.assign(size_t(T + 1), state + rng_bytes);
   m.state_bytes[0] = 0;

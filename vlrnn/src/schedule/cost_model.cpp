@@ -31,6 +31,7 @@ void CostModel::check() const {
   check_vector("state_bytes", state_bytes, T + 1);
   const std::initializer_list<std::pair<const char*, double>> scalars = {
       {"op_seconds", op_seconds},
+      {"tape_growth_seconds", tape_growth_seconds},
       {"tape_op_bytes", double(tape_op_bytes)},
       {"backward_op_bytes", double(backward_op_bytes)},
       {"accumulate_single_bytes", double(accumulate_single_bytes)},

@@ -183,7 +183,8 @@ Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
         const int64_t leaf_bytes = sums.tape_b(a, b) + sums.backward_transient_b(a, b) +
                                    (b - a >= 2 ? per_tape : single_tape);
         if (leaf_bytes <= room) {
-          best = sums.forward_grad_s(a, b) + sums.backward_s(a, b) + 2 * model.op_seconds;
+          best = sums.forward_grad_s(a, b) + sums.backward_s(a, b) + 2 * model.op_seconds +
+                 model.tape_growth_seconds * double(b - a) * double(b - a);
           how = -1;
         } else if (len == 1) {
           const double recompute = inner.cost(b - a, c);

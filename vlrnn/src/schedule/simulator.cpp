@@ -45,7 +45,8 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         break;
       }
       case OpKind::kForwardGrad:
-        p.seconds += model.op_seconds + sums.forward_grad_s(a, b);
+        p.seconds += model.op_seconds + sums.forward_grad_s(a, b) +
+                     model.tape_growth_seconds * double(b - a) * double(b - a);
         live += sums.tape_b(a, b) + model.tape_op_bytes;
         candidate(live, i);
         break;

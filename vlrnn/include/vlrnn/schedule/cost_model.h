@@ -17,6 +17,10 @@ struct CostModel {
   std::vector<double> forward_grad_seconds;  // [T] model + head with autograd (taping)
   std::vector<double> backward_seconds;      // [T] back-propagating the step's tape
   double op_seconds = 0.0;                   // fixed cost of one forward / backward call
+  // Long tapes run slower per step (memory traffic: their activations leave the caches and
+  // are freshly allocated): a tape of n steps costs tape_growth_seconds · n² on top of its
+  // per-step seconds.
+  double tape_growth_seconds = 0.0;
 
   // Bytes.
   std::vector<int64_t> tape_bytes;                // [T] activations a taped step keeps

@@ -11,6 +11,7 @@
 //                          + Σ transient over [a, b);
 //                          then the tape is freed
 //   time = Σ per-step seconds of every op + op_seconds per call (one per advance chunk)
+//          + tape_growth_seconds · n² per tape of n steps
 
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/schedule.h"
