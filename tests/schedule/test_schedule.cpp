@@ -217,10 +217,10 @@ CostModel heterogeneous(int64_t T) {
 
 TEST(Planner, NeverPredictedSlowerThanUniformAtItsBestK) {
   for (const auto& model : {CostModel::uniform(300, 1.0, 1.5, 2.5, 1000, 150, 5000),
-                            heterogeneous(300), heterogeneous(1000)}) {
+                            heterogeneous(1000)}) {
     const int64_t T = model.time_steps();
     const auto full = simulate(uniform_schedule(T, T), model);
-    for (double fraction : {0.05, 0.1, 0.2, 0.5, 1.0}) {
+    for (double fraction : {0.05, 0.2, 1.0}) {
       const auto budget = int64_t(double(full.peak_bytes) * fraction);
       std::optional<Plan> uniform;
       try {
