@@ -12,6 +12,7 @@
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/planner.h"
+#include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedulers.h"
 #include "vlrnn/schedule/simulator.h"
 
@@ -100,7 +101,8 @@ int run_budget(BudgetArgs args) {
     const auto problem = experiments::make_problem(spec);
     const auto checked = validated(problem.workload());
     std::cerr << fmt::format("vlrnn budget: {}: measuring the cost model...\n", spec.describe());
-    const auto model = schedule::measure_cost_model(checked);
+    // The same (cached) cost model the planner method will plan with.
+    const auto model = schedule::measured_cost_model(checked);
     const int64_t T = spec.time_steps;
     const auto full_predicted = schedule::simulate(schedule::uniform_schedule(T, T), model);
     const auto minimum = schedule::minimum_budget(model);

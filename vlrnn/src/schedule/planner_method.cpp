@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <map>
 
 namespace vlrnn::schedule {
 namespace {
@@ -20,6 +21,11 @@ std::string signature(const Workload& w) {
                               c10::toString(x.scalar_type()), x.device().str(),
                               x.requires_grad(), w.h0.requires_grad(),
                               w.reduction == Reduction::kMean);
+  int64_t model_params = 0, head_params = 0;
+  for (const auto& p : w.model.parameters()) model_params += p.numel();
+  for (const auto& p : w.head.parameters()) head_params += p.numel();
+  s += fmt::format(" model={}:{}:{} head={}:{}", model_params, w.model.state_spec().size(),
+                   w.model.output_size(), head_params, w.head.input_size());
   if (w.batch.has_lengths()) {
     s += fmt::format(" lengths={}", fmt::join(std::vector<int64_t>(
         w.batch.lengths.data_ptr<int64_t>(),
@@ -29,6 +35,14 @@ std::string signature(const Workload& w) {
 }
 
 }  // namespace
+
+const CostModel& measured_cost_model(const Workload& workload) {
+  static std::map<std::string, CostModel> cache;
+  const auto sig = signature(workload);
+  auto it = cache.find(sig);
+  if (it == cache.end()) it = cache.emplace(sig, measure_cost_model(workload)).first;
+  return it->second;
+}
 
 PlannerMethod::PlannerMethod(PlannerOptions options) : options_(options) {
   TORCH_CHECK(options.budget_bytes >= 0, "planner budget: expected a number of bytes >= 1, got ",
@@ -56,7 +70,7 @@ int64_t PlannerMethod::budget_for(const CostModel& model) const {
 GradientResult PlannerMethod::compute_impl(const Workload& workload) {
   const auto sig = signature(workload);
   if (sig != signature_) {
-    model_ = measure_cost_model(workload);
+    model_ = measured_cost_model(workload);
     const int64_t budget = budget_for(model_);
     // NOTE: a budget in bytes is checked against the minimum as given, then planned with
     // kPlanningMargin (the simulator's error); never below the minimum.

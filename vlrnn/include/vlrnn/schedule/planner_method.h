@@ -19,6 +19,13 @@ struct PlannerOptions {
   double budget_percent = 10.0;
 };
 
+// The cost model of `workload` (validated), measured on first use in this process and then
+// reused for every workload with the same signature (shapes, dtype, device, lengths, which
+// tensors want gradients, and the model's and head's parameter counts): drivers that
+// predict a plan (vlrnn budget) and the planner method that runs it then see the same model
+// and so the same plan.
+const CostModel& measured_cost_model(const Workload& workload);
+
 class PlannerMethod : public GradientMethod {
  public:
   explicit PlannerMethod(PlannerOptions options = {});
