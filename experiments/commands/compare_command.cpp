@@ -27,6 +27,7 @@ struct CompareArgs {
   std::string device = "cpu";
   std::string methods;  // empty = every method in the registry
   int64_t block = 0;    // 0 = each method's default
+  int64_t memory_budget = 0;  // > 0: run the planner under this step-peak budget (bytes)
   int64_t repeats = 5;
   int64_t warmup = 1;
   int64_t threads = 0;
@@ -42,6 +43,16 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
     // --block K is the block length of a bare "vlrnn"; other methods take their options
     // from their spec ("checkpoint:segments=64").
     if (args.block > 0 && spec == "vlrnn") spec = fmt::format("vlrnn:block={}", args.block);
+  }
+  if (args.memory_budget > 0) {
+    // --memory-budget B configures a bare "planner" in --methods, or adds one.
+    const auto planner = fmt::format("planner:budget={}", args.memory_budget);
+    bool found = false;
+    for (auto& spec : specs) {
+      if (spec == "planner") spec = planner;
+      found = found || spec.rfind("planner", 0) == 0;
+    }
+    if (!found) specs.push_back(planner);
   }
   experiments::check_method_specs(specs);  // unknown names fail here, listing the known ones
   return specs;
@@ -206,6 +217,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "K: the block length of a bare 'vlrnn' in --methods (0: its default, "
                   "ceil(sqrt(T)))")
       ->capture_default_str();
+  sub->add_option("--memory-budget", args->memory_budget,
+                  "BYTES: run the planner (the fastest exact schedule predicted to fit this step "
+                  "peak) with this budget: configures a bare 'planner' in --methods, or adds one")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--methods", args->methods,
                   "comma-separated method specs, e.g. full,vlrnn,vlrnn:block=64,"
                   "checkpoint:segments=64 (default: every method in the registry; "

@@ -38,6 +38,12 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
             fmt::format("checkpoint:segments={}", time_steps),
             fmt::format("checkpoint:segments={},head_inside=0", root)};
   }
+  // Schedule-based methods (vlrnn/schedule/): one variant each keeps verify quick; the
+  // schedule tests (tests/schedule) cover more (revolve with one slot, other budgets).
+  if (method == "uniform") return {"uniform:block=5"};
+  if (method == "revolve") return {"revolve:slots=3"};
+  // percent is raised to the minimum feasible budget when below it: 1% nests recomputation.
+  if (method == "planner") return {"planner:percent=1"};
   if (method == "tbptt") {
     return {"tbptt:k=1", "tbptt:k=7", fmt::format("tbptt:k={}", time_steps), "tbptt:k1=4,k2=10"};
   }

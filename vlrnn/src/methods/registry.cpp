@@ -4,11 +4,15 @@
 #include "vlrnn/baselines/full_bptt.h"
 #include "vlrnn/baselines/tbptt.h"
 #include "vlrnn/methods/vlrnn_method.h"
+#include "vlrnn/schedule/planner_method.h"
+#include "vlrnn/schedule/schedule_method.h"
+#include "vlrnn/schedule/schedulers.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace vlrnn {
 
@@ -80,6 +84,58 @@ const std::vector<MethodEntry>& method_registry() {
          TORCH_CHECK(!(p.has("k") && (p.has("k1") || p.has("k2"))),
                      "tbptt: give k, or k1 and k2, not both");
          return std::make_unique<TbpttMethod>(options);
+       }},
+      // Schedule-based methods (vlrnn/schedule/): one executor runs each scheduler's op list.
+      {"uniform",
+       "VLRNN blocks as a schedule (the schedule executor); option block=K (default "
+       "ceil(sqrt(T)))",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         const int64_t k = p.take("block", 0);
+         p.finish("uniform", {"block"});
+         TORCH_CHECK(!p.has("block") || k > 0, "uniform block: expected K >= 1, got ", k);
+         return std::make_unique<schedule::ScheduleMethod>(
+             "uniform", k > 0 ? fmt::format("uniform(K={})", k) : "uniform(K=sqrt(T))",
+             [k](const Workload& w) {
+               const int64_t T = w.batch.time_steps();
+               return schedule::uniform_schedule(
+                   T, k > 0 ? k : std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(T))))));
+             });
+       }},
+      {"sqrt", "sqrt(T) checkpointing as a schedule: ceil(sqrt(T)) segments, each re-run once",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         p.finish("sqrt", {});
+         return std::make_unique<schedule::ScheduleMethod>(
+             "sqrt", "sqrt(T) segments", [](const Workload& w) {
+               return schedule::sqrt_checkpoint_schedule(w.batch.time_steps());
+             });
+       }},
+      {"revolve",
+       "binomial checkpointing (Griewank's revolve) with s state slots, h0's included: the "
+       "fewest recomputations for s slots; option slots=s (default 4)",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         const int64_t slots = p.take("slots", 4);
+         p.finish("revolve", {"slots"});
+         TORCH_CHECK(slots >= 1, "revolve slots: expected s >= 1 state slots, got ", slots);
+         return std::make_unique<schedule::ScheduleMethod>(
+             "revolve", fmt::format("revolve(s={})", slots), [slots](const Workload& w) {
+               return schedule::revolve_schedule(w.batch.time_steps(), slots);
+             });
+       }},
+      {"planner",
+       "the fastest schedule predicted to fit a memory budget (measures a cost model on the "
+       "workload on first use; DP over nested recomputation); options budget=BYTES (step "
+       "peak) or percent=P of full BPTT's predicted peak (default 10)",
+       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
+         schedule::PlannerOptions options;
+         options.budget_bytes = p.take("budget", 0);
+         options.budget_percent = double(p.take("percent", 10));
+         p.finish("planner", {"budget", "percent"});
+         TORCH_CHECK(!p.has("budget") || options.budget_bytes > 0,
+                     "planner budget: expected a number of bytes >= 1, got ",
+                     options.budget_bytes);
+         TORCH_CHECK(!(p.has("budget") && p.has("percent")),
+                     "planner: give budget (bytes) or percent, not both");
+         return std::make_unique<schedule::PlannerMethod>(options);
        }},
   };
   return entries;

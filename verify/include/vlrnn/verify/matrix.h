@@ -43,7 +43,8 @@ struct VerifyOutcome {
 // The default matrix: every method in the registry other than "full" (the reference), each
 // with its option variants (vlrnn: K ∈ {1, 2, 7, 5, T, T + 12}; checkpoint: S ∈ {1, 2,
 // sqrt(T), T} with the head inside, and sqrt(T) with it outside; tbptt: k ∈ {1, 7, T} and
-// (k1, k2) = (4, 10)) × models {rnn, gru, lstm x1, lstm x3, gru_lstm, and lstm x3 and
+// (k1, k2) = (4, 10); uniform: K = 5; revolve: s = 3; planner: 1% of full's peak, raised to
+// the minimum; sqrt: its default) × models {rnn, gru, lstm x1, lstm x3, gru_lstm, and lstm x3 and
 // gru_lstm with dropout} × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent} ×
 // {fixed lengths, variable lengths}.
 // Plus the GRU variants gru_v1 .. gru_v4 on a reduced grid: the option variants whose last

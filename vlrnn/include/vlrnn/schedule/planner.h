@@ -1,0 +1,61 @@
+#pragma once
+// The planner: given a memory budget in bytes and a cost model, the schedule with the least
+// predicted time whose predicted peak fits — recomputation nested at several levels.
+//
+// NOTE [ Planner DP ]
+// Gruslys et al. (2016) in Rotor's form: C(i, j, c) = least time to reverse super-steps
+// [i, j) given their entry stored, δh at their end and c states stored (by this range and
+// its ancestors). Choices: tape the whole range (fits when c·s + tape + backward transient
+// <= available bytes), or advance to a split k, store it, reverse [k, j) with c + 1 states,
+// free it, reverse [i, k) with c. Tractability (T up to 1e5 and beyond):
+//   - the chain is coarsened to at most kMaxSuperSteps super-steps (equal step counts);
+//     per-step costs inside them are summed exactly (heterogeneous chains: variable lengths,
+//     a head costing differently from the cell);
+//   - a super-step too long to tape whole is reversed by a homogeneous sub-DP over its
+//     steps, H(l, c) = fewest recomputed steps, using the chain's largest per-step bytes
+//     (conservative) and a few dozen split candidates per entry (an approximation: exact
+//     for l <= 16, geometric candidates beyond);
+//   - every stored state is charged the largest state size (states are homogeneous in
+//     practice: the same tensors at every step);
+//   - counts of stored states are capped (kMaxStates top level, kMaxInnerStates inside).
+// The DP's schedule is then simulated (simulator.h), together with uniform blocks at their
+// best K and revolve at each slot count; the fastest predicted that fits wins, so the
+// planner is never predicted slower than those.
+
+#include "vlrnn/schedule/cost_model.h"
+#include "vlrnn/schedule/schedule.h"
+#include "vlrnn/schedule/simulator.h"
+
+namespace vlrnn::schedule {
+
+constexpr int64_t kMaxSuperSteps = 128;
+// Callers planning for a measured budget (the "planner" method, `vlrnn budget`) plan for this
+// fraction of it: the simulator's peak is within a few percent of the measured one
+// (tests/schedule), not exact.
+constexpr double kPlanningMargin = 0.97;
+constexpr int64_t kMaxStates = 127;
+constexpr int64_t kMaxInnerStates = 48;
+
+struct Plan {
+  Schedule schedule;
+  Prediction prediction;
+  std::string chosen_by;  // "dp", "uniform" or "revolve"
+  int64_t parameter = 0;  // uniform: its block length K; revolve: its slots s
+};
+
+// The smallest budget any schedule can run in under `model`: the fixed bytes, one stored
+// state and the largest one-step tape being reversed (or the largest advance chunk).
+int64_t minimum_budget(const CostModel& model);
+
+// The least-time uniform schedule (K over all of 1..T when T <= 4096, a dense candidate set
+// beyond) whose predicted peak fits `budget_bytes`; throws when none fits.
+Plan best_uniform(const CostModel& model, int64_t budget_bytes);
+
+// The planner (NOTE [ Planner DP ]). Throws, stating minimum_budget(), when the budget is
+// below it.
+Plan plan(const CostModel& model, int64_t budget_bytes);
+
+// The DP's own schedule (no comparison with uniform / revolve): for tests and reports.
+Schedule dp_schedule(const CostModel& model, int64_t budget_bytes);
+
+}  // namespace vlrnn::schedule

@@ -1,0 +1,31 @@
+#pragma once
+// Predicts a schedule's peak memory and time from a cost model, without running anything.
+//
+//   live = fixed + stored states (h0 excluded) + tapes (their steps + tape_op_bytes)
+//          + parameter gradients from the first backward on
+//   forward_no_grad(a, b): peak candidate live + the largest advance chunk's transient
+//                          + state b; then state b is stored
+//   forward_grad(a, b):    live grows by the tape of [a, b)
+//   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
+//                          + accumulate_(single_)bytes after the first backward
+//                          + Σ transient over [a, b);
+//                          then the tape is freed
+//   time = Σ per-step seconds of every op + op_seconds per call (one per advance chunk)
+//          + tape_growth_seconds · n² per tape of n steps
+
+#include "vlrnn/schedule/cost_model.h"
+#include "vlrnn/schedule/schedule.h"
+
+namespace vlrnn::schedule {
+
+struct Prediction {
+  int64_t peak_bytes = 0;  // the step peak (bytes above parameters + data)
+  int64_t peak_op = -1;    // the op at which it happens (-1: fixed bytes alone)
+  double seconds = 0.0;
+  ScheduleCounts counts;
+};
+
+// Validates the schedule, checks the model and that both have the same T.
+Prediction simulate(const Schedule& schedule, const CostModel& model);
+
+}  // namespace vlrnn::schedule

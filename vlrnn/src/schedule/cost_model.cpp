@@ -1,0 +1,83 @@
+#include "vlrnn/schedule/cost_model.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace vlrnn::schedule {
+namespace {
+
+template <typename V>
+void check_vector(const char* field, const std::vector<V>& values, size_t expected) {
+  TORCH_CHECK(values.size() == expected, "cost model ", field, ": expected ", expected,
+              " entries, got ", values.size());
+  for (size_t t = 0; t < values.size(); ++t) {
+    TORCH_CHECK(std::isfinite(double(values[t])) && values[t] >= 0, "cost model ", field, "[",
+                t, "]: expected a finite value >= 0, got ", values[t]);
+  }
+}
+
+}  // namespace
+
+void CostModel::check() const {
+  const size_t T = forward_seconds.size();
+  TORCH_CHECK(T >= 1, "cost model forward_seconds: expected T >= 1 entries, got 0");
+  check_vector("forward_seconds", forward_seconds, T);
+  check_vector("forward_grad_seconds", forward_grad_seconds, T);
+  check_vector("backward_seconds", backward_seconds, T);
+  check_vector("tape_bytes", tape_bytes, T);
+  check_vector("backward_transient_bytes", backward_transient_bytes, T);
+  check_vector("advance_transient_bytes", advance_transient_bytes, T);
+  check_vector("state_bytes", state_bytes, T + 1);
+  const std::initializer_list<std::pair<const char*, double>> scalars = {
+      {"op_seconds", op_seconds},
+      {"tape_growth_seconds", tape_growth_seconds},
+      {"tape_op_bytes", double(tape_op_bytes)},
+      {"backward_op_bytes", double(backward_op_bytes)},
+      {"accumulate_single_bytes", double(accumulate_single_bytes)},
+      {"accumulate_bytes", double(accumulate_bytes)},
+      {"fixed_bytes", double(fixed_bytes)},
+      {"gradient_bytes", double(gradient_bytes)}};
+  for (const auto& [field, value] : scalars) {
+    TORCH_CHECK(std::isfinite(value) && value >= 0, "cost model ", field,
+                ": expected a finite value >= 0, got ", value);
+  }
+}
+
+CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forward_grad_s,
+                             double backward_s, int64_t tape_b, int64_t state_b,
+                             int64_t fixed_b) {
+  TORCH_CHECK(time_steps >= 1, "cost model: expected T >= 1, got ", time_steps);
+  CostModel m;
+  const auto T = size_t(time_steps);
+  m.forward_seconds.assign(T, forward_s);
+  m.forward_grad_seconds.assign(T, forward_grad_s);
+  m.backward_seconds.assign(T, backward_s);
+  m.tape_bytes.assign(T, tape_b);
+  m.backward_transient_bytes.assign(T, 0);
+  m.advance_transient_bytes.assign(T, 0);
+  m.state_bytes.assign(T + 1, state_b);
+  m.state_bytes[0] = 0;
+  m.fixed_bytes = fixed_b;
+  m.source = "synthetic (uniform)";
+  m.check();
+  return m;
+}
+
+CostPrefix::CostPrefix(const CostModel& m) {
+  const size_t T = m.forward_seconds.size();
+  forward.assign(T + 1, 0.0);
+  forward_grad.assign(T + 1, 0.0);
+  backward.assign(T + 1, 0.0);
+  tape.assign(T + 1, 0);
+  backward_transient.assign(T + 1, 0);
+  for (size_t t = 0; t < T; ++t) {
+    forward[t + 1] = forward[t] + m.forward_seconds[t];
+    forward_grad[t + 1] = forward_grad[t] + m.forward_grad_seconds[t];
+    backward[t + 1] = backward[t] + m.backward_seconds[t];
+    tape[t + 1] = tape[t] + m.tape_bytes[t];
+    backward_transient[t + 1] = backward_transient[t] + m.backward_transient_bytes[t];
+  }
+}
+
+}  // namespace vlrnn::schedule

@@ -1,0 +1,72 @@
+#include "vlrnn/schedule/simulator.h"
+
+#include "vlrnn/schedule/schedule_method.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+namespace vlrnn::schedule {
+
+Prediction simulate(const Schedule& schedule, const CostModel& model) {
+  model.check();
+  TORCH_CHECK(schedule.time_steps == model.time_steps(), "simulate: schedule ", schedule.name,
+              " has T = ", schedule.time_steps, " steps but the cost model has T = ",
+              model.time_steps());
+  Prediction p;
+  p.counts = schedule.validate();
+  const CostPrefix sums(model);
+  int64_t live = model.fixed_bytes;
+  bool first_backward = false;  // true once a backward has run (its name: "first one done")
+  p.peak_bytes = live;
+  const auto candidate = [&](int64_t bytes, size_t op) {
+    if (bytes > p.peak_bytes) {
+      p.peak_bytes = bytes;
+      p.peak_op = int64_t(op);
+    }
+  };
+  for (size_t i = 0; i < schedule.ops.size(); ++i) {
+    const Op& op = schedule.ops[i];
+    const int64_t a = op.begin, b = op.end;
+    switch (op.kind) {
+      case OpKind::kForwardNoGrad: {
+        int64_t chunk_peak = 0;
+        for (int64_t t0 = a; t0 < b; t0 += kAdvanceChunk) {  // NOTE [ Chunked advance ]
+          int64_t chunk = 0;
+          for (int64_t t = t0; t < std::min(b, t0 + kAdvanceChunk); ++t) {
+            chunk += model.advance_transient_bytes[size_t(t)];
+          }
+          chunk_peak = std::max(chunk_peak, chunk);
+          p.seconds += model.op_seconds;
+        }
+        p.seconds += sums.forward_s(a, b);
+        candidate(live + chunk_peak + model.state_bytes[size_t(b)], i);
+        live += model.state_bytes[size_t(b)];
+        break;
+      }
+      case OpKind::kForwardGrad:
+        p.seconds += model.op_seconds + sums.forward_grad_s(a, b) +
+                     model.tape_growth_seconds * double(b - a) * double(b - a);
+        live += sums.tape_b(a, b) + model.tape_op_bytes;
+        candidate(live, i);
+        break;
+      case OpKind::kBackward:
+        p.seconds += model.op_seconds + sums.backward_s(a, b);
+        if (!first_backward) live += model.gradient_bytes;
+        candidate(live + (b - a >= 2 ? model.backward_op_bytes : 0) +
+                      (!first_backward ? 0
+                       : b - a >= 2    ? model.accumulate_bytes
+                                       : model.accumulate_single_bytes) +
+                      sums.backward_transient_b(a, b), i);
+        first_backward = true;
+        live -= sums.tape_b(a, b) + model.tape_op_bytes;
+        break;
+      case OpKind::kFree:
+        live -= model.state_bytes[size_t(a)];
+        break;
+    }
+  }
+  return p;
+}
+
+}  // namespace vlrnn::schedule
