@@ -235,20 +235,20 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
     return h + (total - h) * frac;
   };
   // A stored state: what an advance's exit keeps alive (its storages, which may be larger
-  // than the state's own bytes) plus a generator snapshot.
+  // than the state's own bytes) plus a generator snapshot — but only for a model that draws
+  // random numbers: otherwise every snapshot shares one tensor (NOTE [ Shared RNG snapshots ]).
   int64_t state = 0, rng_bytes = 0;
+  bool draws_random_numbers = false;
   {
+    const auto before = RngState::capture(device);
     measure::StepMemoryScope scope(device);
     auto exit = advance_without_grad(workload, 0, 1, workload.h0.detached());
     const auto mem = scope.finish();
     state = std::max(bytes_of(exit), mem.end_bytes - mem.start_bytes);
+    draws_random_numbers = !RngState::capture(device).shares_storage_with(before);
   }
-  {
-    measure::StepMemoryScope scope(device);
-    auto snapshot = RngState::capture(device);
-    const auto mem = scope.finish();
-    rng_bytes = mem.end_bytes - mem.start_bytes;
-  }
+  const int64_t snapshot_bytes = RngState::capture(device).bytes();
+  if (draws_random_numbers) rng_bytes = snapshot_bytes;
   const auto elt = int64_t(x.element_size());
   // Bytes per step live for the whole step: per-step losses [T, B], and with dL/dx the
   // buffer [T, B, F] and x.grad.
@@ -324,6 +324,9 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   m.gradient_bytes = std::min(param_bytes, f0);
   int64_t fixed = f0 - m.gradient_bytes + fixed_per_step * T;
   if (!workload.h0.requires_grad()) fixed += bytes_of(workload.h0);  // h0's zeros when absent
+  // The calibration runs found the generator where the previous capture left it, so their
+  // snapshots were shared; a step after other draws (new data, say) makes one anew.
+  fixed += snapshot_bytes;
   if (workload.batch.has_lengths()) fixed += bytes_of(workload.batch.targets);  // validated copy
   m.fixed_bytes = fixed;
   m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats)", device.str(), n1, n2,

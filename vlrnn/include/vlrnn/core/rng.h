@@ -22,6 +22,11 @@ class RngState {
   static RngState capture(const torch::Device& device);
   void restore() const;
   bool captured() const { return cpu_state_.defined(); }
+  // Bytes the snapshot holds (generator states).
+  int64_t bytes() const {
+    return int64_t(cpu_state_.defined() ? cpu_state_.nbytes() : 0) +
+           int64_t(cuda_state_.defined() ? cuda_state_.nbytes() : 0);
+  }
   // True when both snapshots hold the same tensor (NOTE [ Shared RNG snapshots ]).
   bool shares_storage_with(const RngState& other) const {
     return cpu_state_.is_same(other.cpu_state_);
