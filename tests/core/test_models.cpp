@@ -122,3 +122,33 @@ TEST(ModelsWithDropout, DropoutOutOfRangeIsRejected) {
 
 }  // namespace
 }  // namespace vlrnn
+
+namespace vlrnn {
+namespace {
+
+// Longer than one packed chunk (NOTE [ Packed chunks ]): a variable-length block is run in
+// chunks, and must still equal every sequence run alone over its own length.
+TEST(ModelsWithLengths, LongBlocksEqualEverySequenceAlone) {
+  for (const std::string kind : {"lstm", "gru_lstm"}) {
+    torch::manual_seed(8);
+    auto model = make_model({kind, 3, 4, 2});
+    model->to(torch::kFloat64);
+    auto x = torch::randn({150, 3, 3}, torch::kFloat64);  // [T, B, F]
+    auto lengths = torch::tensor({70, 150, 9}, torch::kLong);
+    auto h0 = model->initial_state(3, torch::dtype(torch::kFloat64));
+    auto [z, h] = model->forward(x, h0, lengths);
+    for (int64_t b = 0; b < 3; ++b) {
+      const int64_t len = lengths[b].item<int64_t>();
+      auto [z_b, h_b] = model->forward(x.narrow(0, 0, len).narrow(1, b, 1),
+                                       model->initial_state(1, torch::dtype(torch::kFloat64)));
+      EXPECT_TRUE(torch::allclose(z.narrow(0, 0, len).narrow(1, b, 1), z_b, 1e-12, 1e-12)) << kind;
+      EXPECT_EQ(z.narrow(0, len, 150 - len).narrow(1, b, 1).abs().sum().item<double>(), 0.0);
+      for (size_t i = 0; i < h.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(h[i].narrow(1, b, 1), h_b[i], 1e-12, 1e-12)) << kind << " " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vlrnn

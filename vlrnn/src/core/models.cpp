@@ -114,6 +114,30 @@ std::pair<torch::Tensor, State> TorchRnn::forward(const torch::Tensor& x_block,
       }
     }
   }
+  // NOTE [ Packed chunks ]: LibTorch's packed RNN slices the packed data once per step, and
+  // the backward of every slice materialises a zero tensor as large as the whole packed
+  // input: O(T^2) bytes written for T steps. Running at most kPackedChunk steps per packed
+  // call keeps that to O(T * kPackedChunk) and computes exactly the same function.
+  constexpr int64_t kPackedChunk = 64;
+  const int64_t steps = x_block.size(0);
+  std::vector<torch::Tensor> outputs;  // [<= kPackedChunk, B, H] each
+  State state = h_entry;
+  for (int64_t c0 = 0; c0 < steps; c0 += kPackedChunk) {
+    const int64_t n = std::min(kPackedChunk, steps - c0);
+    auto chunk_lengths = (lengths - c0).clamp(0, n);
+    // A chunk where every sequence is active takes forward()'s fused path.
+    auto [z, exit] = steps > kPackedChunk
+                         ? forward(x_block.narrow(0, c0, n), state, chunk_lengths)
+                         : forward_packed_chunk(x_block.narrow(0, c0, n), state, chunk_lengths);
+    outputs.push_back(z);
+    state = std::move(exit);
+  }
+  return {outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 0), state};
+}
+
+std::pair<torch::Tensor, State> TorchRnn::forward_packed_chunk(const torch::Tensor& x_block,
+                                                               const State& h_entry,
+                                                               const torch::Tensor& lengths) {
   return forward_active_packed(
       x_block, h_entry, lengths, hidden_size_,
       [this](const rnn_utils::PackedSequence& packed, const State& h)

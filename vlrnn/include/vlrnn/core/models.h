@@ -46,6 +46,10 @@ class TorchRnn : public RecurrentModule {
   double dropout() const { return dropout_; }
 
  private:
+  // Runs a block of at most a few dozen steps with some sequences shorter than the block.
+  std::pair<torch::Tensor, State> forward_packed_chunk(const torch::Tensor& x_block,
+                                                       const State& h_entry,
+                                                       const torch::Tensor& lengths);
   std::pair<torch::Tensor, State> forward_layers_with_dropout(const torch::Tensor& x_block,
                                                               const State& h_entry,
                                                               const torch::Tensor& lengths);
