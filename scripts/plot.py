@@ -124,7 +124,10 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
     extra = varying(data, ["model", "hidden", "layers", "B"])
     series = defaultdict(list)
     for r in data:
-        series[(r["method_name"], label_of(r, extra))].append(r)
+        # A method whose options derive from K (checkpoint's segments = T / K) describes
+        # itself differently at every T: one curve per method and K, labelled by K.
+        fixed_k = {**r, "method_description": f"{r['method_name']} (K={r['K']})"} if r.get("K") else r
+        series[(r["method_name"], label_of(fixed_k, extra))].append(r)
     if not any(len({r["T"] for r in rs}) > 1 for rs in series.values()):
         return skip(name, "no method was measured at more than one T", skipped)
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
