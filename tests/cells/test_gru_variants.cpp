@@ -6,6 +6,7 @@
 #include "vlrnn/verify/compare.h"
 
 #include <cmath>
+#include <iostream>
 #include <functional>
 #include <map>
 
@@ -69,12 +70,18 @@ Named run(const BlockFn& fn, GruVariant variant, const Problem& p) {
           {"grad b_ih", w.b_ih.grad()}, {"grad b_hh", w.b_hh.grad()}};
 }
 
+// Checks every tensor and prints the worst relative maxdiff, passing or not.
 void expect_close(const Named& got, const Named& ref, double tol, const std::string& what) {
+  double worst = 0.0;
+  std::string worst_name;
   for (const auto& [name, r] : ref) {
     ASSERT_TRUE(got.at(name).defined()) << what << ": " << name << " undefined";
     const double d = rel_diff(got.at(name), r);
     EXPECT_LE(d, tol) << what << ": " << name << " maxdiff (relative) " << d;
+    if (!(d <= worst)) worst = d, worst_name = name;
   }
+  std::cout << "[ maxdiff  ] " << what << ": " << worst << " (" << worst_name << ", tol " << tol
+            << ")\n";
 }
 
 const BlockFn kHandWritten = [](GruVariant v, const torch::Tensor& x, const torch::Tensor& h0,
@@ -102,7 +109,8 @@ TEST_P(GruVariantGradients, EqualAutogradOfTheSameFormula) {
   const Problem p(c.dtype, c.variable_lengths ? std::vector<int64_t>{7, 0, 3, 6}
                                               : std::vector<int64_t>{});
   expect_close(run(kHandWritten, c.variant, p), run(kReference, c.variant, p), tolerance(c.dtype),
-               "GRU " + to_string(c.variant));
+               "GRU " + to_string(c.variant) + (c.dtype == torch::kFloat64 ? " f64" : " f32") +
+                   (c.variable_lengths ? " lengths" : " full") + " vs autograd");
 }
 
 std::vector<Case> all_cases() {
@@ -125,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(Variants, GruVariantGradients, ::testing::ValuesIn(all_
 TEST(GruVariants, OneStepBlocksAndABatchOfOneWork) {
   for (auto v : all_gru_variants()) {
     const Problem p(torch::kFloat64, {}, /*steps=*/1, /*batch=*/1);
-    expect_close(run(kHandWritten, v, p), run(kReference, v, p), 1e-10, "Tb = B = 1");
+    expect_close(run(kHandWritten, v, p), run(kReference, v, p), 1e-10,
+                 "GRU " + to_string(v) + " f64 Tb = B = 1 vs autograd");
   }
 }
 
@@ -168,7 +177,9 @@ TEST_P(LibTorchGru, V3AndV4EqualTorchNnGruWithTheSameWeights) {
         return std::make_pair(z, h[0]);
       },
       {w.w_ih, w.w_hh, w.b_ih, w.b_hh});
-  expect_close(got, ref, tolerance(dtype), "GRU " + to_string(variant) + " vs torch::nn::GRU");
+  expect_close(got, ref, tolerance(dtype),
+               "GRU " + to_string(variant) + (dtype == torch::kFloat64 ? " f64" : " f32") +
+                   " vs torch::nn::GRU");
 }
 
 INSTANTIATE_TEST_SUITE_P(V3V4, LibTorchGru,
