@@ -21,7 +21,7 @@ std::string CheckpointMethod::describe() const {
 
 int64_t CheckpointMethod::segments_for(int64_t time_steps) const {
   if (options_.segments > 0) return std::min(options_.segments, time_steps);
-  return std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(time_steps)))));
+  return sqrt_steps(time_steps);
 }
 
 GradientResult CheckpointMethod::compute_impl(const Workload& workload) {

@@ -17,7 +17,7 @@ TbpttMethod::TbpttMethod(TbpttOptions options) : options_(options) {
 }
 
 std::pair<int64_t, int64_t> TbpttMethod::windows_for(int64_t time_steps) const {
-  const int64_t fallback = std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(time_steps)))));
+  const int64_t fallback = sqrt_steps(time_steps);
   int64_t k2 = options_.k2 > 0 ? options_.k2 : (options_.k1 > 0 ? options_.k1 : fallback);
   int64_t k1 = options_.k1 > 0 ? options_.k1 : k2;
   return {k1, k2};

@@ -2,6 +2,7 @@
 
 #include "vlrnn/core/heads.h"
 #include "vlrnn/core/models.h"
+#include "vlrnn/methods/block.h"
 #include "vlrnn/methods/registry.h"
 
 #include <fmt/format.h>
@@ -32,7 +33,7 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
     return specs;
   }
   if (method == "checkpoint") {
-    const auto root = int64_t(std::ceil(std::sqrt(double(time_steps))));
+    const auto root = sqrt_steps(time_steps);
     return {"checkpoint:segments=1", "checkpoint:segments=2",
             fmt::format("checkpoint:segments={}", root),
             fmt::format("checkpoint:segments={}", time_steps),

@@ -1,6 +1,12 @@
 #include "vlrnn/methods/block.h"
 
+#include <cmath>
+
 namespace vlrnn {
+
+int64_t sqrt_steps(int64_t time_steps) {
+  return std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(time_steps)))));
+}
 
 HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0, int64_t n) {
   const auto& batch = workload.batch;

@@ -1,5 +1,7 @@
 #include "vlrnn/methods/registry.h"
 
+#include "vlrnn/methods/block.h"
+
 #include "vlrnn/baselines/checkpoint_method.h"
 #include "vlrnn/baselines/full_bptt.h"
 #include "vlrnn/baselines/tbptt.h"
@@ -98,7 +100,7 @@ const std::vector<MethodEntry>& method_registry() {
              [k](const Workload& w) {
                const int64_t T = w.batch.time_steps();
                return schedule::uniform_schedule(
-                   T, k > 0 ? k : std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(T))))));
+                   T, k > 0 ? k : sqrt_steps(T));
              });
        }},
       {"sqrt", "sqrt(T) checkpointing as a schedule: ceil(sqrt(T)) segments, each re-run once",

@@ -29,7 +29,7 @@ int64_t VlrnnMethod::block_length_for(int64_t time_steps) const {
   if (options_.num_blocks > 0) {
     return (time_steps + options_.num_blocks - 1) / options_.num_blocks;
   }
-  return std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(time_steps)))));
+  return sqrt_steps(time_steps);
 }
 
 GradientResult VlrnnMethod::compute_impl(const Workload& workload) {

@@ -1,5 +1,7 @@
 #include "vlrnn/schedule/schedulers.h"
 
+#include "vlrnn/methods/block.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,7 +33,7 @@ Schedule uniform_schedule(int64_t time_steps, int64_t block_length) {
 
 Schedule sqrt_checkpoint_schedule(int64_t time_steps) {
   TORCH_CHECK(time_steps >= 1, "sqrt schedule: expected T >= 1, got ", time_steps);
-  const auto segments = std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(time_steps)))));
+  const auto segments = sqrt_steps(time_steps);
   auto s = uniform_schedule(time_steps, (time_steps + segments - 1) / segments);
   s.name = fmt::format("sqrt(S={})", segments);
   return s;

@@ -7,6 +7,10 @@
 
 namespace vlrnn {
 
+// ceil(sqrt(T)), at least 1: the default block length and segment count of every method
+// that cuts the sequence (the split that balances stored states against one block's steps).
+int64_t sqrt_steps(int64_t time_steps);
+
 // A block run with autograd recording: the weighted loss (a scalar with its graph), the
 // unweighted per-step losses [n, B] (detached) and the exit state (with its graph).
 struct BlockForward {
