@@ -183,4 +183,10 @@ void ResultsStore::move_to_previous() {
   }
 }
 
+void check_writable_file(const std::string& path, const std::string& argument) {
+  std::ofstream probe(path, std::ios::app);
+  TORCH_CHECK(probe.good(), argument, ": expected a file that can be written, got \"", path,
+              "\" (", std::strerror(errno), ")");
+}
+
 }  // namespace vlrnn::experiments

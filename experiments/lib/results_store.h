@@ -47,6 +47,10 @@ class ResultsStore {
   std::string directory_;
 };
 
+// Throws naming `argument` when a file at `path` cannot be created or written (checked
+// before a long run, not after it): the file is created empty if it did not exist.
+void check_writable_file(const std::string& path, const std::string& argument);
+
 // Flattens nested objects into dotted column names ({"time_s": {"median": 1}} ->
 // "time_s.median"); lists become JSON text. Columns appear in first-seen order.
 std::string records_to_csv(const std::vector<nlohmann::json>& records);
