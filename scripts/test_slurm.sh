@@ -3,8 +3,8 @@
 # starts a one-node cluster on localhost (munged, slurmctld and slurmd run directly, their
 # configuration, state and logs in a temporary folder; no systemd, no cgroups), then
 #   1. runs experiments/configs/slurm-smoke.json unsharded (the reference point set);
-#   2. submits it as a 3-task array through scripts/slurm/submit.sh, SIGKILLs task 1 after
-#      its first group is recorded, and checks that the merge job reports the missing points
+#   2. submits it as a 3-task array through scripts/slurm/submit.sh, SIGKILLs task 1's sweep
+#      after its first group is recorded, and checks that the merge job reports the missing points
 #      and that shard 1 owes them;
 #   3. resubmits task 1 (`submit.sh ... --only 1`) and checks that the merged result holds
 #      exactly the unsharded run's points, each once;
@@ -94,7 +94,7 @@ cleanup() {
   exit "$status"
 }
 trap cleanup EXIT
-trap 'exit 124' INT TERM
+trap 'echo "test_slurm.sh: FAILED: stopped by a signal (the ${limit} s limit, VLRNN_SLURM_TEST_TIMEOUT?)" >&2; exit 124' INT TERM
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 host=$(hostname -s)
@@ -182,6 +182,18 @@ wait_for_job() {  # JOB SECONDS: until it leaves the queue; prints its final sta
   done
   fail "job $1 still $(job_state "$1") after $2 s"
 }
+task_pid() {  # ARRAY_JOB TASK: the pid of that array task's vlrnn (the batch script execs it)
+  local proc
+  for proc in /proc/[0-9]*; do
+    if grep -qzxF "SLURM_ARRAY_JOB_ID=$1" "$proc/environ" 2>/dev/null &&
+       grep -qzxF "SLURM_ARRAY_TASK_ID=$2" "$proc/environ" 2>/dev/null &&
+       [[ $(readlink "$proc/exe" 2>/dev/null) == "$root/build/vlrnn" ]]; then
+      echo "${proc#/proc/}"
+      return 0
+    fi
+  done
+  return 1
+}
 submit() {  # ARGS...: sets array_job and merge_job
   local output
   output=$(scripts/slurm/submit.sh "$config" "$shards" --out "$tmp/sharded" "$@")
@@ -205,7 +217,11 @@ until [[ -s $tmp/sharded/shard-1/results.jsonl ]]; do
   ((SECONDS < deadline)) || fail "shard 1 recorded nothing in 120 s (task state: $(job_state "${array_job}_1"))"
   sleep 0.1
 done
-scancel --full --signal=KILL "${array_job}_1"
+# SIGKILL, as the OOM killer or a dying node would: no chance to finish the point. (Slurm's
+# own `scancel --signal=KILL` is a polite cancel: SIGTERM first, which the sweep answers by
+# finishing its current point.)
+pid=$(task_pid "$array_job" 1) || fail "found no vlrnn process of task ${array_job}_1"
+kill -KILL "$pid"
 state=$(wait_for_job "$merge_job" 120)
 recorded=$(keys_of "$tmp/sharded/shard-1" | wc -l)
 log "   task 1 killed with $recorded of its $shard1 points recorded; first merge job: $state"
@@ -217,6 +233,7 @@ grep -q "INCOMPLETE: $((shard1 - recorded)) of $total points missing" "$merge_lo
 grep -q "shard 1/$shards owes $((shard1 - recorded)) points" "$merge_log" ||
   fail "the merge log does not name shard 1 as the one owing them: $(cat "$merge_log")"
 grep -q -- "--only 1" "$merge_log" || fail "the merge log gives no resubmit hint: $(cat "$merge_log")"
+log "   the merge job said: $(grep -E 'INCOMPLETE|owes' "$merge_log" | tr -s ' \n' ' ')"
 
 log "3. task 1 resubmitted (submit.sh --only 1): it resumes, the merge completes"
 submit --only 1

@@ -50,7 +50,7 @@ int run_merge_command(const MergeArgs& args) {
   std::cerr << fmt::format("vlrnn merge: {} of {} points from {} folders (sweep split {} ways), {} duplicate "
                            "records dropped -> {}/results.jsonl, results.csv, meta.json\n",
                            report.merged - int64_t(report.unknown_keys.size()), report.total,
-                           args.shard_dirs.size() - report.absent_dirs.size(), report.shards, report.duplicates,
+                           report.folders, report.shards, report.duplicates,
                            args.out_dir);
   if (!report.complete()) {
     print_missing(report);

@@ -171,6 +171,7 @@ MergeReport merge_shards(const MergeOptions& options) {
               ", got ", config_hash(config), " (meta.json edited, or a different vlrnn build?)");
   const auto points = expand_points(config);
   report.shards = folders.front().shard.count;
+  report.folders = int64_t(folders.size());
   report.total = int64_t(points.size());
   const auto shard_of = assign_shards(config, points, report.shards);
 

@@ -27,6 +27,7 @@ struct MergeOptions {
 
 struct MergeReport {
   int64_t shards = 0;         // N, the sweep split N ways
+  int64_t folders = 0;        // shard folders read (each named once)
   int64_t total = 0;          // points in the config's grid
   int64_t merged = 0;         // records written to the merged results.jsonl
   int64_t duplicates = 0;     // records dropped as a repeat of a point already taken

@@ -72,6 +72,7 @@ TEST_F(MergeTest, ThreeShardsMergeIntoThePointsOfTheUnshardedRunInItsOrder) {
   const auto report = merge({shard(2), shard(0), shard(1)});
   EXPECT_TRUE(report.complete());
   EXPECT_EQ(report.shards, 3);
+  EXPECT_EQ(report.folders, 3);
   EXPECT_EQ(report.total, 12);
   EXPECT_EQ(report.merged, 12);
   EXPECT_EQ(report.duplicates, 0);
