@@ -157,6 +157,12 @@ std::string records_to_csv(const std::vector<json>& records) {
   return out.str();
 }
 
+void ResultsStore::replace_records(const std::vector<json>& records) const {
+  std::string text;
+  for (const auto& record : records) text += record.dump() + "\n";
+  write_atomically(jsonl_path(), text);
+}
+
 void ResultsStore::write_csv() const { write_atomically(csv_path(), records_to_csv(read_records())); }
 
 void ResultsStore::write_meta(const json& meta) const { write_atomically(meta_path(), meta.dump(2) + "\n"); }

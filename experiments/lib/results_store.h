@@ -34,6 +34,8 @@ class ResultsStore {
   std::set<std::string> recorded_keys() const;
 
   void append(const nlohmann::json& record);
+  // Replaces results.jsonl with `records` (temp file + rename), for a merged result set.
+  void replace_records(const std::vector<nlohmann::json>& records) const;
   // Rewrites results.csv from results.jsonl (temp file + rename: never half-written).
   void write_csv() const;
   void write_meta(const nlohmann::json& meta) const;
