@@ -40,35 +40,12 @@ std::vector<verify::VerifyCase> cases_for(const VerifyArgs& args) {
   return cases;
 }
 
+// A results.jsonl record: the outcome's fields (report.h), a key and a kind.
 nlohmann::json case_record(const verify::VerifyOutcome& o) {
-  const auto& c = o.spec;
-  return {{"key", fmt::format("{}/{}/{}", c.seed, c.name(), c.method)},
-          {"kind", "verify"},
-          {"case", c.name()},
-          {"method", c.method},
-          {"seed", c.seed},
-          {"model", c.model},
-          {"num_layers", c.num_layers},
-          {"dropout", c.dropout},
-          {"head", c.head},
-          {"reduction", c.reduction},
-          {"dtype", c.dtype == torch::kFloat64 ? "float64" : "float32"},
-          {"h0", c.h0_with_grad ? "grad" : "none"},
-          {"inputs_grad", c.inputs_with_grad},
-          {"T", c.time_steps},
-          {"B", c.batch},
-          {"F", c.input_size},
-          {"H", c.hidden_size},
-          {"lengths", c.lengths},
-          {"exact", o.exact},
-          {"max_abs_diff", o.diff.max_abs},
-          {"max_rel_diff", o.diff.max_rel},
-          {"worst_tensor", o.diff.worst},
-          {"tolerance", o.tolerance},
-          {"passed", o.passed},
-          {"error", o.error},
-          {"diagnosis", o.diagnosis},
-          {"rerun", o.rerun}};
+  auto record = nlohmann::json::parse(verify::outcome_json(o));
+  record["key"] = fmt::format("{}/{}/{}", o.spec.seed, o.spec.name(), o.spec.method);
+  record["kind"] = "verify";
+  return record;
 }
 
 int run_verify(const VerifyArgs& args) {

@@ -62,6 +62,10 @@ expect "not valid JSON" sweep "$work/broken.json" --out "$work/o1"
 expect "kind" sweep "$work/bad_kind.json" --out "$work/o2"
 expect "T" sweep "$work/bad_value.json" --out "$work/o3"
 expect "--out" sweep experiments/configs/quick.json --out "$unwritable"
+expect "--shard" sweep experiments/configs/quick.json --shard 3/3 --out "$work/o4"
+expect "--shard" sweep experiments/configs/quick.json --shard x --out "$work/o5"
+expect "out is required" merge
+expect "merge DIR" merge "$work/merged" "$work/missing-shard"
 expect "T" budget --T 0
 expect "--fractions" budget --T 16 --fractions x
 expect "--fractions" budget --T 16 --fractions 0

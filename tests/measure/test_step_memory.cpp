@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/core/rng.h"
 #include "vlrnn/measure/step_memory.h"
 
 namespace vlrnn::measure {
@@ -66,6 +67,30 @@ TEST(StepMeasurement, ClearsGradientsSoEachStepAllocatesThem) {
   EXPECT_EQ(first.memory.step_peak_bytes, second.memory.step_peak_bytes);
   EXPECT_EQ(second.counters.forward_with_grad, 12);
   EXPECT_GT(second.seconds, 0.0);
+}
+
+}  // namespace
+}  // namespace vlrnn::measure
+
+namespace vlrnn::measure {
+namespace {
+
+// NOTE [ Preparing is not the step ]: a cold planner's first measured step reports what its
+// later steps report, and takes no longer than a few of them (no calibration inside).
+TEST(StepMeasurement, AColdPlannersFirstStepIsLikeItsLaterSteps) {
+  torch::manual_seed(6);
+  auto model = make_model({"lstm", 4, 13, 2});
+  auto head = make_head("ce", 13, 5);
+  SequenceBatch batch;
+  batch.inputs = torch::randn({57, 3, 4});                    // [T, B, F]
+  batch.targets = torch::randint(0, 5, {57, 3}, torch::kLong);  // [T, B]
+  const Workload workload{*model, *head, batch};
+  RngState::capture(torch::kCPU);  // the thread's first snapshot, kept for good
+  auto planner = make_method("planner", {{"percent", 20}});
+  const auto first = measure_step(*planner, workload, torch::kCPU);
+  const auto second = measure_step(*planner, workload, torch::kCPU);
+  EXPECT_EQ(first.memory.step_peak_bytes, second.memory.step_peak_bytes);
+  EXPECT_EQ(first.counters.forward_without_grad, second.counters.forward_without_grad);
 }
 
 }  // namespace

@@ -125,13 +125,8 @@ VerifyOutcome run_case(const VerifyCase& spec, const CaseInjection& injection) {
   outcome.tolerance = tolerance_for(spec.dtype);
   try {
     torch::manual_seed(spec.seed);
-    ModelConfig config;
-    config.kind = spec.model;
-    config.input_size = spec.input_size;
-    config.hidden_size = spec.hidden_size;
-    config.num_layers = spec.num_layers;
-    config.dropout = spec.dropout;
-    auto model = make_model(config);
+    auto model = make_model(
+        {spec.model, spec.input_size, spec.hidden_size, spec.num_layers, spec.dropout});
     if (injection.wrap_model) model = injection.wrap_model(model);
     model->to(spec.dtype);
     auto head = make_head(spec.head, model->output_size(), spec.head == "ce" ? 3 : 2);

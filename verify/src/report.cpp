@@ -51,33 +51,46 @@ std::string summary_line(const std::vector<VerifyOutcome>& outcomes) {
   return line;
 }
 
+namespace {
+
+nlohmann::json outcome_to_json(const VerifyOutcome& o) {
+  const auto& c = o.spec;
+  return {{"case", c.name()},
+          {"method", c.method},
+          {"seed", c.seed},
+          {"model", c.model},
+          {"num_layers", c.num_layers},
+          {"dropout", c.dropout},
+          {"head", c.head},
+          {"reduction", c.reduction},
+          {"dtype", c.dtype == torch::kFloat64 ? "float64" : "float32"},
+          {"h0", c.h0_with_grad ? "grad" : "none"},
+          {"inputs_grad", c.inputs_with_grad},
+          {"time_steps", c.time_steps},
+          {"batch", c.batch},
+          {"input_size", c.input_size},
+          {"hidden_size", c.hidden_size},
+          {"lengths", c.lengths},
+          {"exact", o.exact},
+          {"max_abs_diff", o.diff.max_abs},
+          {"max_rel_diff", o.diff.max_rel},
+          {"worst_tensor", o.diff.worst},
+          {"grad_rel_error", o.diff.grad_rel_error},
+          {"grad_cosine", o.diff.grad_cosine},
+          {"tolerance", o.tolerance},
+          {"passed", o.passed},
+          {"error", o.error},
+          {"diagnosis", o.diagnosis},
+          {"rerun", o.rerun}};
+}
+
+}  // namespace
+
+std::string outcome_json(const VerifyOutcome& outcome) { return outcome_to_json(outcome).dump(); }
+
 void write_json(const std::string& path, const std::vector<VerifyOutcome>& outcomes) {
   nlohmann::json cases = nlohmann::json::array();
-  for (const auto& o : outcomes) {
-    cases.push_back({{"case", o.spec.name()},
-                     {"method", o.spec.method},
-                     {"model", o.spec.model},
-                     {"num_layers", o.spec.num_layers},
-                     {"head", o.spec.head},
-                     {"reduction", o.spec.reduction},
-                     {"dtype", o.spec.dtype == torch::kFloat64 ? "float64" : "float32"},
-                     {"h0", o.spec.h0_with_grad ? "grad" : "none"},
-                     {"time_steps", o.spec.time_steps},
-                     {"batch", o.spec.batch},
-                     {"lengths", o.spec.lengths},
-                     {"seed", o.spec.seed},
-                     {"exact", o.exact},
-                     {"max_abs_diff", o.diff.max_abs},
-                     {"max_rel_diff", o.diff.max_rel},
-                     {"worst_tensor", o.diff.worst},
-                     {"grad_rel_error", o.diff.grad_rel_error},
-                     {"grad_cosine", o.diff.grad_cosine},
-                     {"tolerance", o.tolerance},
-                     {"passed", o.passed},
-                     {"error", o.error},
-                     {"diagnosis", o.diagnosis},
-                     {"rerun", o.rerun}});
-  }
+  for (const auto& o : outcomes) cases.push_back(outcome_to_json(o));
   std::ofstream file(path);
   TORCH_CHECK(file, "--json: cannot open \"", path, "\" for writing");
   file << nlohmann::json{{"summary", summary_line(outcomes)}, {"cases", cases}}.dump(2) << "\n";

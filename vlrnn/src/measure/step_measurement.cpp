@@ -20,6 +20,9 @@ void clear_gradients(const Workload& workload) {
 
 StepMeasurement measure_step(GradientMethod& method, const Workload& workload,
                              torch::Device device) {
+  // NOTE [ Preparing is not the step ]: the planner's calibration, for instance, happens
+  // here, outside the timer and the memory scope.
+  method.prepare(workload);
   clear_gradients(workload);
   StepMeasurement out;
   DeviceTimer timer(device);

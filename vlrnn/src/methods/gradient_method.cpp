@@ -77,6 +77,13 @@ Workload validated(const Workload& workload) {
   return out;
 }
 
+void GradientMethod::prepare(const Workload& workload) {
+  const Workload checked = validated(workload);
+  const RngCopy on_entry = RngCopy::take(checked.batch.inputs.device());
+  prepare_impl(checked);
+  on_entry.restore();  // preparing draws nothing a gradient step would see
+}
+
 GradientResult GradientMethod::compute(const Workload& workload) {
   const Workload checked = validated(workload);
   // NOTE [ Generators on failure ]: a method that throws midway (a model error in its third

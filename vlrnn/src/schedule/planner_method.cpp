@@ -102,7 +102,7 @@ int64_t PlannerMethod::budget_for(const CostModel& model) const {
                   int64_t(double(full.peak_bytes) * options_.budget_percent / 100.0));
 }
 
-GradientResult PlannerMethod::compute_impl(const Workload& workload) {
+void PlannerMethod::prepare_impl(const Workload& workload) {
   const auto sig = signature(workload);
   if (sig != signature_) {
     model_ = measured_cost_model(workload);
@@ -117,6 +117,10 @@ GradientResult PlannerMethod::compute_impl(const Workload& workload) {
                                   int64_t(kPlanningMargin * double(budget))));
     signature_ = sig;
   }
+}
+
+GradientResult PlannerMethod::compute_impl(const Workload& workload) {
+  prepare_impl(workload);  // a no-op when prepare() saw this workload already
   return execute_schedule(plan_.schedule, workload);
 }
 

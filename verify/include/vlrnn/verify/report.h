@@ -16,5 +16,7 @@ void print_table(std::ostream& out, const std::vector<VerifyOutcome>& outcomes,
 // "N passed, M failed" (plus the approximate methods reported).
 std::string summary_line(const std::vector<VerifyOutcome>& outcomes);
 void write_json(const std::string& path, const std::vector<VerifyOutcome>& outcomes);
+// One outcome as a line of JSON (the fields of write_json's cases).
+std::string outcome_json(const VerifyOutcome& outcome);
 
 }  // namespace vlrnn::verify

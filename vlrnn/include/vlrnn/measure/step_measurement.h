@@ -19,6 +19,7 @@ struct StepMeasurement {
 // alike.
 void clear_gradients(const Workload& workload);
 
+// GradientMethod::prepare() (outside the measurement: NOTE [ Preparing is not the step ]),
 // clear_gradients(), then one GradientMethod::compute() inside a memory scope and a timer.
 // The result tensors are released before the memory scope closes their accounting: the
 // step's peak already saw them.

@@ -46,6 +46,11 @@ class GradientMethod {
 
   // Validates `workload` (shapes, dtypes, state, targets) and computes the gradients.
   GradientResult compute(const Workload& workload);
+  // NOTE [ Preparing is not the step ]: does, once and ahead of the gradient steps, what the
+  // method measures about a workload (the planner's cost model), so that no measured step
+  // pays for it. Drivers that measure steps call it first; compute() on a workload that was
+  // not prepared prepares it itself, and that first step then includes the work.
+  void prepare(const Workload& workload);
 
   virtual std::string name() const = 0;
   // The method with its options, e.g. "vlrnn(K=64)".
@@ -54,8 +59,9 @@ class GradientMethod {
   virtual bool is_exact() const { return true; }
 
  protected:
-  // `workload.h0` is filled in (zeros when absent) before this is called.
+  // `workload.h0` is filled in (zeros when absent) before these are called.
   virtual GradientResult compute_impl(const Workload& workload) = 0;
+  virtual void prepare_impl(const Workload& workload) {}
 };
 
 // Throws an error naming the argument when `workload` is inconsistent; returns it with

@@ -1,7 +1,8 @@
 #pragma once
-// "planner": the fastest exact BPTT predicted to fit a memory budget. On first use with a
-// workload of a new shape it measures the cost model on it (cost_measurement.h), plans
-// (planner.h), and runs the plan with the schedule executor (schedule_method.h).
+// "planner": the fastest exact BPTT predicted to fit a memory budget. prepare() measures the
+// workload's cost model (cost_measurement.h) and plans (planner.h); compute() runs the plan
+// with the schedule executor (schedule_method.h), preparing first only when prepare() has
+// not seen a workload of this signature.
 
 #include "vlrnn/methods/gradient_method.h"
 #include "vlrnn/schedule/cost_model.h"
@@ -38,6 +39,8 @@ class PlannerMethod : public GradientMethod {
   int64_t budget_for(const CostModel& model) const;
 
  protected:
+  // Measures the workload's cost model (or takes it from the cache) and plans.
+  void prepare_impl(const Workload& workload) override;
   GradientResult compute_impl(const Workload& workload) override;
 
  private:
