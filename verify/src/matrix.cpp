@@ -1,9 +1,9 @@
 #include "vlrnn/verify/matrix.h"
 
 #include "vlrnn/core/heads.h"
-#include "vlrnn/core/models.h"
 #include "vlrnn/methods/block.h"
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
+#include "vlrnn/registry/models.h"
 
 #include <fmt/format.h>
 
