@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, runs the whole GoogleTest suite.
+# The test command: installs what is missing, builds, runs the whole suite through ctest: the
+# GoogleTest cases, the layering check (scripts/check_layers.py) and the install test (a
+# find_package(vlrnn) project built against a temporary install, scripts/test_client_project.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
