@@ -69,8 +69,12 @@ def caption(meta):
     peak = ", ".join(f"{k} {v['flops_per_s'] / 1e9:.0f} GFLOP/s"
                      for k, v in meta.get("peak_gemm", {}).items())
     when = meta.get("finished") or meta.get("started") or ""
+    # A merged sweep (`vlrnn merge`): each record's utilization used its own shard's peak.
+    shards = meta.get("merged_from")
+    merged = f" | merged from {len(shards)} shards (peak GEMM of the first)" if shards else ""
     return (f"config {config} ({meta.get('config_name', '?')}) | git {short}{dirty} | {devices} | "
-            f"BLAS {blas} | peak GEMM {peak or '?'} | LibTorch {meta.get('libtorch_version', '?')} | {when}")
+            f"BLAS {blas} | peak GEMM {peak or '?'} | LibTorch {meta.get('libtorch_version', '?')} | {when}"
+            f"{merged}")
 
 
 def method_style(name, registry_order):

@@ -22,6 +22,10 @@ BlockGru::BlockGru(GruVariant variant, int64_t input_size, int64_t hidden_size)
 
 std::vector<StateSpec> BlockGru::state_spec() const { return {{"h", {1, -1, hidden_size_}, 1}}; }
 
+std::string BlockGru::describe() const {
+  return RecurrentModule::describe() + " variant=" + to_string(variant_);
+}
+
 std::pair<torch::Tensor, State> BlockGru::forward(const torch::Tensor& x_block,
                                                   const State& h_entry,
                                                   const torch::Tensor& lengths) {

@@ -20,6 +20,7 @@ class BlockGru : public RecurrentModule {
   int64_t input_size() const override { return input_size_; }
   int64_t output_size() const override { return hidden_size_; }
   std::vector<StateSpec> state_spec() const override;
+  std::string describe() const override;  // the variant too: same shapes, other costs
 
   GruVariant variant() const { return variant_; }
   // The parameters (shared, not copied) in LibTorch's layout.
