@@ -84,9 +84,17 @@ int run_verify(const VerifyArgs& args) {
   if (!args.json_path.empty()) experiments::check_writable_file(args.json_path, "--json");
 
   std::unique_ptr<experiments::ResultsStore> store;
+  nlohmann::json meta;
   if (!args.out_dir.empty()) {
     store = std::make_unique<experiments::ResultsStore>(args.out_dir);
     if (store->has_records()) store->move_to_previous();
+    // The tree as it was when the run began (a later edit does not make it dirty).
+    meta = experiments::environment_json();
+    meta["command"] = command_line();
+    meta["verify"] = {{"random_configurations", args.random}, {"seed", args.seed},
+                      {"cases", selected.size()}, {"summary", "running"}};
+    if (args.random_case >= 0) meta["verify"]["random_case"] = args.random_case;
+    store->write_meta(meta);
   }
   const bool random = args.random > 0 || args.random_case >= 0;
   const bool show_progress = selected.size() > 200;
@@ -118,14 +126,10 @@ int run_verify(const VerifyArgs& args) {
   }
   if (store) {
     store->write_csv();
-    auto meta = experiments::environment_json();
-    meta["command"] = command_line();
-    meta["verify"] = {{"random_configurations", args.random},
-                      {"seed", args.seed},
-                      {"cases", outcomes.size()},
-                      {"failed", failed},
-                      {"summary", summary}};
-    if (args.random_case >= 0) meta["verify"]["random_case"] = args.random_case;
+    meta["verify"]["failed"] = failed;
+    meta["verify"]["summary"] = summary;
+    meta["verify"]["seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     store->write_meta(meta);
     std::cout << "verify: wrote " << store->jsonl_path() << ", results.csv, meta.json\n";
   }
