@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, runs the whole GoogleTest suite, then
-# the sharded sweep on a real one-node Slurm (scripts/test_slurm.sh; VLRNN_SKIP_SLURM=1 skips it).
+# The test command: installs what is missing, builds, runs the whole suite through ctest (the
+# GoogleTest cases, the layering check scripts/check_layers.py, and the install test: a
+# find_package(vlrnn) project built against a temporary install, scripts/test_client_project.sh),
+# then the sharded sweep on a real one-node Slurm (scripts/test_slurm.sh; VLRNN_SKIP_SLURM=1
+# skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh

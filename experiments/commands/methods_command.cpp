@@ -1,6 +1,6 @@
 #include "commands/command.h"
 
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "lib/method_specs.h"
 
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
 
 namespace vlrnn::experiments {
 

@@ -2,7 +2,8 @@
 
 #include "lib/method_specs.h"
 
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
+#include "vlrnn/registry/models.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,11 +1,11 @@
 #include "vlrnn/verify/case.h"
 
 #include "vlrnn/core/heads.h"
-#include "vlrnn/core/models.h"
 #include "vlrnn/core/rng.h"
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/methods/block.h"
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
+#include "vlrnn/registry/models.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "vlrnn/verify/matrix.h"
 
 #include "vlrnn/methods/block.h"
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
 
 #include <fmt/format.h>
 

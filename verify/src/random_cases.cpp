@@ -1,7 +1,7 @@
 #include "vlrnn/verify/random_cases.h"
 
-#include "vlrnn/core/models.h"
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
+#include "vlrnn/registry/models.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,5 @@
 #include "vlrnn/core/models.h"
 
-#include "vlrnn/cells/gru_variants.h"
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 namespace vlrnn {
 namespace {
 
@@ -210,37 +205,6 @@ std::pair<torch::Tensor, State> GruLstmStack::forward(const torch::Tensor& x_blo
   auto [z_gru, h_gru] = gru_->forward(x_block, State{h_entry[0]}, lengths);
   auto [z, hc_lstm] = lstm_->forward(z_gru, State{h_entry[1], h_entry[2]}, lengths);
   return {z, State{h_gru[0], hc_lstm[0], hc_lstm[1]}};
-}
-
-std::vector<std::string> model_kinds() {
-  std::vector<std::string> kinds{"rnn", "gru", "lstm", "gru_lstm"};
-  for (auto variant : all_gru_variants()) kinds.push_back("gru_" + to_string(variant));
-  return kinds;
-}
-
-std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
-  if (config.kind == "rnn" || config.kind == "gru" || config.kind == "lstm") {
-    const auto cell = config.kind == "rnn"   ? CellKind::kRnnTanh
-                      : config.kind == "gru" ? CellKind::kGru
-                                             : CellKind::kLstm;
-    return std::make_shared<TorchRnn>(cell, config.input_size, config.hidden_size,
-                                      config.num_layers, config.dropout);
-  }
-  if (config.kind == "gru_lstm") {
-    return std::make_shared<GruLstmStack>(config.input_size, config.hidden_size,
-                                          config.hidden_size, config.dropout);
-  }
-  for (auto variant : all_gru_variants()) {
-    if (config.kind != "gru_" + to_string(variant)) continue;
-    TORCH_CHECK(config.num_layers == 1, "num_layers: expected 1 for model \"", config.kind,
-                "\" (the hand-written GRU variants have one layer), got ", config.num_layers);
-    TORCH_CHECK(config.dropout >= 0.0 && config.dropout < 1.0,
-                "dropout: expected a probability in [0, 1), got ", config.dropout);
-    // dropout acts between stacked layers (as in LibTorch); one layer has none.
-    return std::make_shared<BlockGru>(variant, config.input_size, config.hidden_size);
-  }
-  TORCH_CHECK(false, "model: unknown kind \"", config.kind, "\"; known kinds: ",
-              fmt::format("{}", fmt::join(model_kinds(), ", ")));
 }
 
 }  // namespace vlrnn

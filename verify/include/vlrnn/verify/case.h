@@ -20,7 +20,7 @@ struct VerifyCase {
   int64_t num_layers = 1;
   double dropout = 0.0;        // between stacked layers (models with several layers)
   std::string head = "ce";     // "ce" or "mse"
-  std::string method = "vlrnn:block=7";  // a method spec (vlrnn/methods/registry.h)
+  std::string method = "vlrnn:block=7";  // a method spec (vlrnn/registry/methods.h)
   std::string reduction = "mean";
   torch::ScalarType dtype = torch::kFloat64;
   bool h0_with_grad = true;      // false: h0 absent (zeros, no grad)

@@ -13,7 +13,8 @@
 
 namespace vlrnn {
 
-// Describes a built-in model; `kind` is one of model_kinds().
+// Describes a built-in model; `kind` is one of model_kinds() (vlrnn/registry/models.h, which
+// builds it: the factory names cells too, so it sits above core/ and cells/).
 struct ModelConfig {
   std::string kind = "lstm";
   int64_t input_size = 16;   // F
@@ -77,10 +78,5 @@ class GruLstmStack : public RecurrentModule {
  private:
   std::shared_ptr<TorchRnn> gru_, lstm_;
 };
-
-// "rnn", "gru", "lstm", "gru_lstm", and "gru_v1" .. "gru_v4": the one-layer GRU variants with
-// a hand-written block backward (BlockGru, vlrnn/cells/gru_variants.h).
-std::vector<std::string> model_kinds();
-std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config);
 
 }  // namespace vlrnn

@@ -1,4 +1,4 @@
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
 
 #include "vlrnn/methods/block.h"
 
@@ -34,8 +34,11 @@ void MethodParams::finish(const std::string& method, const std::vector<std::stri
               known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", ")));
 }
 
-const std::vector<MethodEntry>& method_registry() {
-  static const std::vector<MethodEntry> entries = {
+namespace {
+
+// The built-in methods, in the order `vlrnn methods` lists them.
+std::vector<MethodEntry> builtin_methods() {
+  return {
       {"full", "full BPTT: every activation of all T steps kept (the reference)",
        [](MethodParams p) -> std::unique_ptr<GradientMethod> {
          p.finish("full", {});
@@ -118,7 +121,28 @@ const std::vector<MethodEntry>& method_registry() {
          return std::make_unique<schedule::PlannerMethod>(options);
        }},
   };
+}
+
+std::vector<MethodEntry>& registry() {
+  static std::vector<MethodEntry> entries = builtin_methods();  // register_builtins, once
   return entries;
+}
+
+}  // namespace
+
+const std::vector<MethodEntry>& method_registry() { return registry(); }
+
+void add_method(const std::string& name, const std::string& summary, MethodFactory make) {
+  TORCH_CHECK(!name.empty() && name.find_first_of(":,= ") == std::string::npos,
+              "add_method name: expected a non-empty name without ':', ',', '=' or spaces "
+              "(it appears in specs like \"name:key=value\"), got \"", name, "\"");
+  TORCH_CHECK(make, "add_method make: expected a factory for method \"", name, "\", got none");
+  for (const auto& entry : registry()) {
+    TORCH_CHECK(entry.name != name, "add_method name: \"", name,
+                "\" is already registered; known methods: ",
+                fmt::format("{}", fmt::join(method_names(), ", ")));
+  }
+  registry().push_back({name, summary, std::move(make)});
 }
 
 std::vector<std::string> method_names() {

@@ -1,6 +1,7 @@
 #pragma once
 // Everything a user of VLRNN needs: core types, built-in models and heads, and the
-// gradient-method registry.
+// registries of gradient methods and model kinds. It lives in the registry layer because it
+// names headers from every layer below (docs/architecture.md).
 
 #include "vlrnn/cells/gru_variants.h"
 #include "vlrnn/core/heads.h"
@@ -9,4 +10,5 @@
 #include "vlrnn/core/sequence.h"
 #include "vlrnn/core/state.h"
 #include "vlrnn/methods/gradient_method.h"
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
+#include "vlrnn/registry/models.h"

@@ -1,0 +1,34 @@
+#pragma once
+// Every model kind, found by name: the built-in LibTorch models (vlrnn/core/models.h), the
+// GRU variants with a hand-written block backward (vlrnn/cells/gru_variants.h), and any a
+// user adds with add_model(). The factory names core/ and cells/ alike, so it lives here,
+// above both, and neither includes the other's factory (docs/architecture.md).
+
+#include "vlrnn/core/models.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vlrnn {
+
+using ModelFactory = std::function<std::shared_ptr<RecurrentModule>(const ModelConfig&)>;
+
+struct ModelEntry {
+  std::string kind;
+  std::string summary;  // one line for listings
+  ModelFactory make;
+};
+
+// Every model kind, the built-ins first (registered explicitly on first use): "rnn", "gru",
+// "lstm", "gru_lstm", and "gru_v1" .. "gru_v4" (one layer each). Not thread-safe against a
+// concurrent add_model(): add kinds before using them.
+const std::vector<ModelEntry>& model_registry();
+std::vector<std::string> model_kinds();
+// Registers a model kind (e.g. your own cell); throws if the kind is taken.
+void add_model(const std::string& kind, const std::string& summary, ModelFactory make);
+// Builds `config.kind`; throws listing the known kinds when it is unknown.
+std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config);
+
+}  // namespace vlrnn
