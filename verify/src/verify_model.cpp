@@ -1,7 +1,7 @@
 #include "vlrnn/verify/verify_model.h"
 
 #include "vlrnn/measure/out_of_memory.h"
-#include "vlrnn/methods/registry.h"
+#include "vlrnn/registry/methods.h"
 
 namespace vlrnn::verify {
 
