@@ -2,6 +2,7 @@
 // Everything a user of VLRNN needs: core types, built-in models and heads, and the
 // gradient-method registry.
 
+#include "vlrnn/cells/block_lstm.h"
 #include "vlrnn/cells/gru_variants.h"
 #include "vlrnn/core/heads.h"
 #include "vlrnn/core/loss.h"

@@ -78,8 +78,10 @@ class GruLstmStack : public RecurrentModule {
   std::shared_ptr<TorchRnn> gru_, lstm_;
 };
 
-// "rnn", "gru", "lstm", "gru_lstm", and "gru_v1" .. "gru_v4": the one-layer GRU variants with
-// a hand-written block backward (BlockGru, vlrnn/cells/gru_variants.h).
+// "rnn", "gru", "lstm", "gru_lstm", "gru_v1" .. "gru_v4": the GRU variants with a
+// hand-written block backward (BlockGru, vlrnn/cells/gru_variants.h), and "lstm_block": the
+// LSTM with a hand-written block backward (BlockLstm, vlrnn/cells/block_lstm.h). The
+// hand-written cells take layers and dropout as the built-in models do.
 std::vector<std::string> model_kinds();
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config);
 
