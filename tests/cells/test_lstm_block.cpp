@@ -160,6 +160,34 @@ INSTANTIATE_TEST_SUITE_P(Cases, BuiltInLstm, ::testing::ValuesIn(builtin_cases()
                                   "_" + dtype_name(c.dtype) + (c.lengths ? "_lengths" : "_full");
                          });
 
+TEST(LstmBlock, BackwardInSeveralChunksEqualsTheBuiltInLstm) {
+  // H = 256, B = 32: backward chunks of 4M / (4H * B) = 128 steps; T = 300 makes 3 chunks,
+  // the first one short, with lengths ending inside each of them.
+  torch::manual_seed(12);
+  const int64_t steps = 300, batch = 32, hidden = 256;
+  auto builtin = make_model({"lstm", 3, hidden, 1});
+  auto block = make_model({"lstm_block", 3, hidden, 1});
+  builtin->to(torch::kFloat64);
+  block->to(torch::kFloat64);
+  copy_by_name(*builtin, *block);
+  const auto o = torch::dtype(torch::kFloat64);
+  auto lengths = torch::randint(1, steps + 1, {batch}, torch::kLong);
+  lengths[0] = steps;
+  lengths[1] = 100;
+  lengths[2] = 250;
+  auto x = torch::randn({steps, batch, 3}, o)
+               .masked_fill(step_mask(lengths, steps, torch::kCPU).logical_not().unsqueeze(2), NAN);
+  const State h0{torch::randn({1, batch, hidden}, o), torch::randn({1, batch, hidden}, o)};
+  const auto seed_z = torch::randn({steps, batch, hidden}, o);
+  const std::vector<torch::Tensor> seed_h{torch::randn({1, batch, hidden}, o),
+                                          torch::randn({1, batch, hidden}, o)};
+  expect_close(run_and_backprop(forward_of(*block, lengths), x, h0, seed_z, seed_h,
+                                parameters_by_name(*block)),
+               run_and_backprop(forward_of(*builtin, lengths), x, h0, seed_z, seed_h,
+                                parameters_by_name(*builtin)),
+               1e-10, "lstm_block T=300 (3 backward chunks) f64 lengths vs built-in lstm");
+}
+
 TEST(LstmBlock, TheSameSeedGivesTheBuiltInModelsWeights) {
   for (double dropout : {0.0, 0.2}) {
     torch::manual_seed(9);

@@ -114,14 +114,28 @@ struct Needs {
   bool x = true, w_ih = true, w_hh = true, b_ih = true, b_hh = true;
 };
 
+// Steps per chunk of backward: D of a chunk holds at most 4M numbers (16 MB in float32), so
+// that the allocator hands the same memory back chunk after chunk (larger buffers are fresh
+// pages every time: page faults and zeroing cost more than the GEMMs gain from K beyond
+// ~1000 rows), while each weight-gradient GEMM still has K = chunk steps x B >= ~1000 rows.
+int64_t backward_chunk_steps(int64_t batch, int64_t hidden) {
+  return std::max<int64_t>(1, (int64_t(1) << 22) / (4 * hidden * std::max<int64_t>(1, batch)));
+}
+
+// NOTE [ lstm_block backward in chunks ]: the steps are walked from last to first in chunks
+// of backward_chunk_steps(); within a chunk, the per-step work (forward in reverse) fills the
+// chunk's gate gradients D_c [n, B, 4H]; then the chunk's share of every weight gradient is
+// one GEMM over its n*B rows, accumulated: dW_hh += D_c^T [h_{t0-1} .. h_{t0+n-2}],
+// dW_ih += D_c^T x_c, db += Σ D_c, and dx_c = D_c W_ih.
 Grads backward_block(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
                      const Forward& s, LstmSave save, const torch::Tensor& dz_in,
                      const torch::Tensor& dh_exit, const torch::Tensor& dc_exit,
                      const Needs& needs) {
-  const int64_t H = blk.hidden, B = blk.batch, rows = blk.steps * B;
+  const int64_t H = blk.hidden, B = blk.batch, F = blk.input;
   const auto opts = blk.x.options();
   const auto dz = dz_in.contiguous();                                    // [Tb, B, H]
-  auto d = torch::empty({blk.steps, B, 4 * H}, opts);                    // [Tb, B, 4H] D
+  const int64_t chunk = std::min(blk.steps, backward_chunk_steps(B, H));
+  auto d_buffer = torch::empty({chunk, B, 4 * H}, opts);                 // [n, B, 4H] D_c
   auto dh = dh_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);    // [B, H] δh_t (from t+1)
   auto dh_prev = torch::empty_like(dh);                                  // [B, H] δh_{t-1}
   auto dc = dc_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);    // [B, H] δc_t, in place
@@ -129,70 +143,86 @@ Grads backward_block(const BlockInput& blk, const torch::Tensor& c0, const LstmW
   auto scratch = save == LstmSave::kPreactivations ? torch::empty({B, 4 * H}, opts)
                                                    : torch::Tensor();    // [B, 4H] gates
   const bool* mask = blk.mask.defined() ? blk.mask.data_ptr<bool>() : nullptr;  // [Tb, B]
-  for (int64_t t = blk.steps - 1; t >= 0; --t) {
-    const auto c_t = s.cs[t];                         // [B, H]
-    const auto c_prev = t > 0 ? s.cs[t - 1] : c0;     // [B, H]
-    at::tanh_out(tc, c_t);
-    torch::Tensor gates = s.a[t];  // [B, 4H]
-    if (save == LstmSave::kPreactivations) {
-      activate(scratch, gates, H);
-      gates = scratch;
-    }
-    auto d_t = d[t];  // [B, 4H]
-    AT_DISPATCH_FLOATING_TYPES(blk.x.scalar_type(), "lstm_block backward", [&] {
-      const scalar_t* G = gates.data_ptr<scalar_t>();
-      const scalar_t* T = tc.data_ptr<scalar_t>();
-      const scalar_t* cp = c_prev.data_ptr<scalar_t>();
-      const scalar_t* dzt = dz.data_ptr<scalar_t>() + t * B * H;
-      const scalar_t* dhn = dh.data_ptr<scalar_t>();
-      scalar_t* dcb = dc.data_ptr<scalar_t>();
-      scalar_t* D = d_t.data_ptr<scalar_t>();
-      const bool* m = mask ? mask + t * B : nullptr;
-      at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-          scalar_t* Db = D + b * 4 * H;
-          if (m && !m[b]) {  // frozen: no gate gradient, δc_t passes through
-            std::fill(Db, Db + 4 * H, scalar_t(0));
-            continue;
-          }
-          const scalar_t* gb = G + b * 4 * H;
-          for (int64_t j = 0; j < H; ++j) {
-            const int64_t k = b * H + j;
-            const scalar_t i = gb[j], f = gb[H + j], g = gb[2 * H + j], o = gb[3 * H + j];
-            const scalar_t th = T[k];
-            const scalar_t dh_t = dhn[k] + dzt[k];                // δh_t += δz_t
-            const scalar_t dc_t = dcb[k] + dh_t * o * (1 - th * th);  // h_t = o ⊙ tanh(c_t)
-            Db[j] = dc_t * g * i * (1 - i);                       // δa_i
-            Db[H + j] = dc_t * cp[k] * f * (1 - f);               // δa_f
-            Db[2 * H + j] = dc_t * i * (1 - g * g);               // δa_g
-            Db[3 * H + j] = dh_t * th * o * (1 - o);              // δa_o
-            dcb[k] = dc_t * f;                                    // δc_{t-1}
-          }
-        }
-      });
-    });
-    // a_t = ... + h_{t-1} W_hh^T: δh_{t-1} = D_t W_hh, [B, 4H] x [4H, H]
-    at::mm_out(dh_prev, d_t, w.w_hh);
-    if (mask) {
-      // A frozen step passes δh_t straight through (z_t = 0 there: no δz_t to add).
-      const auto frozen = blk.mask[t].logical_not();  // [B, 1]
-      at::where_out(dh_prev, frozen, dh, dh_prev);
-    }
-    std::swap(dh, dh_prev);
-  }
   Grads g;
+  if (needs.x) g.dx = torch::empty({blk.steps, B, F}, opts);             // [Tb, B, F]
+  if (needs.w_ih) g.dw_ih = torch::zeros({4 * H, F}, opts);              // [4H, F]
+  if (needs.w_hh) g.dw_hh = torch::zeros({4 * H, H}, opts);              // [4H, H]
+  auto db = torch::zeros({4 * H}, opts);                                 // [4H]
+  for (int64_t t1 = blk.steps; t1 > 0; t1 -= chunk) {
+    const int64_t t0 = std::max<int64_t>(0, t1 - chunk), n = t1 - t0;  // steps t0 .. t1-1
+    auto d = d_buffer.narrow(0, 0, n);                                   // [n, B, 4H]
+    for (int64_t t = t1 - 1; t >= t0; --t) {
+      const auto c_t = s.cs[t];                      // [B, H]
+      const auto c_prev = t > 0 ? s.cs[t - 1] : c0;  // [B, H]
+      at::tanh_out(tc, c_t);
+      torch::Tensor gates = s.a[t];  // [B, 4H]
+      if (save == LstmSave::kPreactivations) {
+        activate(scratch, gates, H);
+        gates = scratch;
+      }
+      auto d_t = d[t - t0];  // [B, 4H]
+      AT_DISPATCH_FLOATING_TYPES(blk.x.scalar_type(), "lstm_block backward", [&] {
+        const scalar_t* G = gates.data_ptr<scalar_t>();
+        const scalar_t* T = tc.data_ptr<scalar_t>();
+        const scalar_t* cp = c_prev.data_ptr<scalar_t>();
+        const scalar_t* dzt = dz.data_ptr<scalar_t>() + t * B * H;
+        const scalar_t* dhn = dh.data_ptr<scalar_t>();
+        scalar_t* dcb = dc.data_ptr<scalar_t>();
+        scalar_t* D = d_t.data_ptr<scalar_t>();
+        const bool* m = mask ? mask + t * B : nullptr;
+        at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+          for (int64_t b = b0; b < b1; ++b) {
+            scalar_t* Db = D + b * 4 * H;
+            if (m && !m[b]) {  // frozen: no gate gradient, δc_t passes through
+              std::fill(Db, Db + 4 * H, scalar_t(0));
+              continue;
+            }
+            const scalar_t* gb = G + b * 4 * H;
+            for (int64_t j = 0; j < H; ++j) {
+              const int64_t k = b * H + j;
+              const scalar_t i = gb[j], f = gb[H + j], g = gb[2 * H + j], o = gb[3 * H + j];
+              const scalar_t th = T[k];
+              const scalar_t dh_t = dhn[k] + dzt[k];                    // δh_t += δz_t
+              const scalar_t dc_t = dcb[k] + dh_t * o * (1 - th * th);  // h_t = o ⊙ tanh(c_t)
+              Db[j] = dc_t * g * i * (1 - i);                           // δa_i
+              Db[H + j] = dc_t * cp[k] * f * (1 - f);                   // δa_f
+              Db[2 * H + j] = dc_t * i * (1 - g * g);                   // δa_g
+              Db[3 * H + j] = dh_t * th * o * (1 - o);                  // δa_o
+              dcb[k] = dc_t * f;                                        // δc_{t-1}
+            }
+          }
+        });
+      });
+      // a_t = ... + h_{t-1} W_hh^T: δh_{t-1} = D_t W_hh, [B, 4H] x [4H, H]
+      at::mm_out(dh_prev, d_t, w.w_hh);
+      if (mask) {
+        // A frozen step passes δh_t straight through (z_t = 0 there: no δz_t to add).
+        const auto frozen = blk.mask[t].logical_not();  // [B, 1]
+        at::where_out(dh_prev, frozen, dh, dh_prev);
+      }
+      std::swap(dh, dh_prev);
+    }
+    // The chunk's weight gradients: GEMMs over its n*B rows (NOTE [ lstm_block backward in
+    // chunks ]).
+    const auto d2 = d.view({n * B, 4 * H});  // [n*B, 4H]
+    if (needs.x) {
+      auto dx_c = g.dx.narrow(0, t0, n).view({n * B, F});
+      at::mm_out(dx_c, d2, w.w_ih);  // [n*B, 4H] x [4H, F]
+    }
+    if (needs.w_ih) g.dw_ih.addmm_(d2.t(), blk.x2.narrow(0, t0 * B, n * B));  // [4H, n*B] x [n*B, F]
+    if (needs.w_hh) {
+      // h_{t0-1} .. h_{t1-2}: a view of hs, except that the first chunk starts at h_0.
+      const auto h_prev = t0 > 0 ? s.hs.narrow(0, t0 - 1, n).view({n * B, H})
+                                 : torch::cat({blk.h0.unsqueeze(0), s.hs.narrow(0, 0, n - 1)})
+                                       .view({n * B, H});
+      g.dw_hh.addmm_(d2.t(), h_prev);  // [4H, n*B] x [n*B, H]
+    }
+    if (needs.b_ih || needs.b_hh) db.add_(d2.sum(0));
+  }
   g.dh0 = dh.unsqueeze(0);
   g.dc0 = dc.unsqueeze(0);
-  // Block GEMMs over all Tb * B rows.
-  const auto d2 = d.view({rows, 4 * H});  // [Tb*B, 4H]
-  if (needs.x) g.dx = d2.mm(w.w_ih).view({blk.steps, B, blk.input});  // [Tb*B, 4H] x [4H, F]
-  if (needs.w_ih) g.dw_ih = d2.t().mm(blk.x2);                         // [4H, Tb*B] x [Tb*B, F]
-  if (needs.w_hh) g.dw_hh = d2.t().mm(blk.previous_states(s.hs));      // [4H, Tb*B] x [Tb*B, H]
-  if (needs.b_ih || needs.b_hh) {
-    const auto db = d2.sum(0);  // [4H]
-    if (needs.b_ih) g.db_ih = db;
-    if (needs.b_hh) g.db_hh = needs.b_ih ? db.clone() : db;
-  }
+  if (needs.b_ih) g.db_ih = db;
+  if (needs.b_hh) g.db_hh = needs.b_ih ? db.clone() : db;
   return g;
 }
 

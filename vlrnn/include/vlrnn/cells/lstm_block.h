@@ -5,9 +5,11 @@
 //             per step one [B, H] x [H, 4H] GEMM accumulated in place into gx_t, then the
 //             gate work (σ, tanh, c and h updates, masking) as a few fused passes;
 //   backward  the forward in reverse: per step one fused elementwise pass giving the gate
-//             gradients D_t and δc_{t-1}, and one [B, 4H] x [4H, H] GEMM for δh_{t-1}; then
-//             dx, dW_ih and dW_hh each ONE block GEMM over all Tb*B rows
-//             (dW_hh = D^T [h_0 .. h_{Tb-1}] as [4H, Tb*B] x [Tb*B, H]), db_ih = db_hh = Σ D.
+//             gradients D_t and δc_{t-1}, and one [B, 4H] x [4H, H] GEMM for δh_{t-1}; the
+//             weight gradients as GEMMs over many steps at once, never per step:
+//             dW_hh = D^T [h_0 .. h_{Tb-1}] ([4H, rows] x [rows, H]), dW_ih and dx alike,
+//             db_ih = db_hh = Σ D, in chunks of ~1000+ rows (one GEMM each per chunk; NOTE
+//             [ lstm_block backward in chunks ] in lstm_block.cpp).
 // Shapes: Tb = steps in the block, B = batch, F = input features, H = hidden size.
 // x [Tb, B, F], h_entry [1, B, H], c_entry [1, B, H], mask [Tb, B]
 //   -> z [Tb, B, H], h_exit [1, B, H], c_exit [1, B, H].
@@ -28,7 +30,7 @@
 // Unlike GRU v4 (which drops W_hn h + b_hn by saving pre-activations), an LSTM's
 // pre-activations are no smaller than its gates: the two modes hold the same bytes, and
 // kPreactivations only adds backward work. kGates is the default; bench_lstm_block measures
-// both (results/cpu-lstm-block/). Backward adds D [Tb, B, 4H] (backward peak 10H with x).
+// both (results/cpu-lstm-block/). Backward adds one chunk of D (at most 4M numbers).
 //
 // NOTE [ Variable lengths in lstm_block ]: as in gru_block (NOTE [ Variable lengths inside a
 // block ] in gru_block.h), with m_t = mask[t]:
