@@ -11,6 +11,7 @@
 //   build/bench_lstm_block --benchmark_filter='/H:1024/B:32/' --benchmark_repetitions=3 \
 //       --benchmark_min_time=0.01 --benchmark_report_aggregates_only=true
 //
+// Runs with one LibTorch intra-op thread unless VLRNN_TORCH_THREADS says otherwise (main()).
 // Every implementation gets the same work: x [T, B, F] requires grad (as a stacked layer's
 // input would), (h_0, c_0) are zeros without grad, the seed δz [T, B, H] is fixed, and the
 // gradients are cleared between iterations, untimed.
@@ -22,6 +23,7 @@
 
 #include <torch/version.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -118,6 +120,11 @@ BENCHMARK(BM_TorchLstmCellLoop)->Apply(grid);
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Thread policy (DESIGN.md, Measuring): one LibTorch intra-op thread beside OpenBLAS's own
+  // threads (2 intra-op threads ran LibTorch's LSTM ~20x slower here: both pools spin on the
+  // same 2 cores); VLRNN_TORCH_THREADS overrides it. Both counts are recorded.
+  const char* threads = std::getenv("VLRNN_TORCH_THREADS");
+  at::set_num_threads(threads ? std::atoi(threads) : 1);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   const auto peak = vlrnn::measure::measure_peak_gemm(torch::kCPU, torch::kFloat32, 1024, 10, 2);

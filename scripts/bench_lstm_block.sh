@@ -10,10 +10,10 @@
 #   1. H = 256, 512, 1024 at every B: 3 repetitions of every implementation (lstm_block saving
 #      gates, saving pre-activations, nn::LSTM, LSTMCell loop);
 #   2. H = 2048 at every B (one point up to ~1 min): 1 repetition, without the pre-activation
-#      mode (measured at the smaller sizes).
+#      mode (measured at the smaller sizes) and without the LSTMCell loop at B = 128.
 # Within a pass the repetitions of all implementations run in a random order (so a burst of
-# load from other processes does not land on one of them). Thread settings: LibTorch's and
-# OpenBLAS's defaults unless the environment sets them; both are recorded.
+# load from other processes does not land on one of them). Threads: one LibTorch intra-op
+# thread (VLRNN_TORCH_THREADS overrides), OpenBLAS's default; both are recorded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/cpu-lstm-block}
@@ -25,7 +25,7 @@ common=(--benchmark_min_time=0.01 --benchmark_enable_random_interleaving=true
         --benchmark_out_format=json)
 cmd1=(build/bench_lstm_block '--benchmark_filter=/H:(256|512|1024)/' --benchmark_repetitions=3
       "${common[@]}" "--benchmark_out=$out/bench_lstm_block.json")
-cmd2=(build/bench_lstm_block '--benchmark_filter=^BM_(LstmBlock/gates|TorchLstm|TorchLstmCellLoop)/H:2048/'
+cmd2=(build/bench_lstm_block '--benchmark_filter=^BM_(LstmBlock/gates|TorchLstm)/H:2048/|^BM_TorchLstmCellLoop/H:2048/B:(8|32)/'
       --benchmark_repetitions=1 "${common[@]}" "--benchmark_out=$out/bench_lstm_block_h2048.json")
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "${cmd1[@]}"
