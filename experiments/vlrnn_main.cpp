@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   vlrnn::cli::add_compare_command(app, exit_code);
   vlrnn::cli::add_sweep_command(app, exit_code);
   vlrnn::cli::add_budget_command(app, exit_code);
+  vlrnn::cli::add_merge_command(app, exit_code);
   for (int i = 0; i < argc; ++i) {
     vlrnn::cli::command_line() += (i ? " " : "") + std::string(argv[i]);
   }

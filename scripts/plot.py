@@ -10,6 +10,9 @@ Writes DIR/figures/<name>.png and .pdf:
                              points labelled by batch size
   max_batch              (d) largest batch and throughput under one memory budget, bars
   tbptt_error            (e) truncated BPTT's gradient error vs full BPTT, per window k
+  verify_max_rel         from `vlrnn verify --out DIR` records (kind "verify"): the worst
+                             relative difference to full BPTT of every exact case, per method
+                             and dtype, against the tolerance
 
 Each figure takes the records whose experiment lists it in "figures" (see
 experiments/configs/quick.json); a figure without such records, or without the data it
@@ -23,7 +26,15 @@ import os
 import sys
 from collections import defaultdict
 
-import matplotlib
+try:
+    import matplotlib
+except ModuleNotFoundError:
+    # Debian's python3-matplotlib serves /usr/bin/python3; a python3 first on PATH (a pyenv
+    # shim) may not see it: run this script there instead.
+    if os.path.exists("/usr/bin/python3") and \
+            os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    raise
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -69,8 +80,16 @@ def caption(meta):
     peak = ", ".join(f"{k} {v['flops_per_s'] / 1e9:.0f} GFLOP/s"
                      for k, v in meta.get("peak_gemm", {}).items())
     when = meta.get("finished") or meta.get("started") or ""
+    # A merged sweep (`vlrnn merge`): each record's utilization used its own shard's peak.
+    shards = meta.get("merged_from")
+    merged = f" | merged from {len(shards)} shards (peak GEMM of the first)" if shards else ""
+    if "config_path" not in meta and meta.get("command"):  # a command, not a config (verify)
+        return (f"{meta['command']} | git {short}{dirty} | {meta.get('cpu_model', '?')}, "
+                f"{meta.get('nproc', '?')} cores | BLAS {blas} | "
+                f"LibTorch {meta.get('libtorch_version', '?')}")
     return (f"config {config} ({meta.get('config_name', '?')}) | git {short}{dirty} | {devices} | "
-            f"BLAS {blas} | peak GEMM {peak or '?'} | LibTorch {meta.get('libtorch_version', '?')} | {when}")
+            f"BLAS {blas} | peak GEMM {peak or '?'} | LibTorch {meta.get('libtorch_version', '?')} | {when}"
+            f"{merged}")
 
 
 def method_style(name, registry_order):
@@ -301,6 +320,43 @@ def plot_tbptt_error(records, meta, directory, written, skipped, order):
     save(fig, directory, name, meta, written)
 
 
+def plot_verify_max_rel(records, meta, directory, written, skipped, order):
+    name = "verify_max_rel"
+    data = [r for r in records if r.get("kind") == "verify" and r.get("exact", True)
+            and not r.get("error")]
+    if not data:
+        return skip(name, "no records of `vlrnn verify --out`", skipped)
+    methods = sorted({r["method"].split(":")[0] for r in data}, key=lambda m: order_key(m, order))
+    dtypes = sorted({r["dtype"] for r in data})
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 4.4), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        rows = [r for r in data if r["dtype"] == dtype]
+        tolerance = rows[0]["tolerance"]
+        floor = 1e-18  # exact zeros drawn at the floor
+        for i, m in enumerate(methods):
+            values = [max(r["max_rel_diff"], floor) for r in rows if r["method"].split(":")[0] == m]
+            if not values:
+                continue
+            logs = [math.log10(v) for v in values]
+            ax.scatter([i + 0.25 * ((k * 0.618) % 1.0 - 0.5) for k in range(len(logs))], logs,
+                       s=4, alpha=0.35, color=method_style(m, order)[0])
+            ax.plot([i - 0.3, i + 0.3], [max(logs)] * 2, color="black", lw=1)
+            failed = sum(1 for r in rows if r["method"].split(":")[0] == m and not r["passed"])
+            ax.annotate(f"n={len(values)}, failed {failed}", (i, math.log10(floor) + 0.5),
+                        ha="center", fontsize=7)
+        ax.axhline(math.log10(tolerance), color="tab:red", ls="--", lw=1,
+                   label=f"tolerance {tolerance:g}")
+        ax.set_xticks(range(len(methods)))
+        ax.set_xticklabels(methods)
+        ax.set_ylabel("log10 max relative difference to full BPTT")
+        ax.set_title(f"{dtype}: every exact case (bar: the worst; exact zeros at -18)",
+                     fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_ylim(math.log10(floor) - 0.5, math.log10(tolerance) + 1)
+        ax.legend(fontsize=8, loc="center right")
+    save(fig, directory, name, meta, written)
+
+
 def describe_fixed(records, keys, varying_keys):
     parts = []
     for k in keys:
@@ -326,7 +382,7 @@ def main(argv):
     order = meta.get("methods_in_registry", ["full", "vlrnn", "checkpoint", "tbptt"])
     written, skipped = [], []
     for plot in (plot_memory_vs_t, plot_time_vs_block, plot_memory_vs_utilization,
-                 plot_max_batch, plot_tbptt_error):
+                 plot_max_batch, plot_tbptt_error, plot_verify_max_rel):
         plot(records, meta, directory, written, skipped, order)
     out = os.path.join(directory, "figures")
     for name in written:

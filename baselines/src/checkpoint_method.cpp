@@ -63,7 +63,7 @@ GradientResult CheckpointMethod::compute_impl(const Workload& workload) {
         out.push_back(block.loss);
         out.insert(out.end(), block.exit.begin(), block.exit.end());
       } else {
-        auto [z, exit] = workload.model.forward(x, entry, workload.batch.slice(t0, n).lengths);
+        auto [z, exit] = run_model(workload, x, t0, n, entry);
         out.push_back(z);
         out.insert(out.end(), exit.begin(), exit.end());
       }

@@ -65,8 +65,7 @@ GradientResult TbpttMethod::compute_impl(const Workload& workload) {
     for (int64_t from = s; from < c0;) {
       const int64_t to = std::min(c0, (from / k1 + 1) * k1);
       if (from % k1 == 0) boundary_rng.at(from).restore();
-      const auto part = workload.batch.slice(from, to - from);
-      state = workload.model.forward(part.inputs, state, part.lengths).second;
+      state = run_model(workload, inputs.narrow(0, from, to - from), from, to - from, state).second;
       result.counters.forward_with_grad += to - from;
       from = to;
     }

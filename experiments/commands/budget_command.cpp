@@ -10,6 +10,7 @@
 #include "lib/units.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
+#include "vlrnn/methods/block.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/planner.h"
 #include "vlrnn/schedule/planner_method.h"
@@ -19,8 +20,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -55,6 +58,8 @@ std::vector<double> parse_list(const std::string& text, const char* what) {
     } catch (const std::exception&) {
       TORCH_CHECK(false, what, ": expected comma-separated numbers, got \"", item, "\"");
     }
+    TORCH_CHECK(out.back() > 0 && std::isfinite(out.back()), what,
+                ": expected positive numbers, got ", item);
   }
   return out;
 }
@@ -68,6 +73,12 @@ json prediction_json(const schedule::Prediction& p) {
 }
 
 int run_budget(BudgetArgs args) {
+  // Bad lists fail here, not after the first cost model was measured.
+  for (double steps : parse_list(args.steps, "--T")) {
+    TORCH_CHECK(steps >= 1 && steps == std::floor(steps), "T: expected >= 1 time steps, got ", steps);
+  }
+  parse_list(args.fractions, "--fractions");
+  parse_list(args.budgets, "--budgets");
   if (args.threads > 0) at::set_num_threads(int(args.threads));
   measure::CpuMemoryTracker::instance().install();  // before any problem exists
   const std::string out_dir =
@@ -146,6 +157,7 @@ int run_budget(BudgetArgs args) {
     }
     for (const auto& [fraction, budget] : points) {
       std::vector<std::string> specs;
+      std::map<std::string, std::string> label_of_spec;  // spec -> the figure's series name
       json chosen = json::object();
       if (!args.no_full) specs.push_back("full");
       if (wants("planner")) {
@@ -163,7 +175,8 @@ int run_budget(BudgetArgs args) {
         try {
           const auto u = schedule::best_uniform(
               model, int64_t(schedule::kPlanningMargin * double(budget)));
-          specs.push_back(fmt::format("uniform:block={}", u.parameter));
+          specs.push_back(fmt::format("vlrnn:block={}", u.parameter));
+          label_of_spec[specs.back()] = "uniform";
           chosen["uniform"] = {{"schedule", u.schedule.name},
                                {"predicted", prediction_json(u.prediction)}};
         } catch (const c10::Error& e) {
@@ -192,7 +205,8 @@ int run_budget(BudgetArgs args) {
       }
       if (wants("sqrt")) {
         const auto p = schedule::simulate(schedule::sqrt_checkpoint_schedule(T), model);
-        specs.push_back("sqrt");
+        specs.push_back(fmt::format("vlrnn:blocks={}", sqrt_steps(T)));
+        label_of_spec[specs.back()] = "sqrt";
         chosen["sqrt"] = {{"predicted", prediction_json(p)}};
       }
       std::cerr << fmt::format("vlrnn budget: T = {}, budget {} ({:.1f}% of full's {}): {}\n", T,
@@ -236,13 +250,16 @@ int run_budget(BudgetArgs args) {
                        {"full_peak_bytes", full_peak},
                        {"minimum_budget_bytes", minimum},
                        {"run", experiments::to_json(run)}};
-        record["method"] = run.name;
-        if (chosen.contains(run.name)) record["chosen"] = chosen[run.name];
+        // The budget figure's series: VLRNN at the best K ("uniform") and at K = T / sqrt(T)
+        // ("sqrt") are both the method "vlrnn".
+        const auto label = label_of_spec.count(run.spec) ? label_of_spec.at(run.spec) : run.name;
+        record["method"] = label;
+        if (chosen.contains(label)) record["chosen"] = chosen[label];
         if (run.status == "ok") {
           record["fits_budget"] = run.memory.step_peak_bytes <= budget;
           if (full) record["time_ratio"] = run.time.median / full->time.median;
-          if (chosen.contains(run.name) && chosen[run.name].contains("predicted")) {
-            const auto predicted_peak = chosen[run.name]["predicted"]["peak_bytes"].get<double>();
+          if (chosen.contains(label) && chosen[label].contains("predicted")) {
+            const auto predicted_peak = chosen[label]["predicted"]["peak_bytes"].get<double>();
             record["peak_prediction_error"] =
                 (predicted_peak - double(run.memory.step_peak_bytes)) /
                 double(run.memory.step_peak_bytes);

@@ -1,6 +1,7 @@
 #include "commands/command.h"
 
 #include "lib/method_runner.h"
+#include "lib/results_store.h"
 #include "lib/method_specs.h"
 #include "lib/units.h"
 
@@ -103,8 +104,13 @@ int run_compare(CompareArgs args) {
   args.problem.dtype = experiments::parse_dtype(args.dtype);
   args.problem.device = experiments::parse_device(args.device);
   const auto specs = resolve_methods(args);
+  // Bad values fail here, before the seconds spent measuring the peak GEMM rate.
+  TORCH_CHECK(args.repeats >= 1, "--repeats: expected >= 1 timed runs, got ", args.repeats);
+  TORCH_CHECK(args.warmup >= 0, "--warmup: expected >= 0 untimed runs, got ", args.warmup);
+  if (!args.json_path.empty()) experiments::check_writable_file(args.json_path, "--json");
   // Installed before the problem exists, so parameters and data are tracked too.
   measure::CpuMemoryTracker::instance().install();
+  const auto problem = experiments::make_problem(args.problem);
 
   const std::string load_start = measure::load_average();
   const auto blas = measure::detect_blas();
@@ -115,7 +121,6 @@ int run_compare(CompareArgs args) {
   std::cerr << "vlrnn compare: measuring the peak GEMM rate (1024^2 " << args.dtype << ")...\n";
   const auto peak = measure::measure_peak_gemm(args.problem.device, args.problem.dtype, 1024, 10, 2);
 
-  const auto problem = experiments::make_problem(args.problem);
   experiments::RunOptions options;
   options.warmup = args.warmup;
   options.repeats = args.repeats;

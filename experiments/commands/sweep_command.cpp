@@ -16,6 +16,7 @@ namespace {
 struct SweepArgs {
   std::string config_path;
   std::string out_dir;
+  std::string shard;  // "I/N"; empty: the whole sweep
   bool resume = false;
   bool dry_run = false;
   int64_t threads = 0;
@@ -42,8 +43,10 @@ extern "C" void on_stop_signal(int signal) {
 int run_sweep_command(const SweepArgs& args) {
   if (args.threads > 0) at::set_num_threads(int(args.threads));
   const auto config = experiments::load_sweep_config(args.config_path);
-  const auto points = experiments::expand_points(config);
   experiments::SweepOptions options;
+  if (!args.shard.empty()) options.shard = experiments::parse_shard(args.shard);
+  auto points = experiments::expand_points(config);
+  if (options.shard.sharded()) points = experiments::points_of_shard(config, points, options.shard);
   options.out_dir = args.out_dir.empty()
                         ? (std::filesystem::path("results") / config.name).string()
                         : args.out_dir;
@@ -51,8 +54,9 @@ int run_sweep_command(const SweepArgs& args) {
   options.command_line = command_line();
   options.stop_requested = [] { return g_stop_signal != 0; };
 
-  std::cerr << fmt::format("vlrnn sweep: {} ({} experiments, {} points) -> {}\n", config.name,
-                           config.experiments.size(), points.size(), options.out_dir);
+  std::cerr << fmt::format("vlrnn sweep: {} ({} experiments, {} points{}) -> {}\n", config.name,
+                           config.experiments.size(), points.size(),
+                           options.shard.sharded() ? " in shard " + options.shard.str() : "", options.out_dir);
   for (const auto& e : config.experiments) {
     std::cerr << fmt::format("  {} [{}]: {}\n", e.name, e.kind, fmt::join(e.methods, " "));
   }
@@ -101,7 +105,11 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "already there move to DIR/previous/");
   sub->add_flag("--resume", args->resume,
                 "continue the sweep in DIR: skip every point results.jsonl already records");
-  sub->add_flag("--dry-run", args->dry_run, "list the points (their keys) and exit");
+  sub->add_option("--shard", args->shard,
+                  "I/N: run only the I-th (from 0) of N disjoint parts of the points, balanced by "
+                  "predicted cost, into its own DIR (one Slurm array task each; scripts/slurm/); "
+                  "`vlrnn merge` joins the parts");
+  sub->add_flag("--dry-run", args->dry_run, "list the points (their keys; the shard's with --shard) and exit");
   sub->add_option("--threads", args->threads, "intra-op threads (0: LibTorch's default)")
       ->capture_default_str();
   sub->callback([args, &exit_code] { exit_code = run_sweep_command(*args); });

@@ -1,9 +1,16 @@
 #include "commands/command.h"
 
+#include "lib/results_store.h"
+#include "lib/sweep_runner.h"
+#include "lib/units.h"
+
+#include "vlrnn/verify/matrix.h"
+#include "vlrnn/verify/random_cases.h"
 #include "vlrnn/verify/report.h"
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 
@@ -12,29 +19,121 @@ namespace {
 
 struct VerifyArgs {
   std::string json_path;
+  std::string out_dir;
   std::string filter;
   bool failures_only = false;
+  int64_t random = 0;         // configurations to draw (0: the default matrix)
+  uint64_t seed = 1;
+  int64_t random_case = -1;  // >= 0: rerun this one random configuration
 };
 
-int run_verify(const VerifyArgs& args) {
-  std::vector<verify::VerifyOutcome> outcomes;
-  for (const auto& spec : verify::default_matrix()) {
-    const std::string label = spec.name() + " " + spec.method;
-    if (!args.filter.empty() && label.find(args.filter) == std::string::npos) continue;
-    outcomes.push_back(verify::run_case(spec));
+// The cases to run: the matrix, N random configurations, or one random configuration.
+std::vector<verify::VerifyCase> cases_for(const VerifyArgs& args) {
+  if (args.random_case >= 0) return verify::random_configuration(uint64_t(args.random_case));
+  if (args.random == 0) return verify::default_matrix();
+  std::vector<verify::VerifyCase> cases;
+  for (int64_t i = 0; i < args.random; ++i) {
+    for (auto& c : verify::random_configuration(verify::random_case_seed(args.seed, i))) {
+      cases.push_back(std::move(c));
+    }
   }
-  TORCH_CHECK(!outcomes.empty(), "--filter: no case matches \"", args.filter, "\"");
-  verify::print_table(std::cout, outcomes, args.failures_only);
+  return cases;
+}
+
+nlohmann::json case_record(const verify::VerifyOutcome& o) {
+  const auto& c = o.spec;
+  return {{"key", fmt::format("{}/{}/{}", c.seed, c.name(), c.method)},
+          {"kind", "verify"},
+          {"case", c.name()},
+          {"method", c.method},
+          {"seed", c.seed},
+          {"model", c.model},
+          {"num_layers", c.num_layers},
+          {"dropout", c.dropout},
+          {"head", c.head},
+          {"reduction", c.reduction},
+          {"dtype", c.dtype == torch::kFloat64 ? "float64" : "float32"},
+          {"h0", c.h0_with_grad ? "grad" : "none"},
+          {"inputs_grad", c.inputs_with_grad},
+          {"T", c.time_steps},
+          {"B", c.batch},
+          {"F", c.input_size},
+          {"H", c.hidden_size},
+          {"lengths", c.lengths},
+          {"exact", o.exact},
+          {"max_abs_diff", o.diff.max_abs},
+          {"max_rel_diff", o.diff.max_rel},
+          {"worst_tensor", o.diff.worst},
+          {"tolerance", o.tolerance},
+          {"passed", o.passed},
+          {"error", o.error},
+          {"diagnosis", o.diagnosis},
+          {"rerun", o.rerun}};
+}
+
+int run_verify(const VerifyArgs& args) {
+  TORCH_CHECK(args.random >= 0, "--random: expected a number of configurations >= 0, got ",
+              args.random);
+  const auto all = cases_for(args);
+  std::vector<verify::VerifyCase> selected;
+  for (const auto& spec : all) {
+    const std::string label = spec.name() + " " + spec.method;
+    if (args.filter.empty() || label.find(args.filter) != std::string::npos) selected.push_back(spec);
+  }
+  TORCH_CHECK(!selected.empty(), "--filter: no case matches \"", args.filter, "\"");
+  if (!args.json_path.empty()) experiments::check_writable_file(args.json_path, "--json");
+
+  std::unique_ptr<experiments::ResultsStore> store;
+  nlohmann::json meta;
+  if (!args.out_dir.empty()) {
+    store = std::make_unique<experiments::ResultsStore>(args.out_dir);
+    if (store->has_records()) store->move_to_previous();
+    // The tree as it was when the run began (a later edit does not make it dirty).
+    meta = experiments::environment_json();
+    meta["command"] = command_line();
+    meta["verify"] = {{"random_configurations", args.random}, {"seed", args.seed},
+                      {"cases", selected.size()}, {"summary", "running"}};
+    if (args.random_case >= 0) meta["verify"]["random_case"] = args.random_case;
+    store->write_meta(meta);
+  }
+  const bool random = args.random > 0 || args.random_case >= 0;
+  const bool show_progress = selected.size() > 200;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<verify::VerifyOutcome> outcomes;
+  int64_t failed = 0;
+  for (const auto& spec : selected) {
+    auto outcome = verify::run_case(spec);
+    if (random) outcome.rerun = verify::random_case_command(spec);
+    if (!outcome.passed && (outcome.exact || !outcome.error.empty())) ++failed;
+    if (store) store->append(case_record(outcome));
+    outcomes.push_back(std::move(outcome));
+    if (show_progress && (outcomes.size() % 50 == 0 || outcomes.size() == selected.size())) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double eta = elapsed / double(outcomes.size()) * double(selected.size() - outcomes.size());
+      std::cerr << fmt::format("verify: {}/{} cases, {} failed, {} elapsed, ETA {}\n",
+                               outcomes.size(), selected.size(), failed,
+                               experiments::format_seconds(elapsed),
+                               experiments::format_seconds(eta));
+    }
+  }
+  verify::print_table(std::cout, outcomes, args.failures_only || (random && outcomes.size() > 200));
   const std::string summary = verify::summary_line(outcomes);
   std::cout << "verify: " << summary << "\n";
   if (!args.json_path.empty()) {
     verify::write_json(args.json_path, outcomes);
     std::cout << "verify: wrote " << args.json_path << "\n";
   }
-  for (const auto& o : outcomes) {
-    if (!o.passed && (o.exact || !o.error.empty())) return 1;
+  if (store) {
+    store->write_csv();
+    meta["verify"]["failed"] = failed;
+    meta["verify"]["summary"] = summary;
+    meta["verify"]["seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    store->write_meta(meta);
+    std::cout << "verify: wrote " << store->jsonl_path() << ", results.csv, meta.json\n";
   }
-  return 0;
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -44,15 +143,31 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand(
       "verify", "Prove every exact method's gradients equal to full BPTT (exit 1 on any failure)");
   sub->footer(
-      "Runs the matrix models x method options (e.g. block lengths) x reductions x dtypes x\n"
-      "h0 modes and compares with full BPTT: loss, per-step losses, every parameter gradient,\n"
-      "dL/dh0, dL/dx and the final state. Max rel diff is per tensor, relative to its largest\n"
-      "entry; tolerance 1e-10 in float64, 1e-5 in float32. Approximate methods (truncated\n"
-      "BPTT) are reported with their gradient error and cosine, never failed.");
+      "Without --random, runs the matrix models x method options (e.g. block lengths) x\n"
+      "reductions x dtypes x h0 modes x lengths; with --random N, N random configurations\n"
+      "(model, layers, sizes up to H=128 B=16 T=600, lengths, dtype, ...) x every exact method\n"
+      "with random options. Each case is compared with full BPTT: loss, per-step losses, every\n"
+      "parameter gradient, dL/dh0, dL/dx and the final state. Max rel diff is per tensor,\n"
+      "relative to its largest entry; tolerance 1e-10 in float64, 1e-5 in float32. A failing\n"
+      "random case prints a command that reruns just it. Approximate methods (truncated BPTT)\n"
+      "are reported with their gradient error and cosine, never failed.");
   sub->add_option("--json", args->json_path, "also write every case to this JSON file");
+  sub->add_option("--out", args->out_dir,
+                  "also record every case in DIR/results.jsonl (as it finishes), results.csv "
+                  "and meta.json");
   sub->add_option("--filter", args->filter,
-                  "run only cases whose name contains this text (e.g. lstmx3, f32, block=7)");
+                  "run only cases whose name or method contains this text (e.g. lstmx3, f32, "
+                  "block=7)");
   sub->add_flag("--failures-only", args->failures_only, "print only the rows that fail");
+  sub->add_option("--random", args->random,
+                  "verify N random configurations instead of the matrix")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--seed", args->seed, "seed of the random configurations (default 1)");
+  sub->add_option("--random-case", args->random_case,
+                  "rerun the one random configuration with this case seed (printed by a "
+                  "failing --random run)")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes("--random");
   sub->callback([args, &exit_code] { exit_code = run_verify(*args); });
 }
 

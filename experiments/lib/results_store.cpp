@@ -157,6 +157,12 @@ std::string records_to_csv(const std::vector<json>& records) {
   return out.str();
 }
 
+void ResultsStore::replace_records(const std::vector<json>& records) const {
+  std::string text;
+  for (const auto& record : records) text += record.dump() + "\n";
+  write_atomically(jsonl_path(), text);
+}
+
 void ResultsStore::write_csv() const { write_atomically(csv_path(), records_to_csv(read_records())); }
 
 void ResultsStore::write_meta(const json& meta) const { write_atomically(meta_path(), meta.dump(2) + "\n"); }
@@ -181,6 +187,12 @@ void ResultsStore::move_to_previous() {
     const fs::path from = fs::path(directory_) / name;
     if (fs::exists(from, error)) fs::rename(from, previous / name);
   }
+}
+
+void check_writable_file(const std::string& path, const std::string& argument) {
+  std::ofstream probe(path, std::ios::app);
+  TORCH_CHECK(probe.good(), argument, ": expected a file that can be written, got \"", path,
+              "\" (", std::strerror(errno), ")");
 }
 
 }  // namespace vlrnn::experiments

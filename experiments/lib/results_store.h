@@ -34,6 +34,8 @@ class ResultsStore {
   std::set<std::string> recorded_keys() const;
 
   void append(const nlohmann::json& record);
+  // Replaces results.jsonl with `records` (temp file + rename), for a merged result set.
+  void replace_records(const std::vector<nlohmann::json>& records) const;
   // Rewrites results.csv from results.jsonl (temp file + rename: never half-written).
   void write_csv() const;
   void write_meta(const nlohmann::json& meta) const;
@@ -46,6 +48,10 @@ class ResultsStore {
  private:
   std::string directory_;
 };
+
+// Throws naming `argument` when a file at `path` cannot be created or written (checked
+// before a long run, not after it): the file is created empty if it did not exist.
+void check_writable_file(const std::string& path, const std::string& argument);
 
 // Flattens nested objects into dotted column names ({"time_s": {"median": 1}} ->
 // "time_s.median"); lists become JSON text. Columns appear in first-seen order.

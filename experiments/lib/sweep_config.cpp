@@ -296,6 +296,16 @@ SweepConfig load_sweep_config(const std::string& path) {
   return out;
 }
 
+std::string config_hash(const SweepConfig& config) {
+  const std::string text = config.name + "\n" + config.raw.dump();
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64: stable across machines and builds
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", hash);
+}
+
 std::vector<SweepPoint> expand_points(const SweepConfig& config) {
   std::vector<SweepPoint> points;
   std::set<std::string> keys;

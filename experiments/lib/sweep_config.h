@@ -83,6 +83,10 @@ struct SweepConfig {
 SweepConfig parse_sweep_config(const nlohmann::json& config, const std::string& name);
 SweepConfig load_sweep_config(const std::string& path);
 
+// 16 hex digits (FNV-1a 64 of the name and the JSON, keys sorted, comments gone): equal for
+// the same grid however the file is formatted; what `merge` checks shards against.
+std::string config_hash(const SweepConfig& config);
+
 // One point of the grid: one method on one problem (for max_batch, the batch is searched).
 struct SweepPoint {
   std::string key;  // unique in the sweep; what --resume matches

@@ -53,6 +53,16 @@ TEST(SweepConfig, ExperimentsInheritTheTopLevelAndOverrideIt) {
   EXPECT_EQ(points.back().method, "vlrnn:block=2");
 }
 
+TEST(SweepConfig, TheHashIsTheGridNotTheFormatting) {
+  const auto a = parse(R"({"T": [64, 128], "batch": 2})");
+  const auto b = parse(R"({ "batch" : 2,
+                            "T" : [64, 128] })");
+  EXPECT_EQ(config_hash(a), config_hash(b));
+  EXPECT_EQ(config_hash(a).size(), 16u);
+  EXPECT_NE(config_hash(a), config_hash(parse(R"({"T": [64, 128], "batch": 3})")));
+  EXPECT_NE(config_hash(a), config_hash(parse_sweep_config(a.raw, "another_name")));
+}
+
 TEST(SweepConfig, MaxBatchNeedsABudget) {
   const auto config = parse(R"({"experiments": [{"kind": "max_batch", "budget_mib": 1.5,
                                   "methods": ["full"], "batch_start": 2}]})");

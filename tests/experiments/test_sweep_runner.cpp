@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include "lib/results_store.h"
+#include "lib/shard.h"
 #include "lib/sweep_runner.h"
 
 #include <filesystem>
@@ -104,6 +105,36 @@ TEST_F(SweepRunnerTest, AFreshSweepMovesEarlierResultsAside) {
   run_sweep(config(), options_);
   EXPECT_TRUE(fs::exists(dir_ / "previous" / "results.jsonl"));
   EXPECT_FALSE(store.has_records());
+}
+
+TEST_F(SweepRunnerTest, AShardRunsItsOwnPointsRecordsItselfAndResumesOnlyItself) {
+  const auto all = expand_points(config());
+  options_.shard = {1, 2};
+  const auto mine = points_of_shard(config(), all, options_.shard);
+  ASSERT_FALSE(mine.empty());
+  ASSERT_LT(mine.size(), all.size());
+  const auto summary = run_sweep(config(), options_);
+  EXPECT_EQ(summary.total, int64_t(mine.size()));
+  ResultsStore store(dir_.string());
+  std::set<std::string> recorded = store.recorded_keys(), expected;
+  for (const auto& p : mine) expected.insert(p.key);
+  EXPECT_EQ(recorded, expected);
+  const auto meta = store.read_meta();
+  EXPECT_EQ(meta["shard"], (json{{"index", 1}, {"count", 2}, {"points", mine.size()}}));
+  EXPECT_EQ(meta["config_hash"], config_hash(config()));
+  EXPECT_TRUE(meta.contains("host"));
+
+  // Resuming this folder as another shard, or with another config, would mix two sweeps.
+  options_.resume = true;
+  options_.shard = {0, 2};
+  testing::expect_error_mentions([&] { run_sweep(config(), options_); },
+                                 {"--shard", "expected 1/2", "got 0/2"});
+  auto other = config();
+  other.raw["seed"] = 2;
+  options_.shard = {1, 2};
+  testing::expect_error_mentions([&] { run_sweep(other, options_); },
+                                 {"--resume", config_hash(other), meta["config_hash"].get<std::string>()});
+  EXPECT_EQ(run_sweep(config(), options_).skipped, int64_t(mine.size()));
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(ScheduleExactness, EverySchedulerMatchesFullBptt) {
                                      {"lstm", 3, 0.3, "mse", false, torch::kFloat64, false},
                                      {"gru", 1, 0.0, "mse", true, torch::kFloat32, true},
                                      {"gru_lstm", 1, 0.25, "ce", false, torch::kFloat32, true}};
-  for (const std::string spec : {"uniform:block=5", "sqrt", "revolve:slots=1", "revolve:slots=3",
+  for (const std::string spec : {"vlrnn:block=5", "vlrnn:blocks=6", "revolve:slots=1", "revolve:slots=3",
                                  "planner:percent=1", "planner:percent=25"}) {
     for (const auto& shape : shapes) {
       verify::VerifyCase c;
@@ -117,8 +117,10 @@ TEST(ScheduleExactness, EverySchedulerMatchesFullBptt) {
       c.num_layers = shape.layers;
       c.dropout = shape.dropout;
       c.head = shape.head;
-      c.variable_lengths = shape.variable;
-      if (shape.variable) c.batch = 4;
+      if (shape.variable) {
+        c.lengths = {17, c.time_steps, 1, 4};
+        c.batch = 4;
+      }
       c.dtype = shape.dtype;
       c.h0_with_grad = shape.h0;
       c.method = spec;
@@ -137,7 +139,7 @@ TEST(ScheduleExactness, LeavesTheGeneratorWhereOneForwardPassWould) {
   torch::manual_seed(5);
   make_method("full")->compute(w);
   const auto expected = torch::rand({4});
-  for (const std::string spec : {"revolve:slots=2", "planner:percent=5", "uniform:block=3"}) {
+  for (const std::string spec : {"revolve:slots=2", "planner:percent=5", "vlrnn:block=3"}) {
     torch::manual_seed(5);
     make_method_from_spec(spec)->compute(w);
     EXPECT_TRUE(torch::equal(torch::rand({4}), expected)) << spec;

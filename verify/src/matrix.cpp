@@ -1,23 +1,12 @@
 #include "vlrnn/verify/matrix.h"
 
-#include "vlrnn/core/heads.h"
-#include "vlrnn/core/models.h"
 #include "vlrnn/methods/block.h"
 #include "vlrnn/methods/registry.h"
 
 #include <fmt/format.h>
 
-#include <cmath>
 
 namespace vlrnn::verify {
-
-std::string VerifyCase::name() const {
-  std::string model_name = model == "gru_lstm" ? model : fmt::format("{}x{}", model, num_layers);
-  if (dropout > 0) model_name += fmt::format("+drop{}", dropout);
-  return fmt::format("{}/{}/{}/{}/h0={}/T={}{}", model_name, head, reduction,
-                     dtype == torch::kFloat64 ? "f64" : "f32", h0_with_grad ? "grad" : "none",
-                     time_steps, variable_lengths ? "/var" : "");
-}
 
 namespace {
 
@@ -41,7 +30,6 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
   }
   // Schedule-based methods (vlrnn/schedule/): one variant each keeps verify quick; the
   // schedule tests (tests/schedule) cover more (revolve with one slot, other budgets).
-  if (method == "uniform") return {"uniform:block=5"};
   if (method == "revolve") return {"revolve:slots=3"};
   // percent is raised to the minimum feasible budget when below it: 1% nests recomputation.
   if (method == "planner") return {"planner:percent=1"};
@@ -92,16 +80,25 @@ std::vector<VerifyCase> default_matrix() {
       {"lstm_block", 3, "mse", 0.3}};
   std::vector<VerifyCase> cases;
   VerifyCase base;
+  const int64_t T = base.time_steps;
+  // Every sequence T long; mixed lengths, unsorted, one of length 1, one shorter than most
+  // blocks, one of length T; and the same with no sequence reaching T (a batch padded to a
+  // bucket length), so that whole blocks at the end hold only padding.
+  const std::vector<std::vector<int64_t>> length_sets = {{}, {17, T, 1, 4}, {17, 9, 1, 4}};
   auto add_cases = [&](const std::vector<ModelShape>& shapes, const std::vector<std::string>& specs) {
     for (const auto& spec : specs) {
       for (const auto& m : shapes) {
         for (const char* reduction : {"sum", "mean"}) {
           for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
             for (bool h0_with_grad : {true, false}) {
-             for (bool variable_lengths : {false, true}) {
+             for (const auto& lengths : length_sets) {
               VerifyCase c = base;
-              c.variable_lengths = variable_lengths;
-              if (variable_lengths) c.batch = 4;
+              c.lengths = lengths;
+              if (!lengths.empty()) c.batch = int64_t(lengths.size());
+              // The padded tail runs with and without dL/dx asked for (paired with the h0
+              // mode, so the matrix does not double): a block no sequence reaches gets no
+              // input gradient at all.
+              if (&lengths == &length_sets.back()) c.inputs_with_grad = h0_with_grad;
               c.model = m.kind;
               c.num_layers = m.layers;
               c.dropout = m.dropout;
@@ -124,69 +121,6 @@ std::vector<VerifyCase> default_matrix() {
     add_cases(gru_variants, reduced_method_variants(method, base.time_steps));
   }
   return cases;
-}
-
-VerifyOutcome run_case(const VerifyCase& spec) {
-  VerifyOutcome outcome;
-  outcome.spec = spec;
-  outcome.tolerance = tolerance_for(spec.dtype);
-  try {
-    torch::manual_seed(spec.seed);
-    ModelConfig config;
-    config.kind = spec.model;
-    config.input_size = spec.input_size;
-    config.hidden_size = spec.hidden_size;
-    config.num_layers = spec.num_layers;
-    config.dropout = spec.dropout;
-    auto model = make_model(config);
-    model->to(spec.dtype);
-    auto head = make_head(spec.head, model->output_size(), spec.head == "ce" ? 3 : 2);
-    head->to(spec.dtype);
-    const auto options = torch::TensorOptions().dtype(spec.dtype);
-
-    SequenceBatch batch;
-    batch.inputs = torch::randn({spec.time_steps, spec.batch, spec.input_size}, options)
-                       .requires_grad_(true);  // [T, B, F]
-    batch.targets = random_targets(*head, spec.time_steps, spec.batch, options);
-    if (spec.variable_lengths) {
-      batch.lengths = torch::tensor({std::min<int64_t>(17, spec.time_steps), spec.time_steps,
-                                     int64_t(1), std::min<int64_t>(4, spec.time_steps)});
-      // Padding is nan (-1 for class targets): any leak into a valid step fails the case.
-      auto padded = torch::arange(spec.time_steps).unsqueeze(1) >= batch.lengths.unsqueeze(0);
-      torch::NoGradGuard no_grad;
-      batch.inputs.masked_fill_(padded.unsqueeze(-1), NAN);
-      if (batch.targets.is_floating_point()) {
-        batch.targets.masked_fill_(padded.unsqueeze(-1), NAN);
-      } else {
-        batch.targets.masked_fill_(padded, -1);
-      }
-    }
-    State h0;
-    if (spec.h0_with_grad) {
-      std::vector<torch::Tensor> tensors;
-      for (const auto& s : model->state_spec()) {
-        tensors.push_back(torch::randn(s.shape_for_batch(spec.batch), options).requires_grad_(true));
-      }
-      h0 = State(std::move(tensors));
-    }
-    const Workload workload{*model, *head, batch, h0, reduction_from_string(spec.reduction)};
-
-    auto reference_method = make_method("full");
-    auto method = make_method_from_spec(spec.method);
-    outcome.exact = method->is_exact();
-    // Both runs start from the same generator state, so a model that draws random numbers
-    // (dropout) sees the same draws in every method.
-    torch::manual_seed(spec.seed + 1);
-    const auto reference = run_and_snapshot(*reference_method, workload);
-    torch::manual_seed(spec.seed + 1);
-    const auto got = run_and_snapshot(*method, workload);
-    outcome.diff = compare(got, reference);
-    outcome.passed = !outcome.exact || outcome.diff.max_rel <= outcome.tolerance;
-  } catch (const std::exception& e) {
-    outcome.error = e.what();
-    outcome.passed = false;
-  }
-  return outcome;
 }
 
 }  // namespace vlrnn::verify

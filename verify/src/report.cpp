@@ -19,6 +19,7 @@ void print_table(std::ostream& out, const std::vector<VerifyOutcome>& outcomes,
                                                 : "FAIL";
     if (!o.error.empty()) {
       out << fmt::format("{:<38} {:<22} {}: {}\n", o.spec.name(), o.spec.method, result, o.error);
+      if (!o.rerun.empty()) out << "    rerun: " << o.rerun << "\n";
       continue;
     }
     std::string tail;
@@ -29,6 +30,8 @@ void print_table(std::ostream& out, const std::vector<VerifyOutcome>& outcomes,
     out << fmt::format("{:<38} {:<22} {:>10.2e} {:>10.2e} {:>8.0e}  {:<28} {}{}\n", o.spec.name(),
                        o.spec.method, o.diff.max_abs, o.diff.max_rel, o.tolerance, o.diff.worst,
                        result, tail);
+    if (!o.passed && !o.diagnosis.empty()) out << "    likely cause: " << o.diagnosis << "\n";
+    if (!o.passed && !o.rerun.empty()) out << "    rerun: " << o.rerun << "\n";
   }
 }
 
@@ -61,6 +64,8 @@ void write_json(const std::string& path, const std::vector<VerifyOutcome>& outco
                      {"h0", o.spec.h0_with_grad ? "grad" : "none"},
                      {"time_steps", o.spec.time_steps},
                      {"batch", o.spec.batch},
+                     {"lengths", o.spec.lengths},
+                     {"seed", o.spec.seed},
                      {"exact", o.exact},
                      {"max_abs_diff", o.diff.max_abs},
                      {"max_rel_diff", o.diff.max_rel},
@@ -69,7 +74,9 @@ void write_json(const std::string& path, const std::vector<VerifyOutcome>& outco
                      {"grad_cosine", o.diff.grad_cosine},
                      {"tolerance", o.tolerance},
                      {"passed", o.passed},
-                     {"error", o.error}});
+                     {"error", o.error},
+                     {"diagnosis", o.diagnosis},
+                     {"rerun", o.rerun}});
   }
   std::ofstream file(path);
   TORCH_CHECK(file, "--json: cannot open \"", path, "\" for writing");

@@ -9,6 +9,10 @@ BlockLstm::BlockLstm(int64_t input_size, int64_t hidden_size, int64_t num_layers
     : BlockRnn("lstm", 4, {"h", "c"}, input_size, hidden_size, num_layers, dropout),
       save_(save) {}
 
+std::string BlockLstm::describe() const {
+  return RecurrentModule::describe() + " save=" + to_string(save_);
+}
+
 LstmWeights BlockLstm::weights(int64_t layer) const {
   const auto& p = layer_parameters(layer);
   return {p[0], p[1], p[2], p[3]};

@@ -15,6 +15,10 @@ GruWeights BlockGru::weights(int64_t layer) const {
   return {p[0], p[1], p[2], p[3]};
 }
 
+std::string BlockGru::describe() const {
+  return RecurrentModule::describe() + " variant=" + to_string(variant_);
+}
+
 std::pair<torch::Tensor, State> BlockGru::forward_layer(int64_t layer, const torch::Tensor& x,
                                                         const State& entry,
                                                         const torch::Tensor& mask) {

@@ -5,6 +5,14 @@
 
 namespace vlrnn {
 
+std::string RecurrentModule::describe() const {
+  std::string out = name();
+  for (const auto& p : named_parameters()) {
+    out += fmt::format(" {}[{}]", p.key(), fmt::join(p.value().sizes(), ","));
+  }
+  return out;
+}
+
 State RecurrentModule::initial_state(int64_t batch, const torch::TensorOptions& options) const {
   std::vector<torch::Tensor> tensors;
   for (const auto& spec : state_spec()) {

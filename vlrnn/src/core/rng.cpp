@@ -19,6 +19,11 @@ void set_state_of(at::Generator generator, const torch::Tensor& state) {
   generator.set_state(state);
 }
 
+at::Generator copy_of(at::Generator generator) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.clone();
+}
+
 const at::Generator& cuda_generator(c10::DeviceIndex index) {
   return at::detail::getCUDAHooks().getDefaultCUDAGenerator(index);
 }
@@ -33,17 +38,25 @@ torch::Tensor share_if_unchanged(torch::Tensor state, torch::Tensor& last) {
   return state;
 }
 
+// The last snapshot of each generator in this thread: what the next capture shares.
+struct LastSnapshots {
+  torch::Tensor cpu, cuda;
+};
+LastSnapshots& last_snapshots() {
+  static thread_local LastSnapshots last;
+  return last;
+}
+
 }  // namespace
 
 RngState RngState::capture(const torch::Device& device) {
   RngState snapshot;
-  static thread_local torch::Tensor last_cpu_state, last_cuda_state;
-  snapshot.cpu_state_ =
-      share_if_unchanged(state_of(at::detail::getDefaultCPUGenerator()), last_cpu_state);
+  auto& last = last_snapshots();
+  snapshot.cpu_state_ = share_if_unchanged(state_of(at::detail::getDefaultCPUGenerator()), last.cpu);
   if (device.is_cuda()) {
     snapshot.cuda_index_ = device.has_index() ? device.index() : c10::DeviceIndex(0);
     snapshot.cuda_state_ =
-        share_if_unchanged(state_of(cuda_generator(snapshot.cuda_index_)), last_cuda_state);
+        share_if_unchanged(state_of(cuda_generator(snapshot.cuda_index_)), last.cuda);
   }
   return snapshot;
 }
@@ -52,6 +65,27 @@ void RngState::restore() const {
   TORCH_CHECK(captured(), "RngState::restore: nothing was captured");
   set_state_of(at::detail::getDefaultCPUGenerator(), cpu_state_);
   if (cuda_state_.defined()) set_state_of(cuda_generator(cuda_index_), cuda_state_);
+  // The generators now hold exactly these snapshots: the next capture shares them rather than
+  // allocating an equal copy (so a measurement that restores the generators, like the
+  // planner's calibration, leaves no new snapshot behind for the step around it).
+  auto& last = last_snapshots();
+  last.cpu = cpu_state_;
+  if (cuda_state_.defined()) last.cuda = cuda_state_;
+}
+
+RngCopy RngCopy::take(const torch::Device& device) {
+  RngCopy copy;
+  copy.cpu_ = copy_of(at::detail::getDefaultCPUGenerator());
+  if (device.is_cuda()) {
+    copy.cuda_index_ = device.has_index() ? device.index() : c10::DeviceIndex(0);
+    copy.cuda_ = copy_of(cuda_generator(copy.cuda_index_));
+  }
+  return copy;
+}
+
+void RngCopy::restore() const {
+  set_state_of(at::detail::getDefaultCPUGenerator(), copy_of(cpu_).get_state());
+  if (cuda_.defined()) set_state_of(cuda_generator(cuda_index_), copy_of(cuda_).get_state());
 }
 
 }  // namespace vlrnn

@@ -30,42 +30,93 @@ CudaBytes cuda_allocated(const torch::Device& device) {
 }
 #endif
 
+// The innermost open scope (NOTE [ Nested step scopes ]).
+StepMemoryScope* innermost_scope = nullptr;
+
 }  // namespace
 
-StepMemoryScope::StepMemoryScope(torch::Device device) : device_(device) {
-  synchronize(device_);  // work queued before the step must not land inside it
-  memory_.rss_peak_reset = reset_peak_rss();
+int64_t StepMemoryScope::device_peak_bytes() const {
+#ifdef VLRNN_WITH_CUDA
+  if (device_.is_cuda()) return cuda_allocated(device_).peak;
+#endif
+  return CpuMemoryTracker::instance().peak_bytes();
+}
+
+void StepMemoryScope::reset_device_peak() const {
 #ifdef VLRNN_WITH_CUDA
   if (device_.is_cuda()) {
     c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device_));
+    return;
+  }
+#endif
+  CpuMemoryTracker::instance().reset_peak();
+}
+
+StepMemoryScope::StepMemoryScope(torch::Device device) : device_(device) {
+#ifdef VLRNN_WITH_CUDA
+  const bool supported = device_.is_cpu() || device_.is_cuda();
+#else
+  const bool supported = device_.is_cpu();
+#endif
+  TORCH_CHECK(supported, "StepMemoryScope device: expected cpu (or cuda in a "
+              "VLRNN_WITH_CUDA build), got ", device_);
+  synchronize(device_);  // work queued before the step must not land inside it
+  if (device_.is_cpu()) {
+    auto& tracker = CpuMemoryTracker::instance();
+    if (!tracker.installed()) {
+      tracker.install();
+      installed_tracker_ = true;
+    }
+  }
+  enclosing_ = innermost_scope;
+  if (enclosing_ != nullptr) {  // keep what the enclosing scope has seen so far
+    enclosing_->carried_peak_bytes_ =
+        std::max(enclosing_->carried_peak_bytes_, enclosing_->device_peak_bytes());
+    enclosing_->carried_peak_rss_bytes_ =
+        std::max(enclosing_->carried_peak_rss_bytes_, peak_rss_bytes());
+  }
+  innermost_scope = this;
+  memory_.rss_peak_reset = reset_peak_rss();
+  reset_device_peak();
+#ifdef VLRNN_WITH_CUDA
+  if (device_.is_cuda()) {
     memory_.start_bytes = cuda_allocated(device_).current;
     return;
   }
 #endif
-  TORCH_CHECK(device_.is_cpu(), "StepMemoryScope device: expected cpu (or cuda in a "
-              "VLRNN_WITH_CUDA build), got ", device_);
-  auto& tracker = CpuMemoryTracker::instance();
-  tracker.install();
-  memory_.start_bytes = tracker.reset_peak();
+  memory_.start_bytes = CpuMemoryTracker::instance().current_bytes();
+}
+
+StepMemoryScope::~StepMemoryScope() { close(); }
+
+void StepMemoryScope::close() {
+  if (!open_) return;
+  open_ = false;
+  if (innermost_scope == this) innermost_scope = enclosing_;
+  if (enclosing_ != nullptr) {
+    // The enclosing scope goes on from what this one left live, not from its peak.
+    reset_peak_rss();
+    reset_device_peak();
+  }
+  if (installed_tracker_) CpuMemoryTracker::instance().uninstall();
 }
 
 StepMemory StepMemoryScope::finish() {
+  TORCH_CHECK(open_, "StepMemoryScope::finish: the scope was already finished");
   synchronize(device_);
   StepMemory out = memory_;
 #ifdef VLRNN_WITH_CUDA
   if (device_.is_cuda()) {
-    const auto bytes = cuda_allocated(device_);
-    out.peak_bytes = bytes.peak;
-    out.end_bytes = bytes.current;
+    out.end_bytes = cuda_allocated(device_).current;
   } else
 #endif
   {
-    const auto& tracker = CpuMemoryTracker::instance();
-    out.peak_bytes = tracker.peak_bytes();
-    out.end_bytes = tracker.current_bytes();
+    out.end_bytes = CpuMemoryTracker::instance().current_bytes();
   }
+  out.peak_bytes = std::max(carried_peak_bytes_, device_peak_bytes());
   out.step_peak_bytes = std::max<int64_t>(0, out.peak_bytes - out.start_bytes);
-  out.peak_rss_bytes = peak_rss_bytes();
+  out.peak_rss_bytes = std::max(carried_peak_rss_bytes_, peak_rss_bytes());
+  close();
   return out;
 }
 

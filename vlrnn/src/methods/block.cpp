@@ -22,18 +22,29 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
   return {(weights * losses).sum(), losses.detach()};
 }
 
+std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
+                                          int64_t t0, int64_t n, const State& entry) {
+  const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid steps in the block
+  if (!lengths.defined() || lengths.min().item<int64_t>() >= n) {
+    return workload.model.forward(inputs, entry, lengths);
+  }
+  // NOTE [ Padding never reaches the model ]
+  auto valid = torch::arange(n, lengths.options()).unsqueeze(1) < lengths.unsqueeze(0);  // [n, B]
+  auto masked = torch::where(valid.unsqueeze(-1).to(inputs.device()), inputs,
+                             torch::zeros({}, inputs.options().requires_grad(false)));
+  return workload.model.forward(masked, entry, lengths);
+}
+
 BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,
                            int64_t n, const State& entry) {
-  const auto lengths = workload.batch.slice(t0, n).lengths;
-  auto [z, exit] = workload.model.forward(inputs, entry, lengths);  // z [n, B, Z]
+  auto [z, exit] = run_model(workload, inputs, t0, n, entry);  // z [n, B, Z]
   auto [loss, step_losses] = head_loss(workload, z, t0, n);
   return {std::move(loss), std::move(step_losses), std::move(exit)};
 }
 
 State advance_without_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry) {
   torch::NoGradGuard no_grad;
-  const auto block = workload.batch.slice(t0, n);
-  return workload.model.forward(block.inputs, entry, block.lengths).second;
+  return run_model(workload, workload.batch.inputs.narrow(0, t0, n), t0, n, entry).second;
 }
 
 void backward_block(const BlockForward& block, const State& exit_grad) {

@@ -1,5 +1,7 @@
 #include "vlrnn/methods/gradient_method.h"
 
+#include "vlrnn/core/rng.h"
+
 namespace vlrnn {
 
 Workload validated(const Workload& workload) {
@@ -27,6 +29,9 @@ Workload validated(const Workload& workload) {
     TORCH_CHECK(p.value().scalar_type() == x.scalar_type(), "head parameter ", p.key(),
                 ": dtype ", p.value().scalar_type(), " differs from batch.inputs' dtype ",
                 x.scalar_type(), "; convert the head with head->to(dtype)");
+    TORCH_CHECK(p.value().device() == x.device(), "head parameter ", p.key(), ": on ",
+                p.value().device(), " but batch.inputs are on ", x.device(),
+                "; move the head with head->to(device)");
   }
   TORCH_CHECK(workload.head.input_size() == workload.model.output_size(),
               "head: expected input size ", workload.model.output_size(),
@@ -37,6 +42,8 @@ Workload validated(const Workload& workload) {
   TORCH_CHECK(y.dim() >= 2 && y.size(0) == steps && y.size(1) == batch,
               "batch.targets: expected leading dimensions [T, B] = [", steps, ", ", batch,
               "] matching batch.inputs, got shape ", y.sizes());
+  TORCH_CHECK(y.device() == x.device(), "batch.targets: expected them on ", x.device(),
+              " with batch.inputs, got ", y.device());
   Workload out = workload;
   if (workload.batch.has_lengths()) {
     const auto& lengths = workload.batch.lengths;
@@ -62,13 +69,28 @@ Workload validated(const Workload& workload) {
     out.h0 = workload.model.initial_state(batch, x.options().requires_grad(false));
   } else {
     workload.model.check_state(workload.h0, batch, x.scalar_type(), "h0");
+    for (size_t i = 0; i < workload.h0.size(); ++i) {
+      TORCH_CHECK(workload.h0[i].device() == x.device(), "h0[", i, "]: expected it on ",
+                  x.device(), " with batch.inputs, got ", workload.h0[i].device());
+    }
   }
   return out;
 }
 
 GradientResult GradientMethod::compute(const Workload& workload) {
   const Workload checked = validated(workload);
-  GradientResult result = compute_impl(checked);
+  // NOTE [ Generators on failure ]: a method that throws midway (a model error in its third
+  // block, an out-of-memory) has drawn or restored generator states partway through; put
+  // them back where the call found them, so a caller that catches the error and goes on
+  // draws what it would have drawn.
+  const RngCopy on_entry = RngCopy::take(checked.batch.inputs.device());
+  GradientResult result;
+  try {
+    result = compute_impl(checked);
+  } catch (...) {
+    on_entry.restore();
+    throw;
+  }
   if (checked.batch.from_packed) {
     result.packed_step_losses = torch::nn::utils::rnn::pack_padded_sequence(
         result.step_losses, checked.batch.lengths, /*batch_first=*/false,

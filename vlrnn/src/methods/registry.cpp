@@ -87,30 +87,8 @@ const std::vector<MethodEntry>& method_registry() {
                      "tbptt: give k, or k1 and k2, not both");
          return std::make_unique<TbpttMethod>(options);
        }},
-      // Schedule-based methods (vlrnn/schedule/): one executor runs each scheduler's op list.
-      {"uniform",
-       "VLRNN blocks as a schedule (the schedule executor); option block=K (default "
-       "ceil(sqrt(T)))",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         const int64_t k = p.take("block", 0);
-         p.finish("uniform", {"block"});
-         TORCH_CHECK(!p.has("block") || k > 0, "uniform block: expected K >= 1, got ", k);
-         return std::make_unique<schedule::ScheduleMethod>(
-             "uniform", k > 0 ? fmt::format("uniform(K={})", k) : "uniform(K=sqrt(T))",
-             [k](const Workload& w) {
-               const int64_t T = w.batch.time_steps();
-               return schedule::uniform_schedule(
-                   T, k > 0 ? k : sqrt_steps(T));
-             });
-       }},
-      {"sqrt", "sqrt(T) checkpointing as a schedule: ceil(sqrt(T)) segments, each re-run once",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         p.finish("sqrt", {});
-         return std::make_unique<schedule::ScheduleMethod>(
-             "sqrt", "sqrt(T) segments", [](const Workload& w) {
-               return schedule::sqrt_checkpoint_schedule(w.batch.time_steps());
-             });
-       }},
+      // Schedule-based methods beyond uniform blocks (vlrnn/schedule/): one executor runs
+      // each scheduler's op list; "vlrnn" above is the uniform schedule.
       {"revolve",
        "binomial checkpointing (Griewank's revolve) with s state slots, h0's included: the "
        "fewest recomputations for s slots; option slots=s (default 4)",

@@ -1,5 +1,6 @@
 #include "vlrnn/schedule/planner_method.h"
 
+#include "vlrnn/measure/step_memory.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
@@ -8,24 +9,25 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <map>
+#include <list>
+#include <mutex>
 
 namespace vlrnn::schedule {
 namespace {
 
-// What the cost model depends on: shapes, dtype, device, which tensors want gradients and
-// the lengths (active sequences per step).
+// What the cost model depends on: shapes, dtype, device, which tensors want gradients, the
+// lengths (active sequences per step), and the model and head themselves (their structure:
+// gru and gru_v1 .. gru_v4 have the same parameter shapes and different costs).
 std::string signature(const Workload& w) {
   const auto& x = w.batch.inputs;
   std::string s = fmt::format("{} {} {} x_grad={} h0_grad={} mean={}", fmt::join(x.sizes(), "x"),
                               c10::toString(x.scalar_type()), x.device().str(),
                               x.requires_grad(), w.h0.requires_grad(),
                               w.reduction == Reduction::kMean);
-  int64_t model_params = 0, head_params = 0;
-  for (const auto& p : w.model.parameters()) model_params += p.numel();
+  int64_t head_params = 0;
   for (const auto& p : w.head.parameters()) head_params += p.numel();
-  s += fmt::format(" model={}:{}:{} head={}:{}", model_params, w.model.state_spec().size(),
-                   w.model.output_size(), head_params, w.head.input_size());
+  s += fmt::format(" model={} head={}:{}:{}", w.model.describe(), w.head.name(), head_params,
+                   w.head.input_size());
   if (w.batch.has_lengths()) {
     s += fmt::format(" lengths={}", fmt::join(std::vector<int64_t>(
         w.batch.lengths.data_ptr<int64_t>(),
@@ -34,14 +36,47 @@ std::string signature(const Workload& w) {
   return s;
 }
 
+// NOTE [ Cost-model cache ]: measuring a cost model takes a few short runs of the workload,
+// so the planner and `vlrnn budget` share one per workload signature. The cache holds the
+// kCostModelCacheSize most recently used models, and one mutex guards it: two threads
+// asking for the same signature measure it once (measurement is not concurrent anyway: the
+// peak counters it reads are process-wide).
+constexpr size_t kCostModelCacheSize = 16;
+
+struct CostModelCache {
+  std::mutex mutex;
+  std::list<std::pair<std::string, CostModel>> entries;  // most recently used first
+};
+
+CostModelCache& cost_model_cache() {
+  static CostModelCache cache;
+  return cache;
+}
+
 }  // namespace
 
-const CostModel& measured_cost_model(const Workload& workload) {
-  static std::map<std::string, CostModel> cache;
+CostModel measured_cost_model(const Workload& workload) {
   const auto sig = signature(workload);
-  auto it = cache.find(sig);
-  if (it == cache.end()) it = cache.emplace(sig, measure_cost_model(workload)).first;
-  return it->second;
+  auto& cache = cost_model_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
+    if (it->first == sig) {
+      cache.entries.splice(cache.entries.begin(), cache.entries, it);
+      return it->second;
+    }
+  }
+  // NOTE [ Nested step scopes ]: calibration is not the step. Inside a scope of its own,
+  // what it allocates and frees does not count toward a step being measured around it.
+  measure::StepMemoryScope calibration(workload.batch.inputs.device());
+  cache.entries.emplace_front(sig, measure_cost_model(workload));
+  if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
+  return cache.entries.front().second;
+}
+
+size_t cached_cost_models() {
+  auto& cache = cost_model_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.entries.size();
 }
 
 PlannerMethod::PlannerMethod(PlannerOptions options) : options_(options) {

@@ -96,7 +96,12 @@ GradientResult execute_schedule(const Schedule& schedule, const Workload& worklo
           for (const auto& h : tape.entry) entry_grads.push_back(h.grad());
         }
         delta = State(std::move(entry_grads));
-        if (want_input_grad) input_grad.narrow(0, a, n).copy_(tape.inputs.grad());
+        // NOTE [ Steps no sequence reaches ]: when every sequence ends before a (a batch
+        // padded to a bucket length), the range's inputs feed nothing and get no gradient;
+        // their slice of dL/dx stays zero, as in full BPTT.
+        if (want_input_grad && tape.inputs.grad().defined()) {
+          input_grad.narrow(0, a, n).copy_(tape.inputs.grad());
+        }
         tapes.erase(it);
         break;
       }
@@ -119,8 +124,7 @@ ScheduleMethod::ScheduleMethod(std::string name, std::string description, Schedu
 }
 
 GradientResult ScheduleMethod::compute_impl(const Workload& workload) {
-  last_ = scheduler_(workload);
-  return execute_schedule(last_, workload);
+  return execute_schedule(scheduler_(workload), workload);
 }
 
 }  // namespace vlrnn::schedule

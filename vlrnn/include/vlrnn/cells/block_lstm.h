@@ -18,6 +18,7 @@ class BlockLstm : public BlockRnn {
             double dropout = 0.0, LstmSave save = LstmSave::kGates);
 
   LstmSave save() const { return save_; }
+  std::string describe() const override;  // the save mode too: same shapes, other costs
   // Layer l's parameters (shared, not copied) in LibTorch's layout.
   LstmWeights weights(int64_t layer = 0) const;
 

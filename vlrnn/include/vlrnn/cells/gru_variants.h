@@ -19,6 +19,8 @@ class BlockGru : public BlockRnn {
   BlockGru(GruVariant variant, int64_t input_size, int64_t hidden_size, int64_t num_layers = 1,
            double dropout = 0.0);
 
+  std::string describe() const override;  // the variant too: same shapes, other costs
+
   GruVariant variant() const { return variant_; }
   // Layer l's parameters (shared, not copied) in LibTorch's layout.
   GruWeights weights(int64_t layer = 0) const;

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,12 @@ class RecurrentModule : public torch::nn::Module {
   virtual int64_t input_size() const = 0;   // F
   virtual int64_t output_size() const = 0;  // Z
   virtual std::vector<StateSpec> state_spec() const = 0;
+
+  // What tells this model apart from another with the same parameter shapes but different
+  // costs (caches of measured costs are keyed by it). The default: the class and every
+  // parameter's name and shape; a module whose behaviour depends on more (a variant, an
+  // option) adds it.
+  virtual std::string describe() const;
 
   // The zero state for a batch of `batch` sequences (what "h_0 absent" means).
   State initial_state(int64_t batch, const torch::TensorOptions& options) const;

@@ -38,4 +38,17 @@ class RngState {
   c10::DeviceIndex cuda_index_ = -1;
 };
 
+// Copies of the generators themselves (engine objects, no tensor): cheap enough to take on
+// every gradient step and invisible to the memory meters, for putting the generators back
+// when a method fails midway (NOTE [ Generators on failure ] in gradient_method.cpp).
+class RngCopy {
+ public:
+  static RngCopy take(const torch::Device& device);
+  void restore() const;
+
+ private:
+  at::Generator cpu_, cuda_;
+  c10::DeviceIndex cuda_index_ = -1;
+};
+
 }  // namespace vlrnn

@@ -8,6 +8,16 @@
 //
 // The step peak is what the step needs on top of what was live before it (parameters,
 // inputs, ...), so it does not depend on what else the process holds.
+//
+// NOTE [ Nested step scopes ]
+// The peak counters (tracked bytes, the CUDA allocator's peak, VmHWM) are process-wide, and
+// opening a scope resets them. A scope opened while another is open (the planner measuring
+// its cost model inside a measured step) is a measurement of its own, not part of the
+// enclosing step: the enclosing scope keeps the peak it had seen before the nested one
+// opened, and after the nested one closes it sees only what the nested region left live.
+// So the enclosing step's peak is the same whether or not a nested measurement ran inside
+// it (a cold planner reports the same step peak as a warm one), and no scope resets another's
+// peak. A scope leaves the CPU tracker installed only if it was installed before it opened.
 
 #include "vlrnn/methods/gradient_method.h"
 
@@ -24,16 +34,31 @@ struct StepMemory {
   bool rss_peak_reset = false;  // false: peak_rss_bytes is the process's lifetime peak
 };
 
-// Opens a step: resets the peaks and notes the bytes live. finish() closes it.
-// One scope at a time per device (the peaks are process-wide).
+// Opens a step: resets the peaks and notes the bytes live. finish() closes it (so does
+// the destructor, when an exception skipped finish()). Scopes nest (NOTE [ Nested step
+// scopes ]); they are not meant to be opened from two threads at once.
 class StepMemoryScope {
  public:
   explicit StepMemoryScope(torch::Device device);
+  ~StepMemoryScope();
+  StepMemoryScope(const StepMemoryScope&) = delete;
+  StepMemoryScope& operator=(const StepMemoryScope&) = delete;
+
   StepMemory finish();
 
  private:
+  void close();
+  // The device's peak tensor bytes since the last reset, and the reset itself.
+  int64_t device_peak_bytes() const;
+  void reset_device_peak() const;
+
   torch::Device device_;
   StepMemory memory_;
+  StepMemoryScope* enclosing_ = nullptr;  // the scope open when this one opened
+  int64_t carried_peak_bytes_ = 0;        // peaks seen before nested scopes reset the counters
+  int64_t carried_peak_rss_bytes_ = -1;
+  bool installed_tracker_ = false;        // this scope installed the CPU tracker
+  bool open_ = true;
 };
 
 // Bytes of the workload's own tensors — parameters of model and head, inputs, targets,

@@ -27,6 +27,15 @@ struct HeadLoss {
 };
 HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0, int64_t n);
 
+// The model on steps [t0, t0 + n) from `entry`: (z [n, B, Z], exit state). Every method
+// calls the model through here. NOTE [ Padding never reaches the model ]: inputs past a
+// sequence's end may hold anything (NaN included, as verify pads them); a model that honours
+// lengths by masking its outputs would still multiply NaN by a weight, and NaN · 0 = NaN in
+// the weight gradient. So the padded steps of `inputs` [n, B, F] are replaced by zeros
+// (a select, whose backward sends them no gradient) before the model sees them.
+std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
+                                          int64_t t0, int64_t n, const State& entry);
+
 // Runs the model and head on steps [t0, t0 + n) from `entry`, recording autograd.
 // `inputs` are the batch's inputs for the block (the caller picks whether they are a view
 // of the batch or a detached leaf).

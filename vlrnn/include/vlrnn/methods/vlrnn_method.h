@@ -1,8 +1,11 @@
 #pragma once
 // VLRNN: exact BPTT in blocks of K steps, for the price of one extra forward pass without
 // gradients. Memory: K steps of activations + one stored state per block.
+//
+// VLRNN is the uniform schedule (vlrnn/schedule/schedulers.h: uniform_schedule) run by the
+// one schedule executor (vlrnn/schedule/schedule_method.h); this class only chooses K.
 
-#include "vlrnn/methods/gradient_method.h"
+#include "vlrnn/schedule/schedule_method.h"
 
 namespace vlrnn {
 
@@ -17,16 +20,11 @@ struct VlrnnOptions {
   VlrnnOptions& with_num_blocks(int64_t n) { num_blocks = n; return *this; }
 };
 
-class VlrnnMethod : public GradientMethod {
+class VlrnnMethod : public schedule::ScheduleMethod {
  public:
   explicit VlrnnMethod(VlrnnOptions options = {});
-  std::string name() const override { return "vlrnn"; }
-  std::string describe() const override;
   // The block length used for a sequence of `time_steps` steps.
   int64_t block_length_for(int64_t time_steps) const;
-
- protected:
-  GradientResult compute_impl(const Workload& workload) override;
 
  private:
   VlrnnOptions options_;

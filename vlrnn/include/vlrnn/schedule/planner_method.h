@@ -21,10 +21,12 @@ struct PlannerOptions {
 
 // The cost model of `workload` (validated), measured on first use in this process and then
 // reused for every workload with the same signature (shapes, dtype, device, lengths, which
-// tensors want gradients, and the model's and head's parameter counts): drivers that
-// predict a plan (vlrnn budget) and the planner method that runs it then see the same model
-// and so the same plan.
-const CostModel& measured_cost_model(const Workload& workload);
+// tensors want gradients, the model's structure and the head): drivers that predict a plan
+// (vlrnn budget) and the planner method that runs it then see the same model and so the
+// same plan. Bounded and thread-safe (NOTE [ Cost-model cache ] in the .cpp).
+CostModel measured_cost_model(const Workload& workload);
+// How many cost models the cache holds now (at most a fixed bound).
+size_t cached_cost_models();
 
 class PlannerMethod : public GradientMethod {
  public:
@@ -32,9 +34,6 @@ class PlannerMethod : public GradientMethod {
   std::string name() const override { return "planner"; }
   std::string describe() const override;
 
-  // The last workload's cost model and plan (valid after a compute()).
-  const CostModel& cost_model() const { return model_; }
-  const Plan& last_plan() const { return plan_; }
   // The budget in bytes for `model` (budget_bytes, or the percentage of full's peak).
   int64_t budget_for(const CostModel& model) const;
 

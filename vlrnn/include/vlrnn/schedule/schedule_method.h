@@ -25,12 +25,10 @@ GradientResult execute_schedule(const Schedule& schedule, const Workload& worklo
 
 class ScheduleMethod : public GradientMethod {
  public:
-  // `name`: the registry name ("uniform", "revolve", ...); `description`: with options.
+  // `name`: the registry name ("vlrnn", "revolve", ...); `description`: with options.
   ScheduleMethod(std::string name, std::string description, Scheduler scheduler);
   std::string name() const override { return name_; }
   std::string describe() const override { return description_; }
-  // The schedule of the last compute() (empty before the first).
-  const Schedule& last_schedule() const { return last_; }
 
  protected:
   GradientResult compute_impl(const Workload& workload) override;
@@ -38,7 +36,6 @@ class ScheduleMethod : public GradientMethod {
  private:
   std::string name_, description_;
   Scheduler scheduler_;
-  Schedule last_;
 };
 
 }  // namespace vlrnn::schedule

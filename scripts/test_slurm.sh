@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The sharded-sweep test on a real Slurm: installs Debian's slurm-wlm and munge when missing,
+# starts a one-node cluster on localhost (munged, slurmctld and slurmd run directly, their
+# configuration, state and logs in a temporary folder; no systemd, no cgroups), then
+#   1. runs experiments/configs/slurm-smoke.json unsharded (the reference point set);
+#   2. submits it as a 3-task array through scripts/slurm/submit.sh, SIGKILLs task 1's sweep
+#      after its first group is recorded, and checks that the merge job reports the missing points
+#      and that shard 1 owes them;
+#   3. resubmits task 1 (`submit.sh ... --only 1`) and checks that the merged result holds
+#      exactly the unsharded run's points, each once;
+# and stops every daemon it started and removes the folder (also on failure or Ctrl-C).
+# Packages it installs stay, as scripts/install_deps.sh's do.
+#
+# Needs root (to install packages and run slurmd) and build/vlrnn (scripts/build.sh).
+# Bounded: the whole test is killed after VLRNN_SLURM_TEST_TIMEOUT seconds (default 300).
+# VLRNN_SKIP_SLURM=1 skips it (for a machine without apt or root); without it, a machine
+# where Slurm cannot be installed or started fails the test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+if [[ ${VLRNN_SKIP_SLURM:-0} == 1 ]]; then
+  echo "test_slurm.sh: SKIPPED (VLRNN_SKIP_SLURM=1)"
+  exit 0
+fi
+limit=${VLRNN_SLURM_TEST_TIMEOUT:-300}
+if [[ -z ${VLRNN_SLURM_TEST_BOUNDED:-} ]]; then
+  # TERM at the limit runs the cleanup trap below; KILL 30 s later if even that hangs.
+  exec env VLRNN_SLURM_TEST_BOUNDED=1 timeout --kill-after=30 "$limit" "$0" "$@"
+fi
+
+fail() {
+  echo "test_slurm.sh: FAILED: $*" >&2
+  exit 1
+}
+log() { echo "test_slurm.sh: [$((SECONDS))s] $*"; }
+
+# --- install ---------------------------------------------------------------------------
+((EUID == 0)) || fail "needs root (installs slurm-wlm and munge, runs slurmd); VLRNN_SKIP_SLURM=1 skips this test"
+[[ -x build/vlrnn ]] || fail "build/vlrnn is missing: run scripts/build.sh first"
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v sbatch >/dev/null ||
+   ! command -v munged >/dev/null; then
+  log "installing slurm-wlm and munge (apt-get)"
+  command -v apt-get >/dev/null || fail "no apt-get to install slurm-wlm and munge; VLRNN_SKIP_SLURM=1 skips this test"
+  # Debian starts a package's daemon on install unless policy-rc.d says no: this test
+  # starts its own, so none may be left running by the install.
+  made_policy=0
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made_policy=1
+  fi
+  installed=0
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends slurm-wlm munge >/dev/null ||
+    { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        slurm-wlm munge >/dev/null; } && installed=1
+  ((made_policy)) && rm -f /usr/sbin/policy-rc.d
+  ((installed)) || fail "apt-get install slurm-wlm munge failed; VLRNN_SKIP_SLURM=1 skips this test"
+fi
+
+# --- a one-node cluster in a temporary folder ------------------------------------------
+tmp=$(mktemp -d /tmp/vlrnn-slurm-test.XXXXXX)
+chmod 700 "$tmp"
+pids=()
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [[ -f $tmp/slurm.conf ]]; then
+    # Jobs first (their processes are slurmstepd's, not the daemons' children), then daemons.
+    SLURM_CONF=$tmp/slurm.conf scancel --full --signal=KILL --user=root >/dev/null 2>&1 || true
+    for _ in $(seq 20); do
+      [[ -z $(SLURM_CONF=$tmp/slurm.conf squeue -h 2>/dev/null) ]] && break
+      sleep 0.5
+    done
+  fi
+  for ((i = ${#pids[@]} - 1; i >= 0; --i)); do kill -TERM "${pids[i]}" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  # Whatever is left of this cluster (a slurmstepd, a job's process) carries its SLURM_CONF,
+  # a path no other process has: end those, by id.
+  local proc
+  for proc in /proc/[0-9]*; do
+    [[ ${proc#/proc/} == "$$" ]] && continue
+    if grep -qzxF "SLURM_CONF=$tmp/slurm.conf" "$proc/environ" 2>/dev/null; then
+      kill -KILL "${proc#/proc/}" 2>/dev/null || true
+    fi
+  done
+  if ((status != 0)) && [[ -d $tmp ]]; then
+    for f in "$tmp"/*.log "$tmp"/sharded/logs/*; do
+      [[ -f $f ]] && { echo "--- $f (last 20 lines)"; tail -n 20 "$f"; } >&2
+    done
+  fi
+  rm -rf "$tmp"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'echo "test_slurm.sh: FAILED: stopped by a signal (the ${limit} s limit, VLRNN_SLURM_TEST_TIMEOUT?)" >&2; exit 124' INT TERM
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+host=$(hostname -s)
+export SLURM_CONF=$tmp/slurm.conf
+mkdir -p "$tmp/state" "$tmp/spool"
+dd if=/dev/urandom of="$tmp/munge.key" bs=1024 count=1 status=none
+chmod 400 "$tmp/munge.key"
+cat >"$SLURM_CONF" <<CONF
+ClusterName=vlrnntest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$tmp/munge.sock
+StateSaveLocation=$tmp/state
+SlurmdSpoolDir=$tmp/spool
+SlurmctldPidFile=$tmp/slurmctld.pid
+SlurmdPidFile=$tmp/slurmd.pid
+SlurmctldLogFile=$tmp/slurmctld.log
+SlurmdLogFile=$tmp/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+KillWait=5
+MinJobAge=600
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
+CONF
+
+log "starting munged, slurmctld and slurmd ($tmp)"
+# setsid: the daemons stay out of this script's process group, so the timeout's TERM
+# reaches the script (whose trap stops the jobs, then the daemons) and not them first.
+setsid munged --foreground --force --socket="$tmp/munge.sock" --key-file="$tmp/munge.key" --pid-file="$tmp/munged.pid" \
+  --log-file="$tmp/munged.log" --seed-file="$tmp/munged.seed" >"$tmp/munged.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 40); do [[ -S $tmp/munge.sock ]] && break; sleep 0.25; done
+[[ -S $tmp/munge.sock ]] || fail "munged did not start"
+setsid slurmctld -D -c -f "$SLURM_CONF" >"$tmp/slurmctld.out" 2>&1 &
+pids+=($!)
+setsid slurmd -D -N "$host" -f "$SLURM_CONF" >"$tmp/slurmd.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 60); do
+  [[ $(sinfo -h -o %T 2>/dev/null) == idle* ]] && break
+  sleep 0.5
+done
+[[ $(sinfo -h -o %T 2>/dev/null) == idle* ]] || fail "the local cluster did not come up: sinfo says '$(sinfo -h -o %T 2>&1)'"
+log "cluster up: $(sinfo -h -o '%P %D node %c CPUs %T')"
+if [[ ${1:-} == --cluster-only ]]; then
+  # For debugging this script: a shell on the running test cluster.
+  log "SLURM_CONF=$SLURM_CONF; exit the shell to stop the cluster"
+  bash -i
+  exit 0
+fi
+
+# --- the test ---------------------------------------------------------------------------
+config=experiments/configs/slurm-smoke.json
+shards=3
+export VLRNN_SLURM_CPUS=1 VLRNN_SLURM_TIME=00:10:00 VLRNN_SLURM_MERGE_TIME=00:05:00 VLRNN_SLURM_PLOT=0
+
+# JSON questions, answered by python3 (any python3: the standard library only).
+keys_of() {  # the keys of DIR/results.jsonl, one a line, in file order
+  python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    if line.strip(): print(json.loads(line)["key"])' "$1/results.jsonl"
+}
+job_state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+wait_for_job() {  # JOB SECONDS: until it leaves the queue; prints its final state
+  local deadline=$((SECONDS + $2))
+  while ((SECONDS < deadline)); do
+    case $(job_state "$1") in
+      PENDING | RUNNING | COMPLETING | CONFIGURING | "") sleep 0.5 ;;
+      *) job_state "$1"; return 0 ;;
+    esac
+  done
+  fail "job $1 still $(job_state "$1") after $2 s"
+}
+task_pid() {  # ARRAY_JOB TASK: the pid of that array task's vlrnn (the batch script execs it)
+  local proc
+  for proc in /proc/[0-9]*; do
+    if grep -qzxF "SLURM_ARRAY_JOB_ID=$1" "$proc/environ" 2>/dev/null &&
+       grep -qzxF "SLURM_ARRAY_TASK_ID=$2" "$proc/environ" 2>/dev/null &&
+       [[ $(readlink "$proc/exe" 2>/dev/null) == "$root/build/vlrnn" ]]; then
+      echo "${proc#/proc/}"
+      return 0
+    fi
+  done
+  return 1
+}
+submit() {  # ARGS...: sets array_job and merge_job
+  local output
+  output=$(scripts/slurm/submit.sh "$config" "$shards" --out "$tmp/sharded" "$@")
+  array_job=$(sed -n 's/^array_job=//p' <<<"$output")
+  merge_job=$(sed -n 's/^merge_job=//p' <<<"$output")
+  [[ -n $array_job && -n $merge_job ]] || fail "submit.sh printed no job ids: $output"
+}
+
+log "1. the unsharded reference run"
+build/vlrnn sweep "$config" --out "$tmp/whole" --threads 1 2>"$tmp/whole.log" || fail "the unsharded sweep failed"
+keys_of "$tmp/whole" | sort >"$tmp/whole.keys"
+total=$(wc -l <"$tmp/whole.keys")
+((total == 12)) || fail "the unsharded run recorded $total points, expected 12"
+shard1=$(build/vlrnn sweep "$config" --shard 1/$shards --dry-run 2>/dev/null | wc -l)
+log "   $total points; shard 1/$shards owns $shard1"
+
+log "2. the sweep as a $shards-task array; task 1 is killed (SIGKILL) after its first group"
+submit
+deadline=$((SECONDS + 120))
+until [[ -s $tmp/sharded/shard-1/results.jsonl ]]; do
+  ((SECONDS < deadline)) || fail "shard 1 recorded nothing in 120 s (task state: $(job_state "${array_job}_1"))"
+  sleep 0.1
+done
+# SIGKILL, as the OOM killer or a dying node would: no chance to finish the point. (Slurm's
+# own `scancel --signal=KILL` is a polite cancel: SIGTERM first, which the sweep answers by
+# finishing its current point.)
+pid=$(task_pid "$array_job" 1) || fail "found no vlrnn process of task ${array_job}_1"
+kill -KILL "$pid"
+state=$(wait_for_job "$merge_job" 120)
+recorded=$(keys_of "$tmp/sharded/shard-1" | wc -l)
+log "   task 1 killed with $recorded of its $shard1 points recorded; first merge job: $state"
+((recorded < shard1)) || fail "the kill came too late: shard 1 had finished (make its last group slower)"
+[[ $state == FAILED ]] || fail "the merge of an incomplete sweep should fail (exit 3), got $state"
+merge_log=$tmp/sharded/logs/merge-$merge_job.out
+grep -q "INCOMPLETE: $((shard1 - recorded)) of $total points missing" "$merge_log" ||
+  fail "the merge log does not report $((shard1 - recorded)) missing points: $(cat "$merge_log")"
+grep -q "shard 1/$shards owes $((shard1 - recorded)) points" "$merge_log" ||
+  fail "the merge log does not name shard 1 as the one owing them: $(cat "$merge_log")"
+grep -q -- "--only 1" "$merge_log" || fail "the merge log gives no resubmit hint: $(cat "$merge_log")"
+log "   the merge job said: $(grep -E 'INCOMPLETE|owes' "$merge_log" | tr -s ' \n' ' ')"
+
+log "3. task 1 resubmitted (submit.sh --only 1): it resumes, the merge completes"
+submit --only 1
+state=$(wait_for_job "$merge_job" 120)
+[[ $state == COMPLETED ]] || fail "the second merge job ended $state: $(cat "$tmp/sharded/logs/merge-$merge_job.out")"
+keys_of "$tmp/sharded/merged" >"$tmp/merged.keys"
+[[ $(sort "$tmp/merged.keys" | uniq -d) == "" ]] || fail "the merged set holds duplicates: $(sort "$tmp/merged.keys" | uniq -d)"
+sort "$tmp/merged.keys" | diff "$tmp/whole.keys" - >"$tmp/diff" ||
+  fail "the merged points differ from the unsharded run's: $(cat "$tmp/diff")"
+[[ $(keys_of "$tmp/sharded/shard-1" | sort | uniq -d) == "" ]] || fail "the resumed shard 1 recorded a point twice"
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); assert m["status"] == "complete" and \
+m["points_missing"] == 0 and len(m["merged_from"]) == 3, m["status"]' "$tmp/sharded/merged/meta.json" ||
+  fail "the merged meta.json is not complete"
+log "PASSED: $total points sharded $shards ways, one task killed and resubmitted, merged = unsharded"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Every `vlrnn` subcommand, given bad flags, bad config values, a missing file or an
+# unwritable output, prints a clear error naming the argument and exits non-zero: never an
+# abort, a core dump or a C++ backtrace. Usage: test_bad_inputs.sh path/to/vlrnn
+set -uo pipefail
+vlrnn=${1:?usage: test_bad_inputs.sh path/to/vlrnn}
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo '{"name": "bad", "experiments": [{"kind": "nosuch"}]}' > "$work/bad_kind.json"
+echo '{"name": "bad", "experiments": [{"kind": "grid", "T": [-4]}]}' > "$work/bad_value.json"
+echo '{not json' > "$work/broken.json"
+unwritable=/proc/vlrnn-cannot-write-here
+
+failures=0
+total=0
+# expect "what the output must mention" args...
+expect() {
+  local fragment=$1
+  shift
+  total=$((total + 1))
+  local out rc
+  out=$(cd "$source_dir" && timeout 120 "$vlrnn" "$@" 2>&1 < /dev/null)
+  rc=$?
+  local problem=""
+  if ((rc == 0)); then problem="exit code 0"; fi
+  if ((rc >= 124)); then problem="exit code $rc (a signal, a time-out or an abort)"; fi
+  if grep -qE 'frame #|Exception raised from|terminate called|core dumped|Aborted' <<<"$out"; then
+    problem="${problem:+$problem; }a crash or a backtrace in the output"
+  fi
+  if ! grep -qF -- "$fragment" <<<"$out"; then problem="${problem:+$problem; }no mention of '$fragment'"; fi
+  if [[ -n $problem ]]; then
+    echo "FAIL vlrnn $*: $problem"
+    sed 's/^/    /' <<<"$out" | head -20
+    failures=$((failures + 1))
+  else
+    printf 'ok   vlrnn %-70s rc=%-3d %s\n' "$*" "$rc" "$(grep -m1 -iE 'error|expected|not expected|required|does not exist' <<<"$out")"
+  fi
+}
+
+expect "subcommand" nosuchcommand
+expect "--bogus" verify --bogus
+expect "--random" verify --random x
+expect "--filter" verify --filter no-case-has-this-name
+expect "--random" verify --random-case 5 --random 3
+expect "--json" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' --json "$unwritable/x.json"
+expect "--out" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' --out "$unwritable"
+expect "--bogus" methods --bogus
+expect "model" compare --model nosuch --T 8 --hidden 4
+expect "T" compare --T 0
+expect "batch" compare --batch -1
+expect "--hidden" compare --hidden abc
+expect "vlrnn block" compare --methods vlrnn:block=0 --T 8 --hidden 4
+expect "nosuch" compare --methods nosuch --T 8 --hidden 4
+expect "block" compare --methods vlrnn:block=x --T 8 --hidden 4
+expect "dtype" compare --dtype float16 --T 8 --hidden 4
+expect "--repeats" compare --repeats 0 --T 8 --hidden 4
+expect "--json" compare --T 8 --hidden 4 --batch 2 --json "$unwritable/x.json"
+expect "config is required" sweep
+expect "does not exist" sweep "$work/missing.json"
+expect "not valid JSON" sweep "$work/broken.json" --out "$work/o1"
+expect "kind" sweep "$work/bad_kind.json" --out "$work/o2"
+expect "T" sweep "$work/bad_value.json" --out "$work/o3"
+expect "--out" sweep experiments/configs/quick.json --out "$unwritable"
+expect "T" budget --T 0
+expect "--fractions" budget --T 16 --fractions x
+expect "--fractions" budget --T 16 --fractions 0
+
+echo "cli: $((total - failures)) passed, $failures failed"
+((failures == 0))
