@@ -14,22 +14,19 @@
 // input would), h_0 is zeros without grad, the seed δz [T, B, H] is fixed, and the gradients
 // are cleared between iterations, untimed (LibTorch then hands them over without an extra add).
 
+#include "bench_util.h"
+
 #include "vlrnn/cells/gru_variants.h"
 
-#include <benchmark/benchmark.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-#include <torch/torch.h>
 #include <torch/version.h>
 
-#include <fstream>
 #include <string>
 
 namespace {
 
 using vlrnn::BlockGru;
 using vlrnn::GruVariant;
+using vlrnn::bench::run;
 
 // Shapes: T = steps in the block, B = minibatch, F = input features (= H), H = hidden.
 constexpr int64_t kSteps = 256;  // T
@@ -53,69 +50,6 @@ struct Inputs {
   }
 };
 
-// Resident memory, in MB, read from /proc/self/status; NOTE [ Why RSS ]: the engine's exact
-// tracking allocator lives elsewhere; here the kernel's counters suffice because the block
-// buffers (hundreds of MB) are mapped fresh by malloc and returned on free. Each measurement
-// first hands glibc's free memory back (malloc_trim) and resets the high-water mark
-// (clear_refs = 5), so VmHWM - VmRSS(start) is the peak footprint of what one iteration
-// allocated. -1 where /proc is missing.
-class RssProbe {
- public:
-  void start() {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    std::ofstream("/proc/self/clear_refs") << "5";
-    start_ = read("VmRSS:");
-  }
-  double grown() const { return delta(read("VmRSS:")); }       // now, over start()
-  double peak_grown() const { return delta(read("VmHWM:")); }  // peak since start()
-
- private:
-  double delta(double now) const { return now < 0 || start_ < 0 ? -1.0 : now - start_; }
-  static double read(const std::string& key) {
-    std::ifstream status("/proc/self/status");
-    std::string word;
-    while (status >> word) {
-      if (word == key) {
-        double kb = 0;
-        status >> kb;
-        return kb / 1024.0;
-      }
-    }
-    return -1.0;
-  }
-  double start_ = -1.0;
-};
-
-void clear_grads(torch::nn::Module& module, torch::Tensor& x) {
-  for (auto& p : module.parameters()) p.mutable_grad().reset();
-  x.mutable_grad().reset();
-}
-
-// Times `forward` (returns z [T, B, H]) + backward from δz; memory probed untimed around them.
-template <typename Forward>
-void run(benchmark::State& state, torch::nn::Module& module, Inputs& in, Forward&& forward) {
-  RssProbe probe;
-  double held = 0, peak = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    clear_grads(module, in.x);
-    probe.start();
-    state.ResumeTiming();
-    auto z = forward();
-    state.PauseTiming();
-    held = std::max(held, probe.grown());
-    state.ResumeTiming();
-    torch::autograd::backward({z}, {in.dz});
-    state.PauseTiming();
-    peak = std::max(peak, probe.peak_grown());
-    state.ResumeTiming();
-  }
-  state.counters["held_MB"] = held;
-  state.counters["peak_MB"] = peak;
-}
-
 void set_counters(benchmark::State& state, int64_t hidden, int64_t batch) {
   const double flops = flops_forward_backward(hidden, batch);
   state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
@@ -128,7 +62,7 @@ void BM_BlockGru(benchmark::State& state, GruVariant variant) {
   torch::manual_seed(1);
   BlockGru model(variant, hidden, hidden);
   Inputs in(hidden, batch);
-  run(state, model, in, [&] { return model.forward(in.x, vlrnn::State{in.h0}).first; });
+  run(state, model, in.x, in.dz, [&] { return model.forward(in.x, vlrnn::State{in.h0}).first; });
   set_counters(state, hidden, batch);
 }
 
@@ -137,7 +71,7 @@ void BM_TorchGru(benchmark::State& state) {
   torch::manual_seed(1);
   torch::nn::GRU gru(torch::nn::GRUOptions(hidden, hidden));
   Inputs in(hidden, batch);
-  run(state, *gru, in, [&] { return std::get<0>(gru->forward(in.x, in.h0)); });
+  run(state, *gru, in.x, in.dz, [&] { return std::get<0>(gru->forward(in.x, in.h0)); });
   set_counters(state, hidden, batch);
 }
 
@@ -146,7 +80,7 @@ void BM_TorchGruCellLoop(benchmark::State& state) {
   torch::manual_seed(1);
   torch::nn::GRUCell cell(torch::nn::GRUCellOptions(hidden, hidden));
   Inputs in(hidden, batch);
-  run(state, *cell, in, [&] {
+  run(state, *cell, in.x, in.dz, [&] {
     auto h = in.h0[0];  // [B, H]
     std::vector<torch::Tensor> z;
     z.reserve(kSteps);

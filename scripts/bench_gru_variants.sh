@@ -34,37 +34,7 @@ torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/in
 META_COMMAND="${cmd[*]}" META_SCRIPT="scripts/bench_gru_variants.sh $out '$filter' $clock" \
 META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="$(basename "$json")" META_CLOCK="$clock" \
-python3 - "$out/meta.json" <<'EOF'
-import json, os, subprocess, sys
-
-def sh(command):
-    return subprocess.run(command, shell=True, capture_output=True, text=True).stdout.strip()
-
-env = os.environ
-meta = {
-    "command": env["META_COMMAND"],
-    "script": env["META_SCRIPT"],
-    "git_sha": sh("git rev-parse HEAD"),
-    "git_dirty": bool(sh("git status --porcelain -- vlrnn experiments")),
-    "libtorch": env["META_TORCH"],
-    "blas": env["META_BLAS"],
-    "blas_is_openblas": "openblas" in env["META_BLAS"],
-    "openblas_env": {k: v for k, v in env.items() if k.startswith("OPENBLAS")},
-    "nproc": int(sh("nproc") or 0),
-    "cpu": sh("lscpu | sed -n 's/^Model name: *//p'"),
-    "loadavg_before": env["META_LOAD_BEFORE"],
-    "loadavg_after": env["META_LOAD_AFTER"],
-    "date_utc": sh("date -u +%Y-%m-%dT%H:%M:%SZ"),
-    "benchmark_json": env["META_JSON"],
-    "dtype": "float32",
-    "steps": 256,
-    "clock": env["META_CLOCK"],
-    # Thread settings given on the command line, shown in the figures' captions.
-    "env": {k: env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in env},
-}
-with open(sys.argv[1], "w") as f:
-    json.dump(meta, f, indent=2)
-EOF
+python3 scripts/bench_meta.py "$out/meta.json"
 # Debian's python3-matplotlib lives in the system python; a python3 shim (pyenv) may hide it.
 py=python3
 if ! "$py" -c 'import matplotlib' 2>/dev/null && [[ -x /usr/bin/python3 ]]; then py=/usr/bin/python3; fi

@@ -29,6 +29,7 @@ import re
 import statistics
 import sys
 
+import bench_json
 import matplotlib
 
 matplotlib.use("Agg")
@@ -49,19 +50,12 @@ NAME = re.compile(r"^BM_(?P<impl>[A-Za-z]+(?:/v\d)?)/H:(?P<H>\d+)/B:(?P<B>\d+)")
 def load(folder, clock):
     with open(os.path.join(folder, "meta.json")) as f:
         meta = json.load(f)
-    with open(os.path.join(folder, meta.get("benchmark_json", "bench_gru_variants.json"))) as f:
-        bench = json.load(f)
     # Median of the repetitions ourselves: works whether or not aggregates were reported.
     times, flops, memory = {}, {}, {}
-    for b in bench["benchmarks"]:
-        if b.get("run_type") != "iteration":
-            continue
-        m = NAME.match(b["run_name"])
-        if not m:
-            continue
+    path = os.path.join(folder, meta.get("benchmark_json", "bench_gru_variants.json"))
+    for m, seconds, b in bench_json.iterations(path, NAME, clock):
         key = (m["impl"], int(m["H"]), int(m["B"]))
-        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
-        times.setdefault(key, []).append(b[f"{clock}_time"] * scale)
+        times.setdefault(key, []).append(seconds)
         flops[key] = b["GFLOP"] * 1e9
         if "held_MB" in b:
             memory.setdefault(key, []).append((b["held_MB"], b["peak_MB"]))

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,63 @@ inline void expect_error_mentions(const std::function<void()>& fn,
     return;
   }
   ADD_FAILURE() << "expected an error mentioning \"" << fragments.front() << "\", got none";
+}
+
+// max |got − ref| / max |ref|, the verifier's per-tensor measure (nan never passes).
+inline double rel_diff(const torch::Tensor& got, const torch::Tensor& ref) {
+  const double scale = ref.abs().max().item<double>();
+  const double diff = (got.to(ref.scalar_type()) - ref).abs().max().item<double>();
+  return scale > 0 ? diff / scale : diff;
+}
+
+// Named tensors: outputs and gradients of one run.
+using Named = std::map<std::string, torch::Tensor>;
+
+// Checks every tensor of `ref` against `got` and prints the worst relative maxdiff, passing
+// or not.
+inline void expect_close(const Named& got, const Named& ref, double tol, const std::string& what) {
+  double worst = 0.0;
+  std::string worst_name;
+  for (const auto& [name, r] : ref) {
+    ASSERT_TRUE(got.count(name) && got.at(name).defined()) << what << ": " << name << " undefined";
+    const double d = rel_diff(got.at(name), r);
+    EXPECT_LE(d, tol) << what << ": " << name << " maxdiff (relative) " << d;
+    if (!(d <= worst)) worst = d, worst_name = name;
+  }
+  std::cout << "[ maxdiff  ] " << what << ": " << worst << " (" << worst_name << ", tol " << tol
+            << ")\n";
+}
+
+// A module's parameters by name.
+inline Named parameters_by_name(const torch::nn::Module& module) {
+  Named out;
+  for (const auto& item : module.named_parameters()) out[item.key()] = item.value();
+  return out;
+}
+
+// Runs `forward` on fresh leaves of x and of every tensor of h0 and back-propagates
+// L = Σ z ⊙ seed_z + Σ_i Σ h_exit[i] ⊙ seed_h[i]. Returns z, every exit state ("h_exit i"),
+// and the gradients of x, of every entry state ("grad h0 i") and of `params` by name
+// ("grad NAME"), whose .grad() are cleared first.
+using ForwardFn = std::function<std::pair<torch::Tensor, State>(const torch::Tensor&, const State&)>;
+inline Named run_and_backprop(const ForwardFn& forward, const torch::Tensor& x, const State& h0,
+                              const torch::Tensor& seed_z, const std::vector<torch::Tensor>& seed_h,
+                              const Named& params) {
+  for (auto& [name, p] : params) const_cast<torch::Tensor&>(p).mutable_grad().reset();
+  auto xl = x.detach().clone().requires_grad_(true);
+  std::vector<torch::Tensor> h0l;
+  for (const auto& h : h0) h0l.push_back(h.detach().clone().requires_grad_(true));
+  auto [z, h] = forward(xl, State(h0l));
+  auto loss = (z * seed_z).sum();
+  for (size_t i = 0; i < h.size(); ++i) loss = loss + (h[i] * seed_h[i]).sum();
+  loss.backward();
+  Named out{{"z", z.detach()}, {"grad x", xl.grad()}};
+  for (size_t i = 0; i < h.size(); ++i) {
+    out["h_exit " + std::to_string(i)] = h[i].detach();
+    out["grad h0 " + std::to_string(i)] = h0l[i].grad();
+  }
+  for (const auto& [name, p] : params) out["grad " + name] = p.grad().defined() ? p.grad().clone() : p.grad();
+  return out;
 }
 
 // A small model, head and batch for tests: F = 3, H = 4, classes = 3.

@@ -202,7 +202,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       "utilization of the measured peak GEMM rate, recompute overhead, gradient error vs "
       "full BPTT, and ratios to full (time method/full, memory full/method).");
   auto& p = args->problem;
-  sub->add_option("--model", p.model, "recurrent model: rnn, gru, lstm or gru_lstm")
+  sub->add_option("--model", p.model, "recurrent model: rnn, gru, lstm, gru_lstm, gru_v1 .. gru_v4 or lstm_block")
       ->capture_default_str();
   sub->add_option("--input", p.input_size, "F: input features per step")->capture_default_str();
   sub->add_option("--hidden", p.hidden_size, "H: hidden size")->capture_default_str();

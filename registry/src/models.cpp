@@ -1,5 +1,6 @@
 #include "vlrnn/registry/models.h"
 
+#include "vlrnn/cells/block_lstm.h"
 #include "vlrnn/cells/gru_variants.h"
 
 #include <fmt/format.h>
@@ -31,16 +32,17 @@ std::vector<ModelEntry> builtin_models() {
   for (auto variant : all_gru_variants()) {
     const std::string kind = "gru_" + to_string(variant);
     entries.push_back(
-        {kind, "one-layer GRU variant " + to_string(variant) + " with a hand-written block backward",
-         [variant, kind](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
-           TORCH_CHECK(c.num_layers == 1, "num_layers: expected 1 for model \"", kind,
-                       "\" (the hand-written GRU variants have one layer), got ", c.num_layers);
-           TORCH_CHECK(c.dropout >= 0.0 && c.dropout < 1.0,
-                       "dropout: expected a probability in [0, 1), got ", c.dropout);
-           // dropout acts between stacked layers (as in LibTorch); one layer has none.
-           return std::make_shared<BlockGru>(variant, c.input_size, c.hidden_size);
+        {kind, "GRU variant " + to_string(variant) + " with a hand-written block backward; L layers",
+         [variant](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
+           return std::make_shared<BlockGru>(variant, c.input_size, c.hidden_size, c.num_layers,
+                                             c.dropout);
          }});
   }
+  entries.push_back({"lstm_block", "LSTM with a hand-written block backward; L layers",
+                     [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
+                       return std::make_shared<BlockLstm>(c.input_size, c.hidden_size,
+                                                          c.num_layers, c.dropout);
+                     }});
   return entries;
 }
 

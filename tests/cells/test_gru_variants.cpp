@@ -21,16 +21,11 @@ namespace {
 
 using testing::expect_error_mentions;
 
-// max |got − ref| / max |ref|, the verifier's per-tensor measure (nan never passes).
-double rel_diff(const torch::Tensor& got, const torch::Tensor& ref) {
-  const double scale = ref.abs().max().item<double>();
-  const double diff = (got.to(ref.scalar_type()) - ref).abs().max().item<double>();
-  return scale > 0 ? diff / scale : diff;
-}
+using testing::expect_close;
+using testing::Named;
+using testing::rel_diff;
 
 double tolerance(torch::ScalarType dtype) { return verify::tolerance_for(dtype); }
-
-using Named = std::map<std::string, torch::Tensor>;
 
 // Everything one block produces: outputs and the gradient of every input.
 struct Problem {
@@ -68,20 +63,6 @@ Named run(const BlockFn& fn, GruVariant variant, const Problem& p) {
   return {{"z", z.detach()},          {"h_exit", h.detach()},      {"grad x", x.grad()},
           {"grad h0", h0.grad()},     {"grad w_ih", w.w_ih.grad()}, {"grad w_hh", w.w_hh.grad()},
           {"grad b_ih", w.b_ih.grad()}, {"grad b_hh", w.b_hh.grad()}};
-}
-
-// Checks every tensor and prints the worst relative maxdiff, passing or not.
-void expect_close(const Named& got, const Named& ref, double tol, const std::string& what) {
-  double worst = 0.0;
-  std::string worst_name;
-  for (const auto& [name, r] : ref) {
-    ASSERT_TRUE(got.at(name).defined()) << what << ": " << name << " undefined";
-    const double d = rel_diff(got.at(name), r);
-    EXPECT_LE(d, tol) << what << ": " << name << " maxdiff (relative) " << d;
-    if (!(d <= worst)) worst = d, worst_name = name;
-  }
-  std::cout << "[ maxdiff  ] " << what << ": " << worst << " (" << worst_name << ", tol " << tol
-            << ")\n";
 }
 
 const BlockFn kHandWritten = [](GruVariant v, const torch::Tensor& x, const torch::Tensor& h0,
@@ -304,6 +285,135 @@ TEST(GruVariants, VlrnnEqualsFullBpttOnAVariableLengthBatch) {
   }
 }
 
+// ---- several layers, dropout between them --------------------------------------------------
+
+using testing::parameters_by_name;
+using testing::run_and_backprop;
+
+// x [T, B, F] (NaN-padded past `lengths`), h0 [L, B, H], seeds of L = Σ z ⊙ seed_z + Σ h ⊙ seed_h.
+struct LayeredData {
+  torch::Tensor x, seed_z, lengths;
+  State h0;
+  std::vector<torch::Tensor> seed_h;
+  LayeredData(torch::ScalarType dtype, int64_t layers, std::vector<int64_t> lens = {}) {
+    torch::manual_seed(17);
+    const auto o = torch::dtype(dtype);
+    x = torch::randn({8, 4, 3}, o);
+    seed_z = torch::randn({8, 4, 5}, o);
+    h0 = State{torch::randn({layers, 4, 5}, o)};
+    seed_h = {torch::randn({layers, 4, 5}, o)};
+    if (!lens.empty()) {
+      lengths = torch::tensor(lens);
+      x = x.masked_fill(step_mask(lengths, 8, torch::kCPU).logical_not().unsqueeze(2), NAN);
+    }
+  }
+  Named run(RecurrentModule& model) const {
+    return run_and_backprop(
+        [&](const torch::Tensor& xl, const State& h) {
+          torch::manual_seed(6);  // the same dropout draws for every model
+          return model.forward(xl, h, lengths);
+        },
+        x, h0, seed_z, seed_h, parameters_by_name(model));
+  }
+};
+
+std::shared_ptr<RecurrentModule> make_like(const std::string& kind, const RecurrentModule& source,
+                                           int64_t layers, double dropout, torch::ScalarType dtype) {
+  auto model = make_model({kind, 3, 5, layers, dropout});
+  model->to(dtype);
+  const auto from = parameters_by_name(source), to = parameters_by_name(*model);
+  EXPECT_EQ(from.size(), to.size());
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : from) {
+    EXPECT_TRUE(to.count(name)) << kind << " lacks parameter " << name;
+    if (to.count(name)) const_cast<torch::Tensor&>(to.at(name)).copy_(p);
+  }
+  return model;
+}
+
+struct LayeredCase {
+  GruVariant variant;
+  int64_t layers;
+  double dropout;
+  torch::ScalarType dtype;
+  bool lengths;
+};
+
+class MultiLayerGru : public ::testing::TestWithParam<LayeredCase> {};
+
+TEST_P(MultiLayerGru, V3AndV4EqualTheBuiltInGruKind) {
+  const auto c = GetParam();
+  torch::manual_seed(2);
+  auto builtin = make_model({"gru", 3, 5, c.layers, c.dropout});
+  builtin->to(c.dtype);
+  auto block = make_like("gru_" + to_string(c.variant), *builtin, c.layers, c.dropout, c.dtype);
+  const LayeredData d(c.dtype, c.layers, c.lengths ? std::vector<int64_t>{8, 3, 0, 7} : std::vector<int64_t>{});
+  const auto got = d.run(*block);
+  for (const auto& [name, t] : got) EXPECT_TRUE(torch::isfinite(t).all().item<bool>()) << name;
+  expect_close(got, d.run(*builtin), tolerance(c.dtype),
+               "GRU " + to_string(c.variant) + " L=" + std::to_string(c.layers) +
+                   (c.dropout > 0 ? " dropout" : "") +
+                   (c.dtype == torch::kFloat64 ? " f64" : " f32") +
+                   (c.lengths ? " lengths" : " full") + " vs built-in gru");
+}
+
+std::vector<LayeredCase> layered_cases() {
+  std::vector<LayeredCase> cases;
+  for (auto v : {GruVariant::kV3, GruVariant::kV4}) {
+    for (int64_t layers : {2, 3}) {
+      for (double dropout : {0.0, 0.3}) {
+        for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
+          cases.push_back({v, layers, dropout, dtype, dropout > 0});
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, MultiLayerGru, ::testing::ValuesIn(layered_cases()),
+                         [](const auto& info) {
+                           const auto& c = info.param;
+                           return to_string(c.variant) + "_L" + std::to_string(c.layers) +
+                                  (c.dropout > 0 ? "_dropout_lengths" : "_full") +
+                                  (c.dtype == torch::kFloat64 ? "_f64" : "_f32");
+                         });
+
+TEST(GruVariants, MultiLayerV1AndV2AreOneFunction) {
+  torch::manual_seed(4);
+  auto v1 = make_model({"gru_v1", 3, 5, 3, 0.25});
+  v1->to(torch::kFloat64);
+  auto v2 = make_like("gru_v2", *v1, 3, 0.25, torch::kFloat64);
+  const LayeredData d(torch::kFloat64, 3, {8, 1, 5, 0});
+  expect_close(d.run(*v2), d.run(*v1), 1e-10, "GRU v2 vs v1, L=3, dropout, lengths");
+}
+
+TEST(GruVariants, MultiLayerVlrnnEqualsFullBpttWithDropout) {
+  for (auto kind : {"gru_v1", "gru_v2", "gru_v3", "gru_v4"}) {
+    torch::manual_seed(8);
+    auto model = make_model({kind, 3, 4, 2, 0.3});
+    model->to(torch::kFloat64);
+    auto head = make_head("mse", 4, 2);
+    head->to(torch::kFloat64);
+    SequenceBatch batch;
+    batch.inputs = torch::randn({11, 4, 3}, torch::kFloat64).requires_grad_(true);  // [T, B, F]
+    batch.targets = torch::randn({11, 4, 2}, torch::kFloat64);
+    batch.lengths = torch::tensor(std::vector<int64_t>{11, 4, 9, 1});
+    const State h0{torch::randn({2, 4, 4}, torch::kFloat64).requires_grad_(true)};
+    const Workload workload{*model, *head, batch, h0, Reduction::kSum};
+    auto full = make_method("full");
+    auto vlrnn = make_method_from_spec("vlrnn:block=4");
+    torch::manual_seed(1);
+    const auto ref = verify::run_and_snapshot(*full, workload);
+    torch::manual_seed(1);
+    const auto got = verify::run_and_snapshot(*vlrnn, workload);
+    const auto diff = verify::compare(got, ref);
+    std::cout << "[ maxdiff  ] " << kind << " L=2 dropout vlrnn:block=4 vs full: " << diff.max_rel
+              << " (" << diff.worst << ")\n";
+    EXPECT_LE(diff.max_rel, 1e-10) << kind << ": worst " << diff.worst;
+  }
+}
+
 // ---- contract ------------------------------------------------------------------------------
 
 TEST(GruVariants, DoubleBackwardIsRejected) {
@@ -353,9 +463,9 @@ TEST(GruVariants, InitialisedAsLibTorchInitialisesAGru) {
 }
 
 TEST(GruVariants, BadConfigurationsAreRejectedNamingTheArgument) {
-  expect_error_mentions([] { make_model({"gru_v3", 3, 4, 2}); },
-                        {"num_layers", "expected 1", "gru_v3", "got 2"});
-  expect_error_mentions([] { make_model({"gru_v1", 3, 4, 0}); }, {"num_layers", "expected 1", "got 0"});
+  expect_error_mentions([] { make_model({"gru_v1", 3, 4, 0}); }, {"num_layers", ">= 1", "got 0"});
+  expect_error_mentions([] { make_model({"gru_v3", 3, 4, 2, 1.5}); },
+                        {"dropout", "[0, 1)", "got 1.5"});
   expect_error_mentions([] { make_model({"gru_v1", 3, 0, 1}); }, {"hidden_size", "> 0", "got 0"});
   expect_error_mentions([] { make_model({"gru_v4", 3, -2, 1}); }, {"hidden_size", "> 0", "got -2"});
   expect_error_mentions([] { make_model({"gru_v2", 0, 4, 1}); }, {"input_size", "> 0", "got 0"});
@@ -371,7 +481,7 @@ TEST(GruVariants, BadInputsAreRejectedNamingTheArgument) {
   expect_error_mentions([&] { model.forward(torch::randn({5, 2, 2}), h0); },
                         {"x_block", "F = 3", "[5, 2, 2]"});
   expect_error_mentions([&] { model.forward(x, State{torch::zeros({2, 4})}); },
-                        {"h_entry", "[1, B, H] = [1, 2, 4]", "[2, 4]"});
+                        {"h_entry", "[L, B, H] = [1, 2, 4]", "[2, 4]"});
   expect_error_mentions([&] { model.forward(x, h0, torch::tensor(std::vector<int64_t>{5, 6})); },
                         {"lengths", "[0, Tb] = [0, 5]", "[5, 6]"});
   expect_error_mentions([&] { model.forward(x, h0, torch::tensor(std::vector<int64_t>{5})); },
@@ -380,7 +490,7 @@ TEST(GruVariants, BadInputsAreRejectedNamingTheArgument) {
                         {"x", "Float", "Double"});
   torch::nn::GRU two_layers(torch::nn::GRUOptions(3, 4).num_layers(2));
   expect_error_mentions([&] { model.copy_weights_from(two_layers); },
-                        {"gru", "one-layer", "num_layers = 2"});
+                        {"gru", "num_layers = 1", "num_layers = 2"});
   torch::nn::GRU other_size(torch::nn::GRUOptions(3, 5));
   expect_error_mentions([&] { model.copy_weights_from(other_size); },
                         {"gru", "hidden_size 4", "5"});

@@ -22,7 +22,8 @@ struct Case {
 
 TEST(FlopModel, GemmFlopsMatchTheModulesWeightShapes) {
   for (const auto& c : {Case{"rnn", 1}, Case{"rnn", 2}, Case{"gru", 1}, Case{"gru", 3},
-                        Case{"lstm", 1}, Case{"lstm", 3}, Case{"gru_lstm", 1}}) {
+                        Case{"lstm", 1}, Case{"lstm", 3}, Case{"gru_lstm", 1},
+                        Case{"lstm_block", 1}, Case{"lstm_block", 3}, Case{"gru_v3", 2}}) {
     const ModelConfig config{c.kind, 5, 7, c.layers};
     auto model = make_model(config);
     auto head = make_head("ce", model->output_size(), 11);
@@ -42,6 +43,9 @@ TEST(FlopModel, TheWeightShapeFallbackAgreesWithTheTableOnItsGemms) {
   EXPECT_DOUBLE_EQ(fallback.head_forward(), table.head_forward());
   EXPECT_DOUBLE_EQ(fallback.model_elementwise, 0.0);
   EXPECT_TRUE(has_flop_model("gru_lstm"));
+  EXPECT_TRUE(has_flop_model("lstm_block"));
+  EXPECT_TRUE(has_flop_model("gru_v4"));
+  EXPECT_FALSE(has_flop_model("gru_v9"));
   EXPECT_FALSE(has_flop_model("my_cell"));
 }
 
@@ -55,6 +59,11 @@ TEST(FlopModel, HandComputedShapes) {
   // Elementwise: LSTM 21·H, GRU 17·H, RNN 4·H per layer.
   EXPECT_DOUBLE_EQ(flops_per_step({"lstm", 3, 4, 2}, "ce", 2).model_elementwise, 2 * 21.0 * 4);
   EXPECT_DOUBLE_EQ(flops_per_step({"gru", 3, 4, 1}, "ce", 2).model_elementwise, 17.0 * 4);
+  // The hand-written cells count as the cells they compute.
+  EXPECT_DOUBLE_EQ(flops_per_step({"lstm_block", 3, 4, 2}, "ce", 2).forward(),
+                   flops_per_step({"lstm", 3, 4, 2}, "ce", 2).forward());
+  EXPECT_DOUBLE_EQ(flops_per_step({"gru_v2", 3, 4, 2}, "ce", 2).forward(),
+                   flops_per_step({"gru", 3, 4, 2}, "ce", 2).forward());
   // Head: Linear 4 -> 3 = 2·4·3 GEMM; ce: 3 bias + 4·3 loss + 2 weighting.
   const auto head = flops_per_step({"lstm", 3, 4, 1}, "ce", 3);
   EXPECT_DOUBLE_EQ(head.head_gemm, 24.0);

@@ -71,11 +71,13 @@ std::vector<VerifyCase> default_matrix() {
       {"rnn", 1, "ce", 0.0},      {"gru", 1, "mse", 0.0},      {"lstm", 1, "ce", 0.0},
       {"lstm", 3, "mse", 0.0},    {"gru_lstm", 1, "ce", 0.0},  {"lstm", 3, "ce", 0.3},
       {"gru_lstm", 1, "mse", 0.25}};
-  // The one-layer GRU variants with a hand-written block backward (vlrnn/cells/gru_variants.h),
-  // on the reduced grid of reduced_method_variants().
+  // The cells with a hand-written block backward (GRU variants, vlrnn/cells/gru_variants.h;
+  // lstm_block, vlrnn/cells/block_lstm.h), also stacked with dropout, on the reduced grid
+  // of reduced_method_variants().
   const std::vector<ModelShape> gru_variants = {
       {"gru_v1", 1, "ce", 0.0}, {"gru_v2", 1, "mse", 0.0}, {"gru_v3", 1, "ce", 0.0},
-      {"gru_v4", 1, "mse", 0.0}};
+      {"gru_v4", 1, "mse", 0.0}, {"gru_v4", 2, "ce", 0.25}, {"lstm_block", 1, "ce", 0.0},
+      {"lstm_block", 3, "mse", 0.3}};
   std::vector<VerifyCase> cases;
   VerifyCase base;
   const int64_t T = base.time_steps;

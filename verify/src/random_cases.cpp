@@ -80,7 +80,7 @@ std::vector<VerifyCase> random_configuration(uint64_t case_seed) {
   c.input_size = large ? draw.range(8, 32) : draw.range(1, 8);
   c.batch = large ? draw.range(4, 16) : draw.range(1, 6);
   c.model = draw.pick(model_kinds());
-  const bool stacks = c.model == "rnn" || c.model == "gru" || c.model == "lstm";
+  const bool stacks = c.model != "gru_lstm";  // the composite has its own fixed layers
   c.num_layers = stacks ? draw.range(1, large ? 2 : 3) : 1;
   if ((c.num_layers > 1 || c.model == "gru_lstm") && draw.chance(50)) {
     c.dropout = double(draw.range(1, 5)) / 10.0;

@@ -3,6 +3,7 @@
 // registries of gradient methods and model kinds. It lives in the registry layer because it
 // names headers from every layer below (docs/architecture.md).
 
+#include "vlrnn/cells/block_lstm.h"
 #include "vlrnn/cells/gru_variants.h"
 #include "vlrnn/core/heads.h"
 #include "vlrnn/core/loss.h"

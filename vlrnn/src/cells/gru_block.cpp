@@ -7,6 +7,8 @@
 // same code runs on any device; GEMMs read and write column slices of wider buffers in place
 // (a [rows, k] slice of a [rows, 4H] buffer is a BLAS matrix with leading dimension 4H).
 
+#include "block_common.h"
+
 #include <utility>
 
 namespace vlrnn {
@@ -14,34 +16,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// The block as both passes see it.
-struct Block {
-  int64_t steps = 0, batch = 0, input = 0, hidden = 0;  // Tb, B, F, H
-  torch::Tensor x;     // [Tb, B, F] contiguous; padded steps zeroed
-  torch::Tensor x2;    // [Tb*B, F] the same memory
-  torch::Tensor h0;    // [B, H] the entry state
-  torch::Tensor mask;  // [Tb, B, 1] bool, or undefined = every step valid
-  torch::Tensor zero;  // [] 0 in x's dtype, for masking by selection
-
-  // `zero_padding`: forward's first look at x; backward gets the already-zeroed copy.
-  Block(const torch::Tensor& x_in, const torch::Tensor& h_entry, const torch::Tensor& mask_2d,
-        int64_t hidden_size, bool zero_padding)
-      : steps(x_in.size(0)), batch(x_in.size(1)), input(x_in.size(2)), hidden(hidden_size) {
-    if (mask_2d.defined()) mask = mask_2d.unsqueeze(2);
-    // NOTE [ Variable lengths inside a block ] (gru_block.h): zero the padding.
-    x = mask.defined() && zero_padding ? x_in.masked_fill(mask.logical_not(), 0)
-                                       : x_in.contiguous();
-    x2 = x.view({steps * batch, input});
-    h0 = h_entry.select(0, 0);
-    zero = torch::zeros({}, x.options());
-  }
-
-  // [Tb*B, H]: h_0 .. h_{Tb-1}, the operand of every recurrent GEMM, as one matrix.
-  torch::Tensor previous_states(const torch::Tensor& hs) const {
-    return torch::cat({h0.unsqueeze(0), hs.narrow(0, 0, steps - 1)}).view({steps * batch, hidden});
-  }
-};
 
 // What forward keeps (NOTE [ What each variant saves ] in gru_block.h).
 struct Activations {
@@ -51,7 +25,7 @@ struct Activations {
 
 // h_t = n + u ⊙ (h_{t-1} − n)  (= (1 − u) ⊙ n + u ⊙ h_{t-1}), frozen past a sequence's end.
 void update_state(torch::Tensor& h_t, const torch::Tensor& h_prev, const torch::Tensor& u,
-                  const torch::Tensor& n, const Block& blk, int64_t t) {
+                  const torch::Tensor& n, const BlockInput& blk, int64_t t) {
   at::sub_out(h_t, h_prev, n).mul_(u).add_(n);
   if (blk.mask.defined()) at::where_out(h_t, blk.mask[t], h_t, h_prev);
 }
@@ -59,7 +33,7 @@ void update_state(torch::Tensor& h_t, const torch::Tensor& h_prev, const torch::
 // ---- forward ------------------------------------------------------------------------------
 
 // v1: one GEMM per gate and operand, per step, as Cho et al.'s formula is written.
-Activations forward_v1(const Block& blk, const GruWeights& w) {
+Activations forward_v1(const BlockInput& blk, const GruWeights& w) {
   const int64_t H = blk.hidden;
   const auto opts = blk.x.options();
   Activations s;
@@ -91,7 +65,7 @@ Activations forward_v1(const Block& blk, const GruWeights& w) {
 }
 
 // v2: the input GEMMs of all steps in one; W_hr and W_hu in one GEMM per step.
-Activations forward_v2(const Block& blk, const GruWeights& w) {
+Activations forward_v2(const BlockInput& blk, const GruWeights& w) {
   const int64_t H = blk.hidden;
   const auto opts = blk.x.options();
   Activations s;
@@ -121,7 +95,7 @@ Activations forward_v2(const Block& blk, const GruWeights& w) {
 }
 
 // v3: input GEMM as v2, all three recurrent GEMMs in one per step; saves σ and tanh outputs.
-Activations forward_v3(const Block& blk, const GruWeights& w) {
+Activations forward_v3(const BlockInput& blk, const GruWeights& w) {
   const int64_t H = blk.hidden;
   const auto opts = blk.x.options();
   Activations s;
@@ -150,7 +124,7 @@ Activations forward_v3(const Block& blk, const GruWeights& w) {
 
 // v4: v3's arithmetic, op for op (so the same numbers), but the pre-activations are
 // accumulated in place into the input-GEMM output and r, u, n live in per-step scratch.
-Activations forward_v4(const Block& blk, const GruWeights& w) {
+Activations forward_v4(const BlockInput& blk, const GruWeights& w) {
   const int64_t H = blk.hidden;
   const auto opts = blk.x.options();
   Activations s;
@@ -192,7 +166,7 @@ struct Needs {
 // mask, and calls step(t, h_{t-1}, δh_new [B, H], δh_{t-1} out [B, H]), which back-propagates
 // through the GRU cell and stores its per-step gate gradients. Returns dL/dh_0 [B, H].
 template <typename Step>
-torch::Tensor reverse_steps(const Block& blk, const torch::Tensor& hs, const torch::Tensor& dz,
+torch::Tensor reverse_steps(const BlockInput& blk, const torch::Tensor& hs, const torch::Tensor& dz,
                             const torch::Tensor& dh_exit, Step&& step) {
   auto dh = dh_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);  // [B, H] δh_t
   auto dh_prev = torch::empty_like(dh);                                // [B, H] δh_{t-1}
@@ -219,7 +193,7 @@ torch::Tensor reverse_steps(const Block& blk, const torch::Tensor& hs, const tor
 
 // v1 and v2: δG [Tb, B, 3H] = (δr_pre, δu_pre, δn_pre) is the gradient of both gx and the
 // recurrent pre-activations (b_ih and b_hh enter each gate the same way).
-Grads backward_v1_v2(GruVariant variant, const Block& blk, const GruWeights& w,
+Grads backward_v1_v2(GruVariant variant, const BlockInput& blk, const GruWeights& w,
                      const Activations& s, const torch::Tensor& dz, const torch::Tensor& dh_exit,
                      const Needs& needs) {
   const int64_t H = blk.hidden, rows = blk.steps * blk.batch;
@@ -288,7 +262,7 @@ Grads backward_v1_v2(GruVariant variant, const Block& blk, const GruWeights& w,
 // copy per backward). v3 reads r, u, n and ghn from what forward saved; v4 recomputes r, u, n
 // from the saved pre-activations, and ghn = W_hn h_{t-1} + b_hn for all steps with one GEMM
 // into D's δghn columns, which each step overwrites with δghn once it has used ghn.
-Grads backward_v3_v4(GruVariant variant, const Block& blk, const GruWeights& w,
+Grads backward_v3_v4(GruVariant variant, const BlockInput& blk, const GruWeights& w,
                      const Activations& s, const torch::Tensor& dz, const torch::Tensor& dh_exit,
                      const Needs& needs) {
   const bool recompute = variant == GruVariant::kV4;
@@ -372,7 +346,7 @@ struct GruBlockFunction : public torch::autograd::Function<GruBlockFunction> {
     const auto variant = static_cast<GruVariant>(variant_index);
     const GruWeights w{w_ih, w_hh, b_ih, b_hh};
     const torch::Tensor mask_2d = mask.has_value() ? *mask : torch::Tensor();  // [Tb, B]
-    const Block blk(x, h_entry, mask_2d, w.hidden_size(), /*zero_padding=*/true);
+    const BlockInput blk(x, h_entry, mask_2d, w.hidden_size(), /*zero_padding=*/true);
     Activations s;
     switch (variant) {
       case GruVariant::kV1: s = forward_v1(blk, w); break;
@@ -380,8 +354,7 @@ struct GruBlockFunction : public torch::autograd::Function<GruBlockFunction> {
       case GruVariant::kV3: s = forward_v3(blk, w); break;
       case GruVariant::kV4: s = forward_v4(blk, w); break;
     }
-    // z_t = m_t ? h_t : 0; without a mask z is the state sequence itself (saved once).
-    auto z = blk.mask.defined() ? torch::where(blk.mask, s.hs, blk.zero) : s.hs;  // [Tb, B, H]
+    auto z = blk.output(s.hs);                               // [Tb, B, H]
     auto h_exit = s.hs[blk.steps - 1].unsqueeze(0).clone();                      // [1, B, H]
     ctx->saved_data["variant"] = variant_index;
     ctx->save_for_backward({blk.x, h_entry, w_ih, w_hh, b_ih, b_hh, s.hs, s.a, s.b, s.c, mask_2d});
@@ -395,7 +368,7 @@ struct GruBlockFunction : public torch::autograd::Function<GruBlockFunction> {
                 "backward is not itself differentiable");
     const auto saved = ctx->get_saved_variables();
     const GruWeights w{saved[kWih], saved[kWhh], saved[kBih], saved[kBhh]};
-    const Block blk(saved[kX], saved[kH0], saved[kMask], w.hidden_size(), /*zero_padding=*/false);
+    const BlockInput blk(saved[kX], saved[kH0], saved[kMask], w.hidden_size(), /*zero_padding=*/false);
     const Activations s{saved[kHs], saved[kA], saved[kB], saved[kC]};
     const auto& dz = grad_outputs[0];       // [Tb, B, H]
     const auto& dh_exit = grad_outputs[1];  // [1, B, H]
@@ -430,27 +403,8 @@ std::pair<torch::Tensor, torch::Tensor> gru_block(GruVariant variant, const torc
                                                   const GruWeights& weights,
                                                   const torch::Tensor& mask) {
   weights.check("weights");
-  const int64_t hidden = weights.hidden_size();
-  TORCH_CHECK(x.defined() && x.dim() == 3 && x.size(0) >= 1 && x.size(2) == weights.input_size(),
-              "x: expected shape [Tb, B, F] with Tb >= 1 and F = ", weights.input_size(),
-              ", got ", x.defined() ? x.sizes() : torch::IntArrayRef{});
-  TORCH_CHECK(x.scalar_type() == weights.w_ih.scalar_type() && x.device() == weights.w_ih.device(),
-              "x: expected dtype ", weights.w_ih.scalar_type(), " on ", weights.w_ih.device(),
-              " (the weights'), got ", x.scalar_type(), " on ", x.device());
-  const int64_t steps = x.size(0), batch = x.size(1);
-  TORCH_CHECK(h_entry.defined() && h_entry.sizes() == torch::IntArrayRef({1, batch, hidden}),
-              "h_entry: expected shape [1, B, H] = [1, ", batch, ", ", hidden, "], got ",
-              h_entry.defined() ? h_entry.sizes() : torch::IntArrayRef{});
-  TORCH_CHECK(h_entry.scalar_type() == x.scalar_type(), "h_entry: expected dtype ",
-              x.scalar_type(), " (x's), got ", h_entry.scalar_type());
-  c10::optional<torch::Tensor> mask_arg;
-  if (mask.defined()) {
-    TORCH_CHECK(mask.scalar_type() == torch::kBool &&
-                    mask.sizes() == torch::IntArrayRef({steps, batch}),
-                "mask: expected a bool tensor of shape [Tb, B] = [", steps, ", ", batch,
-                "], got ", mask.scalar_type(), " ", mask.sizes());
-    mask_arg = mask.to(x.device());
-  }
+  const auto mask_arg = check_block_input(x, weights.w_ih, mask);
+  check_entry_state(h_entry, "h_entry", x, weights.hidden_size());
   auto out = GruBlockFunction::apply(x, h_entry, weights.w_ih, weights.w_hh, weights.b_ih,
                                      weights.b_hh, mask_arg, static_cast<int64_t>(variant));
   return {out[0], out[1]};

@@ -1,5 +1,10 @@
 #include "vlrnn/core/models.h"
 
+#include "vlrnn/core/layer_stack.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace vlrnn {
 namespace {
 
@@ -51,11 +56,7 @@ TorchRnn::TorchRnn(CellKind cell, int64_t input_size, int64_t hidden_size, int64
       hidden_size_(hidden_size),
       num_layers_(num_layers),
       dropout_(dropout) {
-  TORCH_CHECK(input_size > 0, "input_size: expected > 0, got ", input_size);
-  TORCH_CHECK(hidden_size > 0, "hidden_size: expected > 0, got ", hidden_size);
-  TORCH_CHECK(num_layers >= 1, "num_layers: expected >= 1, got ", num_layers);
-  TORCH_CHECK(dropout >= 0.0 && dropout < 1.0, "dropout: expected a probability in [0, 1), got ",
-              dropout);
+  check_stack_config(input_size, hidden_size, num_layers, dropout);
   if (dropout > 0.0 && num_layers > 1) {
     for (int64_t l = 0; l < num_layers; ++l) {
       layers_.push_back(register_module(
@@ -157,27 +158,15 @@ std::pair<torch::Tensor, State> TorchRnn::forward_packed_chunk(const torch::Tens
 
 std::pair<torch::Tensor, State> TorchRnn::forward_layers_with_dropout(
     const torch::Tensor& x_block, const State& h_entry, const torch::Tensor& lengths) {
-  const int64_t steps = x_block.size(0), batch = x_block.size(1);
   torch::Tensor masks;  // [Tb, L-1, B, H], already scaled by 1 / (1 - p)
   if (is_training()) {
-    auto keep = torch::full({num_layers_ - 1, batch, hidden_size_}, 1.0 - dropout_,
-                            x_block.options().requires_grad(false));
-    std::vector<torch::Tensor> per_step;
-    for (int64_t t = 0; t < steps; ++t) per_step.push_back(torch::bernoulli(keep));
-    masks = torch::stack(per_step).div_(1.0 - dropout_);
+    masks = draw_layer_dropout_masks(x_block.size(0), num_layers_, x_block.size(1),
+                                     hidden_size_, dropout_, x_block.options());
   }
-  auto input = x_block;  // [Tb, B, F] for layer 0, [Tb, B, H] above
-  std::vector<std::vector<torch::Tensor>> exits(h_entry.size());  // [component][layer]
-  for (int64_t l = 0; l < num_layers_; ++l) {
-    std::vector<torch::Tensor> layer_entry;  // each [1, B, H]
-    for (const auto& h : h_entry) layer_entry.push_back(h.narrow(0, l, 1));
-    auto [z, exit] = layers_[l]->forward(input, State(std::move(layer_entry)), lengths);
-    for (size_t i = 0; i < exit.size(); ++i) exits[i].push_back(exit[i]);
-    input = (masks.defined() && l + 1 < num_layers_) ? z * masks.select(1, l) : z;
-  }
-  std::vector<torch::Tensor> h_exit;  // each [L, B, H]
-  for (auto& per_layer : exits) h_exit.push_back(torch::cat(per_layer, 0));
-  return {input, State(std::move(h_exit))};
+  return forward_layer_stack(x_block, h_entry, num_layers_, masks,
+                             [&](int64_t l, const torch::Tensor& input, const State& entry) {
+                               return layers_[l]->forward(input, entry, lengths);
+                             });
 }
 
 GruLstmStack::GruLstmStack(int64_t input_size, int64_t gru_hidden, int64_t lstm_hidden,

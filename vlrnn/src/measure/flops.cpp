@@ -1,6 +1,7 @@
 #include "vlrnn/measure/flops.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace vlrnn::measure {
 namespace {
@@ -32,6 +33,18 @@ LayerFlops stack_flops(CellKind cell, int64_t input_size, int64_t hidden, int64_
   return total;
 }
 
+// The cell of a model kind that is one stack of L layers of one cell; the hand-written
+// cells count as the cell they compute (lstm_block as lstm, gru_v1 .. gru_v4 as gru).
+std::optional<CellKind> stacked_cell(const std::string& kind) {
+  if (kind == "rnn") return CellKind::kRnnTanh;
+  if (kind == "gru" || kind == "gru_v1" || kind == "gru_v2" || kind == "gru_v3" ||
+      kind == "gru_v4") {
+    return CellKind::kGru;
+  }
+  if (kind == "lstm" || kind == "lstm_block") return CellKind::kLstm;
+  return std::nullopt;
+}
+
 }  // namespace
 
 FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_kind,
@@ -43,18 +56,16 @@ FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_ki
   TORCH_CHECK(head_outputs >= 1, "flops_per_step head_outputs: expected >= 1, got ",
               head_outputs);
   LayerFlops body;
-  if (model.kind == "rnn" || model.kind == "gru" || model.kind == "lstm") {
-    const auto cell = model.kind == "rnn"   ? CellKind::kRnnTanh
-                      : model.kind == "gru" ? CellKind::kGru
-                                            : CellKind::kLstm;
-    body = stack_flops(cell, model.input_size, model.hidden_size, model.num_layers);
+  if (const auto cell = stacked_cell(model.kind)) {
+    body = stack_flops(*cell, model.input_size, model.hidden_size, model.num_layers);
   } else if (model.kind == "gru_lstm") {
     // As make_model builds it: GRU F -> H (1 layer), then LSTM H -> H (3 layers).
     const auto gru = stack_flops(CellKind::kGru, model.input_size, model.hidden_size, 1);
     const auto lstm = stack_flops(CellKind::kLstm, model.hidden_size, model.hidden_size, 3);
     body = {gru.gemm + lstm.gemm, gru.elementwise + lstm.elementwise};
   } else {
-    TORCH_CHECK(false, "flops_per_step model.kind: expected rnn, gru, lstm or gru_lstm, got \"",
+    TORCH_CHECK(false, "flops_per_step model.kind: expected rnn, gru, lstm, gru_lstm, "
+                "gru_v1 .. gru_v4 or lstm_block, got \"",
                 model.kind, "\"");
   }
   TORCH_CHECK(head_kind == "ce" || head_kind == "mse",
@@ -81,8 +92,7 @@ double weight_gemm_flops(const torch::nn::Module& module) {
 }  // namespace
 
 bool has_flop_model(const std::string& model_kind) {
-  return model_kind == "rnn" || model_kind == "gru" || model_kind == "lstm" ||
-         model_kind == "gru_lstm";
+  return model_kind == "gru_lstm" || stacked_cell(model_kind).has_value();
 }
 
 FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn::Module& head,

@@ -15,7 +15,8 @@ namespace vlrnn::verify {
 // × models {rnn, gru, lstm x1, lstm x3, gru_lstm, and lstm x3 and gru_lstm with dropout}
 // × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent} × lengths {all T; B = 4
 // of lengths {17, T, 1, 4}; B = 4 of lengths {17, 9, 1, 4}, a padded tail no sequence
-// reaches}. Plus the GRU variants gru_v1 .. gru_v4 on a reduced grid: the option variants
+// reaches}. Plus the hand-written cells (gru_v1 .. gru_v4, gru_v4 x2 with dropout, lstm_block
+// x1 and x3 with dropout) on a reduced grid: the option variants
 // whose last value is 1, 7 or T (e.g. K ∈ {1, 7, T}), with the same other axes.
 std::vector<VerifyCase> default_matrix();
 

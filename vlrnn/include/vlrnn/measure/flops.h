@@ -10,6 +10,7 @@
 //   LSTM      GEMM 2·4H·(I + H)   elementwise 21·H  (8H biases, 4H sum, 4H activations,
 //                                                    c' = f c + i g, h' = o tanh(c'))
 //   gru_lstm  a 1-layer GRU (F -> H) then a 3-layer LSTM (H -> H)
+//   gru_v1 .. gru_v4 count as GRU and lstm_block as LSTM (the same cells, hand-written)
 //   head      Linear Z -> C: GEMM 2·Z·C, C bias adds; loss: cross-entropy ~4·C (max, exp,
 //             sum, log) or squared error 3·C; then 2 for the step's weight and the sum
 //

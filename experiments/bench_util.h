@@ -1,0 +1,83 @@
+#pragma once
+// What the Google Benchmark programs of experiments/ share: timing one forward + backward of
+// a block with its memory probed around it (bench_gru_variants, bench_lstm_block).
+// Shapes: T = steps in the block, B = minibatch, F = input features, H = hidden.
+
+#include <benchmark/benchmark.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+namespace vlrnn::bench {
+
+// Resident memory, in MB, read from /proc/self/status; NOTE [ Why RSS ]: the engine's exact
+// tracking allocator lives elsewhere; here the kernel's counters suffice because the block
+// buffers (hundreds of MB) are mapped fresh by malloc and returned on free. Each measurement
+// first hands glibc's free memory back (malloc_trim) and resets the high-water mark
+// (clear_refs = 5), so VmHWM - VmRSS(start) is the peak footprint of what one iteration
+// allocated. -1 where /proc is missing.
+class RssProbe {
+ public:
+  void start() {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    std::ofstream("/proc/self/clear_refs") << "5";
+    start_ = read("VmRSS:");
+  }
+  double grown() const { return delta(read("VmRSS:")); }       // now, over start()
+  double peak_grown() const { return delta(read("VmHWM:")); }  // peak since start()
+
+ private:
+  double delta(double now) const { return now < 0 || start_ < 0 ? -1.0 : now - start_; }
+  static double read(const std::string& key) {
+    std::ifstream status("/proc/self/status");
+    std::string word;
+    while (status >> word) {
+      if (word == key) {
+        double kb = 0;
+        status >> kb;
+        return kb / 1024.0;
+      }
+    }
+    return -1.0;
+  }
+  double start_ = -1.0;
+};
+
+inline void clear_grads(torch::nn::Module& module, torch::Tensor& x) {
+  for (auto& p : module.parameters()) p.mutable_grad().reset();
+  x.mutable_grad().reset();
+}
+
+// Times `forward` (returns z [T, B, H]) + backward from dz [T, B, H]; memory probed untimed
+// around them; x [T, B, F] and the module's gradients are cleared, untimed, before each.
+template <typename Forward>
+void run(benchmark::State& state, torch::nn::Module& module, torch::Tensor& x,
+         const torch::Tensor& dz, Forward&& forward) {
+  RssProbe probe;
+  double held = 0, peak = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    clear_grads(module, x);
+    probe.start();
+    state.ResumeTiming();
+    auto z = forward();
+    state.PauseTiming();
+    held = std::max(held, probe.grown());
+    state.ResumeTiming();
+    torch::autograd::backward({z}, {dz});
+    state.PauseTiming();
+    peak = std::max(peak, probe.peak_grown());
+    state.ResumeTiming();
+  }
+  state.counters["held_MB"] = held;
+  state.counters["peak_MB"] = peak;
+}
+
+}  // namespace vlrnn::bench
