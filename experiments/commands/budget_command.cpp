@@ -285,8 +285,8 @@ int run_budget(BudgetArgs args) {
 
 void add_budget_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BudgetArgs>();
-  auto* sub = app.add_subcommand(
-      "budget",
+  auto* sub = add_subcommand(
+      app, "budget", "Time overhead over full BPTT against a memory budget (planner, VLRNN, revolve, sqrt)",
       "Time overhead over full BPTT against a memory budget: for each T and each budget (a "
       "fraction of full BPTT's measured step peak, or bytes), the planner (planner:budget=B), "
       "uniform VLRNN blocks at the best K predicted to fit, revolve at the best slot count "

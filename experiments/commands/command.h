@@ -15,6 +15,15 @@ inline std::string& command_line() {
   return line;
 }
 
+// A subcommand that `vlrnn --help` lists with the one line `summary`; `details` shows at the
+// end of its own --help.
+inline CLI::App* add_subcommand(CLI::App& app, const std::string& name, const std::string& summary,
+                                const std::string& details) {
+  auto* sub = app.add_subcommand(name, summary);
+  sub->footer(details);
+  return sub;
+}
+
 void add_verify_command(CLI::App& app, int& exit_code);
 void add_methods_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);

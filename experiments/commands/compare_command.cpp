@@ -194,8 +194,8 @@ int run_compare(CompareArgs args) {
 
 void add_compare_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CompareArgs>();
-  auto* sub = app.add_subcommand(
-      "compare",
+  auto* sub = add_subcommand(
+      app, "compare", "Several methods on one workload, side by side: time, memory, GFLOP/s, ratios to full",
       "Run several gradient methods on one workload, interleaved round-robin on the same "
       "weights and data, and print them side by side: median time and spread, step peak "
       "memory (exact tensor bytes above parameters + data), peak RSS, useful GFLOP/s and "

@@ -63,8 +63,8 @@ int run_merge_command(const MergeArgs& args) {
 
 void add_merge_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<MergeArgs>();
-  auto* sub = app.add_subcommand(
-      "merge",
+  auto* sub = add_subcommand(
+      app, "merge", "Join the shard folders of a sharded sweep into one result folder",
       "Join the shard folders of a sharded sweep (`vlrnn sweep CONFIG --shard I/N --out DIR`) into one "
       "result folder OUT that scripts/plot.py draws like a single-machine sweep: one record per point, in "
       "sweep order (a point recorded twice is kept once). Refuses shards of different configs, commits or "

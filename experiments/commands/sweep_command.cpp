@@ -86,8 +86,8 @@ int run_sweep_command(const SweepArgs& args) {
 
 void add_sweep_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SweepArgs>();
-  auto* sub = app.add_subcommand(
-      "sweep",
+  auto* sub = add_subcommand(
+      app, "sweep", "Measure a grid of points from a JSON config into a result folder (--shard I/N: one part)",
       "Measure a grid of points from a JSON config (methods x models x T x batch x block "
       "length x hidden x layers; see experiments/configs/quick.json and "
       "experiments/lib/sweep_config.h for every key). Each point appends one JSON record to "
