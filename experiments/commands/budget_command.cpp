@@ -74,11 +74,12 @@ json prediction_json(const schedule::Prediction& p) {
 
 int run_budget(BudgetArgs args) {
   // Bad lists fail here, not after the first cost model was measured.
-  for (double steps : parse_list(args.steps, "--T")) {
+  const auto step_counts = parse_list(args.steps, "--T");
+  for (double steps : step_counts) {
     TORCH_CHECK(steps >= 1 && steps == std::floor(steps), "T: expected >= 1 time steps, got ", steps);
   }
-  parse_list(args.fractions, "--fractions");
-  parse_list(args.budgets, "--budgets");
+  const auto fractions = parse_list(args.fractions, "--fractions");
+  const auto budgets = parse_list(args.budgets, "--budgets");
   if (args.threads > 0) at::set_num_threads(int(args.threads));
   measure::CpuMemoryTracker::instance().install();  // before any problem exists
   const std::string out_dir =
@@ -106,7 +107,7 @@ int run_budget(BudgetArgs args) {
     return std::find(methods.begin(), methods.end(), m) != methods.end();
   };
 
-  for (double steps : parse_list(args.steps, "--T")) {
+  for (double steps : step_counts) {
     auto spec = args.problem;
     spec.time_steps = int64_t(steps);
     const auto problem = experiments::make_problem(spec);
@@ -147,11 +148,11 @@ int run_budget(BudgetArgs args) {
 
     std::vector<std::pair<double, int64_t>> points;  // (fraction, budget bytes)
     if (!args.budgets.empty()) {
-      for (double b : parse_list(args.budgets, "--budgets")) {
+      for (double b : budgets) {
         points.emplace_back(b / double(full_peak), int64_t(b));
       }
     } else {
-      for (double f : parse_list(args.fractions, "--fractions")) {
+      for (double f : fractions) {
         points.emplace_back(f, int64_t(f * double(full_peak)));
       }
     }
