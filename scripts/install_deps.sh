@@ -10,6 +10,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   python3 python3-matplotlib
+  python3-torch           # scripts/export_cell.py: a TorchScript cell for --model-file
 )
 
 missing=()

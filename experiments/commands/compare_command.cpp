@@ -4,6 +4,7 @@
 #include "lib/results_store.h"
 #include "lib/method_specs.h"
 #include "lib/units.h"
+#include "lib/user_models.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/environment.h"
@@ -35,6 +36,7 @@ struct CompareArgs {
   bool no_error = false;
   bool quiet = false;
   std::string json_path;
+  std::string model_file;  // a TorchScript model (lib/user_models.h) instead of --model
 };
 
 std::vector<std::string> resolve_methods(const CompareArgs& args) {
@@ -101,6 +103,7 @@ void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& r
 
 int run_compare(CompareArgs args) {
   if (args.threads > 0) at::set_num_threads(int(args.threads));
+  if (!args.model_file.empty()) args.problem.model = experiments::add_model_file(args.model_file);
   args.problem.dtype = experiments::parse_dtype(args.dtype);
   args.problem.device = experiments::parse_device(args.device);
   const auto specs = resolve_methods(args);
@@ -134,7 +137,7 @@ int run_compare(CompareArgs args) {
                            args.no_error ? "" : "; then gradients vs full BPTT");
   const auto runs = experiments::run_methods(problem, specs, options);
 
-  const auto& s = args.problem;
+  const auto& s = problem.spec;  // a model file's own F and H (make_problem)
   std::cout << fmt::format("vlrnn compare: {} | {} | BLAS {} | load average {} -> {}\n",
                            s.describe(), measure::describe_device(s.device), blas.vendor,
                            load_start, measure::load_average());
@@ -202,8 +205,12 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       "utilization of the measured peak GEMM rate, recompute overhead, gradient error vs "
       "full BPTT, and ratios to full (time method/full, memory full/method).");
   auto& p = args->problem;
-  sub->add_option("--model", p.model, "recurrent model: rnn, gru, lstm, gru_lstm, gru_v1 .. gru_v4 or lstm_block")
+  sub->add_option("--model", p.model, "recurrent model: rnn, gru, lstm, gru_lstm, gru_v1 .. gru_v4, lstm_block or a plugin's kind (--plugin)")
       ->capture_default_str();
+  sub->add_option("--model-file", args->model_file,
+                  "a TorchScript model file instead of --model (its own F and H; "
+                  "vlrnn/core/script_model.h)")
+      ->excludes("--model");
   sub->add_option("--input", p.input_size, "F: input features per step")->capture_default_str();
   sub->add_option("--hidden", p.hidden_size, "H: hidden size")->capture_default_str();
   sub->add_option("--layers", p.num_layers, "L: stacked layers (gru_lstm: always GRU + 3 LSTM)")

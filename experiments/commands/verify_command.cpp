@@ -3,6 +3,7 @@
 #include "lib/results_store.h"
 #include "lib/sweep_runner.h"
 #include "lib/units.h"
+#include "lib/user_models.h"
 
 #include "vlrnn/verify/matrix.h"
 #include "vlrnn/verify/random_cases.h"
@@ -25,10 +26,14 @@ struct VerifyArgs {
   int64_t random = 0;         // configurations to draw (0: the default matrix)
   uint64_t seed = 1;
   int64_t random_case = -1;  // >= 0: rerun this one random configuration
+  std::string model;         // one model kind instead of the matrix's models
+  std::string model_file;    // a TorchScript model (lib/user_models.h), as one kind
 };
 
 // The cases to run: the matrix, N random configurations, or one random configuration.
 std::vector<verify::VerifyCase> cases_for(const VerifyArgs& args) {
+  if (!args.model_file.empty()) return verify::model_matrix(experiments::add_model_file(args.model_file));
+  if (!args.model.empty()) return verify::model_matrix(args.model);
   if (args.random_case >= 0) return verify::random_configuration(uint64_t(args.random_case));
   if (args.random == 0) return verify::default_matrix();
   std::vector<verify::VerifyCase> cases;
@@ -145,6 +150,17 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "failing --random run)")
       ->check(CLI::NonNegativeNumber)
       ->excludes("--random");
+  sub->add_option("--model", args->model,
+                  "verify one model kind (built-in, or a plugin's) on a reduced grid instead "
+                  "of the matrix: every method x reductions x dtypes x h0 modes x lengths")
+      ->excludes("--random")
+      ->excludes("--random-case");
+  sub->add_option("--model-file", args->model_file,
+                  "as --model, for a TorchScript model file (vlrnn/core/script_model.h; "
+                  "scripts/export_cell.py saves an example)")
+      ->excludes("--model")
+      ->excludes("--random")
+      ->excludes("--random-case");
   sub->callback([args, &exit_code] { exit_code = run_verify(*args); });
 }
 

@@ -1,5 +1,7 @@
 #include "lib/problem.h"
 
+#include "vlrnn/core/script_model.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -34,11 +36,16 @@ Problem make_problem(const ProblemSpec& spec) {
   config.hidden_size = spec.hidden_size;
   config.num_layers = spec.num_layers;
   p.model = make_model(config);
+  // A TorchScript model file fixes its own sizes (lib/user_models.h): the data follows it.
+  if (dynamic_cast<const ScriptModel*>(p.model.get())) {
+    config.input_size = p.spec.input_size = p.model->input_size();
+    config.hidden_size = p.spec.hidden_size = p.model->output_size();
+  }
   p.head = make_head(spec.head, p.model->output_size(), spec.head_outputs);
   p.model->to(spec.device, spec.dtype);
   p.head->to(spec.device, spec.dtype);
   const auto cpu = torch::TensorOptions().dtype(spec.dtype);
-  p.batch.inputs = torch::randn({spec.time_steps, spec.batch, spec.input_size}, cpu)
+  p.batch.inputs = torch::randn({spec.time_steps, spec.batch, p.spec.input_size}, cpu)
                        .to(spec.device);  // [T, B, F]
   p.batch.targets = random_targets(*p.head, spec.time_steps, spec.batch, cpu)
                         .to(spec.device);  // [T, B] or [T, B, C]

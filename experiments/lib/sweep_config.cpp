@@ -1,6 +1,7 @@
 #include "lib/sweep_config.h"
 
 #include "lib/method_specs.h"
+#include "lib/user_models.h"
 
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
@@ -23,7 +24,7 @@ const std::vector<std::string> kExperimentKeys = {
     "name",   "description", "kind",    "figures", "methods", "models",        "T",
     "batch",  "block",       "hidden",  "layers",  "input",   "head",          "classes",
     "dtype",  "device",      "repeats", "warmup",  "seed",    "gradient_error", "budget_mib",
-    "batch_start", "batch_max", "batch_multiple"};
+    "batch_start", "batch_max", "batch_multiple", "model_file"};
 const std::vector<std::string> kTopOnlyKeys = {"memory_limit_mib", "block_options",
                                                "experiments"};
 // What scripts/plot.py draws (see its docstring).
@@ -138,6 +139,18 @@ void apply_key(ExperimentSpec& e, PendingMethods& methods, const std::string& ke
   else if (key == "batch_start") e.batch_start = read_int(v, path, 1);
   else if (key == "batch_max") e.batch_max = read_int(v, path, 1);
   else if (key == "batch_multiple") e.batch_multiple = read_int(v, path, 1);
+  else if (key == "model_file") {
+    // A TorchScript model registered as a kind (lib/user_models.h); it replaces "models",
+    // and its own F and H replace "input" and "hidden", so the records show them.
+    try {
+      e.models = {add_model_file(read_string(v, path), /*argument=*/"")};
+      const auto model = make_model({e.models[0]});
+      e.input_size = model->input_size();
+      e.hidden_sizes = {model->output_size()};
+    } catch (const c10::Error& error) {
+      fail(path, error.what_without_backtrace());
+    }
+  }
 }
 
 std::vector<std::string> resolve_methods(const PendingMethods& pending, const ExperimentSpec& e,

@@ -18,7 +18,11 @@
 //   figures        list of figure names this data is meant for (scripts/plot.py reads it)
 //   methods        list of method specs, or "all" / "exact" / "approximate" (default "all":
 //                  every method in the registry, so new methods join without an edit)
-//   models         list of model kinds (rnn, gru, lstm, gru_lstm); default ["lstm"]
+//   models         list of model kinds (rnn, gru, lstm, gru_lstm, ... or a plugin's);
+//                  default ["lstm"]
+//   model_file     a TorchScript model file (vlrnn/core/script_model.h), relative to the
+//                  working directory: the experiment's one model, instead of "models";
+//                  its own F and H replace "input" and "hidden"
 //   T, batch, block, hidden, layers
 //                  lists of positive integers; block may be empty (no K-dependent methods)
 //   input, classes F and C; head "ce" or "mse"

@@ -69,6 +69,17 @@ expect "merge DIR" merge "$work/merged" "$work/missing-shard"
 expect "T" budget --T 0
 expect "--fractions" budget --T 16 --fractions x
 expect "--fractions" budget --T 16 --fractions 0
+# Plugins and model files (lib/user_models.h): a missing file, a file that is no shared
+# library or TorchScript module, a library without the entry point.
+libc=$(ldd "$vlrnn" | awk '/libc\.so/ {print $3; exit}')
+echo '{"name": "bad", "model_file": "/nonexistent/cell.pt"}' > "$work/bad_model_file.json"
+expect "does not exist" verify --plugin "$work/missing.so" --model indrnn
+expect "cannot load plugin" verify --plugin "$work/broken.json" --model indrnn
+expect "has no symbol vlrnn_register_plugin" compare --plugin "$libc" --T 8 --hidden 4
+expect "unknown kind" verify --model nosuch
+expect "cannot read" verify --model-file "$work/missing.pt"
+expect "torch::jit::load failed" compare --model-file "$work/broken.json" --T 8
+expect "model_file" sweep "$work/bad_model_file.json" --out "$work/o6"
 
 echo "cli: $((total - failures)) passed, $failures failed"
 ((failures == 0))

@@ -2,6 +2,7 @@
 
 #include "vlrnn/methods/block.h"
 #include "vlrnn/registry/methods.h"
+#include "vlrnn/registry/models.h"
 
 #include <fmt/format.h>
 
@@ -58,40 +59,28 @@ std::vector<std::string> reduced_method_variants(const std::string& method, int6
   return kept.empty() ? all : kept;
 }
 
-}  // namespace
+struct ModelShape {
+  std::string kind;
+  int64_t layers;
+  std::string head;
+  double dropout;
+};
 
-std::vector<VerifyCase> default_matrix() {
-  struct ModelShape {
-    std::string kind;
-    int64_t layers;
-    std::string head;
-    double dropout;
-  };
-  const std::vector<ModelShape> models = {
-      {"rnn", 1, "ce", 0.0},      {"gru", 1, "mse", 0.0},      {"lstm", 1, "ce", 0.0},
-      {"lstm", 3, "mse", 0.0},    {"gru_lstm", 1, "ce", 0.0},  {"lstm", 3, "ce", 0.3},
-      {"gru_lstm", 1, "mse", 0.25}};
-  // The cells with a hand-written block backward (GRU variants, vlrnn/cells/gru_variants.h;
-  // lstm_block, vlrnn/cells/block_lstm.h), also stacked with dropout, on the reduced grid
-  // of reduced_method_variants().
-  const std::vector<ModelShape> gru_variants = {
-      {"gru_v1", 1, "ce", 0.0}, {"gru_v2", 1, "mse", 0.0}, {"gru_v3", 1, "ce", 0.0},
-      {"gru_v4", 1, "mse", 0.0}, {"gru_v4", 2, "ce", 0.25}, {"lstm_block", 1, "ce", 0.0},
-      {"lstm_block", 3, "mse", 0.3}};
-  std::vector<VerifyCase> cases;
-  VerifyCase base;
+// Every case of `shapes` × `specs` × {sum, mean} × {float64, float32} × {h0 with grad, h0
+// absent} × the length sets, from `base`.
+void add_cases(std::vector<VerifyCase>& cases, const VerifyCase& base,
+               const std::vector<ModelShape>& shapes, const std::vector<std::string>& specs) {
   const int64_t T = base.time_steps;
   // Every sequence T long; mixed lengths, unsorted, one of length 1, one shorter than most
   // blocks, one of length T; and the same with no sequence reaching T (a batch padded to a
   // bucket length), so that whole blocks at the end hold only padding.
   const std::vector<std::vector<int64_t>> length_sets = {{}, {17, T, 1, 4}, {17, 9, 1, 4}};
-  auto add_cases = [&](const std::vector<ModelShape>& shapes, const std::vector<std::string>& specs) {
-    for (const auto& spec : specs) {
-      for (const auto& m : shapes) {
-        for (const char* reduction : {"sum", "mean"}) {
-          for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
-            for (bool h0_with_grad : {true, false}) {
-             for (const auto& lengths : length_sets) {
+  for (const auto& spec : specs) {
+    for (const auto& m : shapes) {
+      for (const char* reduction : {"sum", "mean"}) {
+        for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
+          for (bool h0_with_grad : {true, false}) {
+            for (const auto& lengths : length_sets) {
               VerifyCase c = base;
               c.lengths = lengths;
               if (!lengths.empty()) c.batch = int64_t(lengths.size());
@@ -108,17 +97,49 @@ std::vector<VerifyCase> default_matrix() {
               c.dtype = dtype;
               c.h0_with_grad = h0_with_grad;
               cases.push_back(c);
-             }
             }
           }
         }
       }
     }
-  };
+  }
+}
+
+}  // namespace
+
+std::vector<VerifyCase> default_matrix() {
+  const std::vector<ModelShape> models = {
+      {"rnn", 1, "ce", 0.0},      {"gru", 1, "mse", 0.0},      {"lstm", 1, "ce", 0.0},
+      {"lstm", 3, "mse", 0.0},    {"gru_lstm", 1, "ce", 0.0},  {"lstm", 3, "ce", 0.3},
+      {"gru_lstm", 1, "mse", 0.25}};
+  // The cells with a hand-written block backward (GRU variants, vlrnn/cells/gru_variants.h;
+  // lstm_block, vlrnn/cells/block_lstm.h), also stacked with dropout, on the reduced grid
+  // of reduced_method_variants().
+  const std::vector<ModelShape> gru_variants = {
+      {"gru_v1", 1, "ce", 0.0}, {"gru_v2", 1, "mse", 0.0}, {"gru_v3", 1, "ce", 0.0},
+      {"gru_v4", 1, "mse", 0.0}, {"gru_v4", 2, "ce", 0.25}, {"lstm_block", 1, "ce", 0.0},
+      {"lstm_block", 3, "mse", 0.3}};
+  std::vector<VerifyCase> cases;
+  const VerifyCase base;
   for (const auto& method : method_names()) {
     if (method == "full") continue;
-    add_cases(models, method_variants(method, base.time_steps));
-    add_cases(gru_variants, reduced_method_variants(method, base.time_steps));
+    add_cases(cases, base, models, method_variants(method, base.time_steps));
+    add_cases(cases, base, gru_variants, reduced_method_variants(method, base.time_steps));
+  }
+  return cases;
+}
+
+std::vector<VerifyCase> model_matrix(const std::string& kind) {
+  VerifyCase base;
+  base.model = kind;
+  base.num_layers = 1;
+  // The model's own F: a TorchScript file fixes it whatever the config asks.
+  base.input_size = make_model({kind, base.input_size, base.hidden_size, 1, 0.0})->input_size();
+  std::vector<VerifyCase> cases;
+  for (const auto& method : method_names()) {
+    if (method == "full") continue;
+    add_cases(cases, base, {{kind, 1, "ce", 0.0}},
+              reduced_method_variants(method, base.time_steps));
   }
   return cases;
 }

@@ -4,6 +4,7 @@
 
 #include "vlrnn/verify/case.h"
 
+#include <string>
 #include <vector>
 
 namespace vlrnn::verify {
@@ -19,5 +20,12 @@ namespace vlrnn::verify {
 // x1 and x3 with dropout) on a reduced grid: the option variants
 // whose last value is 1, 7 or T (e.g. K ∈ {1, 7, T}), with the same other axes.
 std::vector<VerifyCase> default_matrix();
+
+// One model kind (a built-in, one added with add_model(), a plugin's or a TorchScript
+// file's) on the hand-written cells' reduced grid: every method but "full" × {sum, mean}
+// × {float64, float32} × {h0 with grad, h0 absent} × the three length sets, one layer, head
+// "ce". The cases take F from the model (a model file fixes its own). `vlrnn verify
+// --model KIND` and `--model-file PATH` run it.
+std::vector<VerifyCase> model_matrix(const std::string& kind);
 
 }  // namespace vlrnn::verify

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Scripts and saves an example recurrent cell for `vlrnn verify/compare --model-file`.
+
+The cell is an LSTM step (torch.nn.LSTMCell) looped over a block, with dropout on its output
+drawn one step at a time. It follows the signature documented in
+vlrnn/include/vlrnn/core/script_model.h (NOTE [ The TorchScript model signature ]):
+
+    self.input_size: int                                  F
+    initial_state(self, batch: int) -> Tuple[Tensor, Tensor]      (h [B, H], c [B, H])
+    forward(self, x [T, B, F], state, lengths [B] int64)
+        -> (z [T, B, H], state)   z zero past each sequence's end, state frozen there
+
+Only torch.jit.script and Module.save are used (no version-specific API), so a LibTorch 2.x
+loads what PyTorch 2.x saves, as LibTorch 1.13 loads what Debian's python3-torch 1.13 saves.
+
+Usage: export_cell.py OUT.pt [--input F] [--hidden H] [--dropout P] [--seed S]
+       export_cell.py OUT.pt --broken KIND   (a deliberately wrong module, for the tests:
+                                              arity, state, shape, lengths)
+"""
+import argparse
+import sys
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+
+# --- README script cell begin ---
+class LstmCellLoop(torch.nn.Module):
+    """T = block steps, B = batch, F = input, H = hidden."""
+
+    def __init__(self, input_size: int, hidden_size: int, dropout: float):
+        super().__init__()
+        self.input_size = input_size  # read by vlrnn on load
+        self.hidden_size = hidden_size
+        self.dropout = dropout
+        self.cell = torch.nn.LSTMCell(input_size, hidden_size)
+
+    @torch.jit.export
+    def initial_state(self, batch: int) -> Tuple[Tensor, Tensor]:
+        h = torch.zeros(batch, self.hidden_size, dtype=self.cell.weight_ih.dtype,
+                        device=self.cell.weight_ih.device)
+        return (h, h.clone())
+
+    def forward(self, x: Tensor, state: Tuple[Tensor, Tensor],
+                lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        h, c = state                                        # [B, H] each
+        outputs = []
+        for t in range(x.size(0)):
+            valid = (lengths > t).unsqueeze(1)              # [B, 1]
+            # Padding may be nan: select, never multiply by a mask.
+            x_t = torch.where(valid, x[t], torch.zeros_like(x[t]))   # [B, F]
+            h_new, c_new = self.cell(x_t, (h, c))
+            h = torch.where(valid, h_new, h)
+            c = torch.where(valid, c_new, c)
+            # Dropout drawn at every step for the whole batch: the draws depend on the
+            # steps run, not on where a block starts (the RecurrentModule contract).
+            z_t = torch.nn.functional.dropout(h_new, self.dropout, self.training)
+            outputs.append(torch.where(valid, z_t, torch.zeros_like(z_t)))
+        return torch.stack(outputs), (h, c)             # [T, B, H], (h, c)
+# --- README script cell end ---
+
+
+class Broken(torch.nn.Module):
+    """The cell above behind a signature that breaks the contract (TorchScript has no
+    super(): each variant calls the cell as a submodule)."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.input_size = input_size
+        self.inner = LstmCellLoop(input_size, hidden_size, 0.0)
+
+    @torch.jit.export
+    def initial_state(self, batch: int) -> Tuple[Tensor, Tensor]:
+        return self.inner.initial_state(batch)
+
+
+class WrongArity(Broken):
+    def forward(self, x: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        return self.inner(x, state, torch.full([x.size(1)], x.size(0), dtype=torch.long))
+
+
+class StateNotTuple(Broken):
+    def forward(self, x: Tensor, state: Tensor, lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        return self.inner(x, (state, state), lengths)
+
+
+class WrongShape(Broken):
+    def forward(self, x: Tensor, state: Tuple[Tensor, Tensor],
+                lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        z, s = self.inner(x, state, lengths)
+        return z.transpose(0, 1), s                     # [B, T, H]: wrong
+
+
+class IgnoresLengths(Broken):
+    def forward(self, x: Tensor, state: Tuple[Tensor, Tensor],
+                lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        return self.inner(x, state, torch.full_like(lengths, x.size(0)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="where to save the scripted cell (.pt)")
+    parser.add_argument("--input", type=int, default=8, help="F: input features")
+    parser.add_argument("--hidden", type=int, default=16, help="H: hidden size")
+    parser.add_argument("--dropout", type=float, default=0.1, help="dropout on each step's output")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
+    parser.add_argument("--broken", choices=["arity", "state", "shape", "lengths"],
+                        help="save a module that breaks the signature, for the tests")
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    if args.broken is None:
+        cell = LstmCellLoop(args.input, args.hidden, args.dropout)
+    else:
+        kind = {"arity": WrongArity, "state": StateNotTuple, "shape": WrongShape,
+                "lengths": IgnoresLengths}[args.broken]
+        cell = kind(args.input, args.hidden)
+    torch.jit.script(cell).save(args.out)
+    print(f"export_cell: saved {type(cell).__name__} (F={args.input}, H={args.hidden}, "
+          f"dropout={args.dropout}) to {args.out} with torch {torch.__version__}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+#pragma once
+// A recurrent model written in Python and saved with TorchScript, wrapped as a
+// RecurrentModule, so every gradient method, the verifier and the drivers treat it like a
+// built-in. Shapes: T = block steps, B = batch, F = input, H = output features.
+//
+// NOTE [ The TorchScript model signature ]
+// The saved module (torch.jit.script(cell).save(path); scripts/export_cell.py is an
+// example) must have:
+//
+//   self.input_size: int                         an attribute: F
+//   def initial_state(self, batch: int) -> Tuple[Tensor, ...]
+//       the zero state of `batch` sequences; every tensor holds the batch in one dimension
+//       (found on load by calling it with two batch sizes)
+//   def forward(self, x: Tensor, state: Tuple[Tensor, ...], lengths: Tensor)
+//           -> Tuple[Tensor, Tuple[Tensor, ...]]
+//       x [T, B, F]: one block of steps; state: laid out as initial_state's (a one-tensor
+//       state is Tuple[Tensor]); lengths [B] int64 on x's device: each sequence's valid
+//       steps in this block, in [0, T], always given (T for every sequence when the batch
+//       has no lengths). Returns (z [T, B, H], state): z zero past each sequence's end, the
+//       state the one after each sequence's last valid step (the entry state for a
+//       sequence with none). Padded steps of x may hold anything, nan included: select
+//       with torch.where rather than multiply by a mask.
+//
+// No block offset is passed: a block method cuts the sequence anywhere, so the module must
+// compute the same function of (x, state) wherever a block starts. Random draws (dropout)
+// follow the RecurrentModule contract: one step at a time (recurrent_module.h).
+// The parameters (named_parameters() of the script module, and its buffers) are this
+// module's own, the same tensors: gradients accumulate in them and to() converts them.
+
+#include "vlrnn/core/recurrent_module.h"
+
+#include <torch/script.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vlrnn {
+
+class ScriptModel : public RecurrentModule {
+ public:
+  // Loads `path` with torch::jit::load and checks it (wrap()); throws naming the file.
+  static std::shared_ptr<ScriptModel> load(const std::string& path);
+  // Checks the signature above with a tiny probe call (3 steps, 2 sequences, one of them
+  // ending after step 1) and throws naming `origin` and what was expected and what was
+  // found: a missing method or attribute, the wrong arity, a state that is not a tuple of
+  // tensors or whose layout changes in forward, a z of the wrong shape, z not zero past a
+  // sequence's end, a state not frozen for a sequence with no valid step.
+  static std::shared_ptr<ScriptModel> wrap(torch::jit::Module module, const std::string& origin);
+
+  std::pair<torch::Tensor, State> forward(const torch::Tensor& x_block, const State& h_entry,
+                                          const torch::Tensor& lengths = {}) override;
+  int64_t input_size() const override { return input_size_; }
+  int64_t output_size() const override { return output_size_; }
+  std::vector<StateSpec> state_spec() const override { return state_spec_; }
+  std::string describe() const override;
+  void train(bool on = true) override;
+
+  const torch::jit::Module& script() const { return module_; }
+
+ private:
+  ScriptModel(torch::jit::Module module, std::string origin);
+  void probe();
+
+  torch::jit::Module module_;
+  std::string origin_;  // the file, or what the module came from, for messages
+  int64_t input_size_ = 0, output_size_ = 0;
+  std::vector<StateSpec> state_spec_;
+};
+
+}  // namespace vlrnn

@@ -1,0 +1,218 @@
+#include "vlrnn/core/script_model.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace vlrnn {
+namespace {
+
+constexpr const char* kForwardSignature =
+    "forward(self, x: Tensor, state: Tuple[Tensor, ...], lengths: Tensor) -> "
+    "Tuple[Tensor, Tuple[Tensor, ...]]";
+
+std::string shape_string(const torch::Tensor& t) {
+  return fmt::format("[{}]", fmt::join(t.sizes().vec(), ", "));
+}
+
+std::string type_string(const c10::IValue& value) { return value.type()->str(); }
+
+c10::IValue to_tuple(const std::vector<torch::Tensor>& tensors) {
+  return c10::ivalue::Tuple::create(std::vector<c10::IValue>(tensors.begin(), tensors.end()));
+}
+
+// The tensors of a Tuple[Tensor, ...] that `what` returned.
+std::vector<torch::Tensor> tensors_of(const c10::IValue& value, const std::string& origin,
+                                      const std::string& what) {
+  TORCH_CHECK(value.isTuple(), origin, ": ", what, ": expected a state Tuple[Tensor, ...], found ",
+              type_string(value));
+  const auto tuple = value.toTuple();
+  std::vector<torch::Tensor> tensors;
+  for (const auto& element : tuple->elements()) {
+    TORCH_CHECK(element.isTensor(), origin, ": ", what,
+                ": expected a state Tuple[Tensor, ...], found ", type_string(value));
+    tensors.push_back(element.toTensor());
+  }
+  TORCH_CHECK(!tensors.empty(), origin, ": ", what,
+              ": expected a state of at least one tensor, found an empty tuple");
+  return tensors;
+}
+
+// forward's output: (z, state).
+std::pair<torch::Tensor, std::vector<torch::Tensor>> unpack_forward(const c10::IValue& out,
+                                                                    const std::string& origin) {
+  const bool pair = out.isTuple() && out.toTuple()->elements().size() == 2 &&
+                    out.toTuple()->elements()[0].isTensor();
+  TORCH_CHECK(pair, origin, ": forward: expected to return (z: Tensor, state: Tuple[Tensor, ...]), found ",
+              type_string(out));
+  const auto tuple = out.toTuple();
+  return {tuple->elements()[0].toTensor(), tensors_of(tuple->elements()[1], origin, "forward's returned state")};
+}
+
+}  // namespace
+
+std::shared_ptr<ScriptModel> ScriptModel::load(const std::string& path) {
+  TORCH_CHECK(std::ifstream(path).good(), "model file \"", path,
+              "\": cannot read it (expected a TorchScript module saved with "
+              "torch.jit.script(cell).save(path), e.g. by scripts/export_cell.py)");
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "model file \"", path, "\": expected a TorchScript module "
+                "(torch.jit.script(cell).save(path)), torch::jit::load failed: ",
+                e.what_without_backtrace());
+  }
+  return wrap(std::move(module), "model file \"" + path + "\"");
+}
+
+std::shared_ptr<ScriptModel> ScriptModel::wrap(torch::jit::Module module,
+                                               const std::string& origin) {
+  std::shared_ptr<ScriptModel> model(new ScriptModel(std::move(module), origin));
+  model->probe();
+  return model;
+}
+
+ScriptModel::ScriptModel(torch::jit::Module module, std::string origin)
+    : module_(std::move(module)), origin_(std::move(origin)) {
+  // The same tensors, registered here too: gradient methods read parameters(), .grad()
+  // accumulates in the script module's own, and to() converts both (set_data).
+  // nn::Module names may not contain '.': "cell.weight_ih" -> "cell_weight_ih".
+  auto local_name = [](std::string name) {
+    for (auto& ch : name) ch = ch == '.' ? '_' : ch;
+    return name;
+  };
+  for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+    register_parameter(local_name(p.name), p.value, p.value.requires_grad());
+  }
+  for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
+    register_buffer(local_name(b.name), b.value);
+  }
+  RecurrentModule::train(module_.is_training());
+}
+
+void ScriptModel::probe() {
+  // The signature (NOTE [ The TorchScript model signature ] in script_model.h).
+  auto forward_method = module_.find_method("forward");
+  if (!forward_method) {
+    std::vector<std::string> names;
+    for (const auto& m : module_.get_methods()) names.push_back(m.name());
+    TORCH_CHECK(false, origin_, ": expected a method ", kForwardSignature, ", found none (methods: ",
+                fmt::format("{}", fmt::join(names, ", ")), ")");
+  }
+  const auto& schema = forward_method->function().getSchema();
+  std::ostringstream found;
+  found << schema;
+  const size_t arity = schema.arguments().size() - 1;  // without self
+  TORCH_CHECK(arity == 3, origin_, ": expected ", kForwardSignature, " (3 arguments), found ",
+              found.str(), " (", arity, ")");
+  const auto& state_type = schema.arguments()[2].type();
+  TORCH_CHECK(state_type->kind() == c10::TypeKind::TupleType, origin_,
+              ": forward's state argument: expected Tuple[Tensor, ...] (a one-tensor state is "
+              "Tuple[Tensor]), found ", state_type->str(), " in ", found.str());
+  TORCH_CHECK(module_.hasattr("input_size") && module_.attr("input_size").isInt(), origin_,
+              ": expected an int attribute input_size (F, the features of each step: "
+              "self.input_size = F in __init__), found ",
+              module_.hasattr("input_size") ? type_string(module_.attr("input_size")) : "none");
+  input_size_ = module_.attr("input_size").toInt();
+  TORCH_CHECK(input_size_ >= 1, origin_, ": input_size: expected >= 1, found ", input_size_);
+
+  auto init = module_.find_method("initial_state");
+  TORCH_CHECK(init, origin_, ": expected a method initial_state(self, batch: int) -> "
+              "Tuple[Tensor, ...] (the zero state of `batch` sequences), found none");
+  const auto s2 = tensors_of((*init)({c10::IValue(int64_t(2))}), origin_, "initial_state(2)");
+  const auto s3 = tensors_of((*init)({c10::IValue(int64_t(3))}), origin_, "initial_state(3)");
+  TORCH_CHECK(s2.size() == s3.size(), origin_, ": initial_state: expected the same number of "
+              "tensors for every batch size, found ", s2.size(), " for 2 and ", s3.size(), " for 3");
+  state_spec_.clear();
+  for (size_t i = 0; i < s2.size(); ++i) {
+    // The batch dimension: the one that is 2 for two sequences and 3 for three.
+    std::vector<int64_t> batch_dims;
+    bool same_rank = s2[i].dim() == s3[i].dim();
+    for (int64_t d = 0; same_rank && d < s2[i].dim(); ++d) {
+      if (s2[i].size(d) == 2 && s3[i].size(d) == 3) {
+        batch_dims.push_back(d);
+      } else if (s2[i].size(d) != s3[i].size(d)) {
+        same_rank = false;
+      }
+    }
+    TORCH_CHECK(same_rank && batch_dims.size() == 1, origin_, ": initial_state tensor ", i,
+                ": expected the batch in exactly one dimension (its size the batch, the others "
+                "fixed), found ", shape_string(s2[i]), " for batch 2 and ", shape_string(s3[i]),
+                " for batch 3");
+    StateSpec spec{fmt::format("state{}", i), s2[i].sizes().vec(), batch_dims[0]};
+    spec.shape[size_t(batch_dims[0])] = -1;
+    state_spec_.push_back(spec);
+  }
+
+  // A tiny call: T = 3 steps, B = 2 sequences (T != B, so a transposed z shows), the second
+  // ending after one step; in eval
+  // mode (no dropout draws) and with deterministic data, so the probe leaves the
+  // generators alone.
+  torch::NoGradGuard no_grad;
+  const bool was_training = module_.is_training();
+  module_.eval();
+  auto options = torch::TensorOptions().dtype(torch::kFloat32);
+  for (const auto& p : module_.parameters()) {
+    options = p.options();
+    break;
+  }
+  const int64_t F = input_size_;
+  auto x = torch::linspace(-1.0, 1.0, 6 * F, options).reshape({3, 2, F});  // [T, B, F]
+  std::vector<torch::Tensor> entry;
+  for (const auto& s : s2) entry.push_back(s.to(options) + 0.5);  // nonzero: freezing shows
+  const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(options.device());
+  auto [z, exit] = unpack_forward(
+      module_.forward({x, to_tuple(entry), torch::tensor({3, 1}, long_options)}), origin_);
+  const std::string call = fmt::format("forward(x [3, 2, {}], state, lengths [3, 1])", F);
+  TORCH_CHECK(z.dim() == 3 && z.size(0) == 3 && z.size(1) == 2 && z.size(2) >= 1, origin_, ": ",
+              call, ": expected z of shape [T, B, H] = [3, 2, H], found ", shape_string(z));
+  output_size_ = z.size(2);
+  TORCH_CHECK(exit.size() == entry.size(), origin_, ": ", call, ": expected a state of ",
+              entry.size(), " tensors (as initial_state gives), found ", exit.size());
+  for (size_t i = 0; i < exit.size(); ++i) {
+    TORCH_CHECK(exit[i].sizes() == entry[i].sizes(), origin_, ": ", call, ": returned state "
+                "tensor ", i, ": expected the entry's shape ", shape_string(entry[i]),
+                ", found ", shape_string(exit[i]));
+  }
+  TORCH_CHECK(z.slice(0, 1).select(1, 1).eq(0).all().item<bool>(), origin_, ": ", call,
+              ": expected z zero past each sequence's end (sequence 1 has 1 valid step), found "
+              "nonzero values at steps 1-2 of sequence 1: forward must honour lengths");
+  auto [z0, frozen] = unpack_forward(
+      module_.forward({x, to_tuple(entry), torch::tensor({3, 0}, long_options)}), origin_);
+  for (size_t i = 0; i < frozen.size(); ++i) {
+    const auto d = state_spec_[i].batch_dim;
+    TORCH_CHECK(frozen[i].select(d, 1).equal(entry[i].select(d, 1)), origin_,
+                ": forward(x, state, lengths [3, 0]): expected sequence 1 (no valid step) to "
+                "keep its entry state, found state tensor ", i,
+                " changed: forward must honour lengths");
+  }
+  module_.train(was_training);
+}
+
+std::pair<torch::Tensor, State> ScriptModel::forward(const torch::Tensor& x_block,
+                                                     const State& h_entry,
+                                                     const torch::Tensor& lengths) {
+  // x_block [T, B, F]; lengths [B] valid steps in this block (T each when absent)
+  const auto valid =
+      lengths.defined()
+          ? lengths.to(x_block.device(), torch::kLong)
+          : torch::full({x_block.size(1)}, x_block.size(0),
+                        torch::TensorOptions().dtype(torch::kLong).device(x_block.device()));
+  auto [z, exit] = unpack_forward(module_.forward({x_block, to_tuple(h_entry.tensors()), valid}),
+                                  origin_);
+  return {z, State(std::move(exit))};  // z [T, B, H]
+}
+
+std::string ScriptModel::describe() const {
+  return fmt::format("ScriptModel({}) {}", origin_, RecurrentModule::describe());
+}
+
+void ScriptModel::train(bool on) {
+  RecurrentModule::train(on);
+  module_.train(on);
+}
+
+}  // namespace vlrnn
