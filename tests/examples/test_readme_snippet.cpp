@@ -1,4 +1,7 @@
-// The README's C++ snippet must be exactly the one compiled in examples/quickstart.cpp.
+// The README's C++ snippet must be exactly the one compiled in examples/quickstart.cpp, and
+// each snippet marked "<!-- snippet: PATH NAME -->" exactly the lines of PATH between
+// "README NAME begin" and "README NAME end" (the "bring your own model" sections, whose
+// files ctest's examples.* tests compile and run).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -41,6 +44,39 @@ TEST(ReadmeSnippet, IsTheCompiledExample) {
   ASSERT_NE(code, std::string::npos);
   const auto code_end = readme.find("```", code + 7);
   EXPECT_EQ(trimmed_lines(readme.substr(code + 7, code_end - code - 7)), trimmed_lines(snippet));
+}
+
+TEST(ReadmeSnippet, MarkedSnippetsAreTheTestedFiles) {
+  const std::string root = VLRNN_SOURCE_DIR;
+  const std::string readme = slurp(root + "/README.md");
+  const std::string marker = "<!-- snippet: ";
+  int found = 0;
+  for (auto at = readme.find(marker); at != std::string::npos; at = readme.find(marker, at + 1)) {
+    const auto close = readme.find(" -->", at);
+    const std::string spec = readme.substr(at + marker.size(), close - at - marker.size());
+    const auto space = spec.find(' ');
+    const std::string path = spec.substr(0, space), name = spec.substr(space + 1);
+    SCOPED_TRACE(spec);
+    const auto fence = readme.find("```", close);
+    const auto code = readme.find('\n', fence) + 1;
+    const auto code_end = readme.find("```", code);
+    const std::string comment = path.size() > 3 && path.substr(path.size() - 3) == ".py" ? "#" : "//";
+    const std::string source = slurp(root + "/" + path);
+    const std::string begin_marker = comment + " --- README " + name + " begin ---\n";
+    const auto begin = source.find(begin_marker);
+    const auto end = source.find(comment + " --- README " + name + " end ---");
+    ASSERT_NE(begin, std::string::npos) << path << " lacks \"" << begin_marker << "\"";
+    ASSERT_NE(end, std::string::npos);
+    auto without_trailing_blanks = [](std::vector<std::string> lines) {
+      while (!lines.empty() && lines.back().empty()) lines.pop_back();
+      return lines;
+    };
+    EXPECT_EQ(without_trailing_blanks(trimmed_lines(readme.substr(code, code_end - code))),
+              without_trailing_blanks(trimmed_lines(
+                  source.substr(begin + begin_marker.size(), end - begin - begin_marker.size()))));
+    ++found;
+  }
+  EXPECT_EQ(found, 4) << "the custom cell, its verification, the plugin, the TorchScript cell";
 }
 
 }  // namespace
