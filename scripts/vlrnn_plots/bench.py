@@ -69,7 +69,7 @@ def plot_relative(records, meta, directory, written, skipped, batch, suffix):
             noisy.append(bool(q.get("time_ratio_noisy")) and impl != reference)
         if not xs:
             continue
-        bars = ax.bar(xs, ys, width, label=label, color=color[impl], edgecolor=color[impl],
+        bars = ax.bar(xs, ys, width, color=color[impl], edgecolor=color[impl],
                       yerr=yerr(ys, lows, highs), capsize=2, error_kw={"lw": 0.8})
         for bar, n in zip(bars, noisy):
             if n:
@@ -85,7 +85,11 @@ def plot_relative(records, meta, directory, written, skipped, batch, suffix):
     T = at_b[0].get("T")
     ax.set_title(f"Forward + backward of one block (T = {T}), minibatch {batch}", fontsize=10)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.35)  # room for the legend above the bars
-    handles, labels = ax.get_legend_handles_labels()
+    # Legend patches of their own: a bar container's entry takes its first bar's look,
+    # hatched when that one is noisy.
+    labels = [label for impl, label in impls if any(r["implementation"] == impl for r in at_b)]
+    handles = [Patch(facecolor=color[impl]) for impl, _ in impls
+               if any(r["implementation"] == impl for r in at_b)]
     if any_noisy:
         handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="////"))
         labels.append(f"noisy (CI > ±{stats.NOISY_HALF_WIDTH:.0%} or one repetition)")
