@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""ctest plot.every_results_dir: scripts/plot.py draws every committed result folder.
+
+    /usr/bin/python3 tests/scripts/test_plot_every_results_dir.py SOURCE_DIR
+
+Copies the records and meta.json of each folder under results/ that holds results.jsonl (every
+top-level folder must) into a temporary folder, so the committed figures are never rewritten,
+runs plot.py there (two at a time) and checks that it exits 0, writes a non-empty PNG and PDF
+for every figure it names, and writes the same set of figures as the folder has committed (a
+committed figure plot.py no longer draws, or one it draws that was not committed, is stale).
+Also checks the spread and interval helpers against hand-computed values.
+"""
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def check_stats(scripts):
+    sys.path.insert(0, scripts)
+    from vlrnn_plots import stats
+    s = stats.summarize([4.0, 1.0, 3.0, 2.0])  # measure::summarize interpolates the same way
+    assert (s["median"], s["q1"], s["q3"], s["min"], s["max"]) == (2.5, 1.75, 3.25, 1.0, 4.0), s
+    assert stats.spread(s)[2] == "min-max"  # 4 repeats: too few for quartiles
+    assert stats.spread(stats.summarize([1.0, 2, 3, 4, 5]))[:2] == (2.0, 4.0)
+    assert stats.is_noisy(1.0, None) and stats.is_noisy(1.0, [0.85, 1.05])
+    assert not stats.is_noisy(1.0, [0.95, 1.08])
+    ci = stats.paired_ratio_ci([2.0, 2.1, 1.9, 2.0, 2.05], [1.0, 1.0, 1.0, 1.0, 1.0])
+    assert 1.9 <= ci[0] <= 2.0 <= ci[1] <= 2.1, ci
+    assert stats.paired_ratio_ci([1.0], [1.0]) is None
+
+
+def result_folders(results):
+    folders = []
+    for top in sorted(os.listdir(results)):
+        path = os.path.join(results, top)
+        if not os.path.isdir(path) or top.startswith("local-"):
+            continue
+        assert os.path.exists(os.path.join(path, "results.jsonl")), \
+            f"{path}: no results.jsonl, so `python3 scripts/plot.py {path}` cannot draw it"
+        for here, _, files in os.walk(path):
+            if "results.jsonl" in files:
+                folders.append(os.path.relpath(here, results))
+    return folders
+
+
+def plot_copy(source, plot, results, folder, scratch):
+    copy = os.path.join(scratch, folder.replace(os.sep, "__"))
+    os.makedirs(copy)
+    for name in ("results.jsonl", "meta.json"):
+        if os.path.exists(os.path.join(results, folder, name)):
+            shutil.copy(os.path.join(results, folder, name), copy)
+    start = time.time()
+    run = subprocess.run([sys.executable, plot, copy], capture_output=True, text=True, cwd=source)
+    return folder, copy, run, time.time() - start
+
+
+def main(source):
+    scripts = os.path.join(source, "scripts")
+    check_stats(scripts)
+    results = os.path.join(source, "results")
+    plot = os.path.join(scripts, "plot.py")
+    folders = result_folders(results)
+    assert folders, f"no result folders under {results}"
+    failures = []
+    with tempfile.TemporaryDirectory() as scratch, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        jobs = [pool.submit(plot_copy, source, plot, results, f, scratch) for f in folders]
+        for job in jobs:
+            folder, copy, run, seconds = job.result()
+            figures = os.path.join(copy, "figures")
+            drawn = sorted(f[:-4] for f in os.listdir(figures) if f.endswith(".png")) \
+                if os.path.isdir(figures) else []
+            print(f"{folder}: exit {run.returncode}, {len(drawn)} figures, {seconds:.1f} s")
+            problems = []
+            if run.returncode != 0:
+                problems.append(f"plot.py exited {run.returncode}:\n{run.stdout}{run.stderr}")
+            if not drawn:
+                problems.append("no figure written")
+            for name in drawn:
+                for ext in ("png", "pdf"):
+                    path = os.path.join(figures, f"{name}.{ext}")
+                    if not os.path.exists(path) or os.path.getsize(path) == 0:
+                        problems.append(f"{name}.{ext} missing or empty")
+            committed_dir = os.path.join(results, folder, "figures")
+            if os.path.isdir(committed_dir):
+                committed = sorted(f[:-4] for f in os.listdir(committed_dir) if f.endswith(".png"))
+                if committed != drawn:
+                    problems.append(f"committed figures {committed} differ from those plot.py "
+                                    f"draws now {drawn}: regenerate them with "
+                                    f"`python3 scripts/plot.py results/{folder}`")
+            failures += [f"{folder}: {p}" for p in problems]
+    for failure in failures:
+        print("FAILED " + failure)
+    print(f"{len(folders)} result folders, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else
+                  os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
