@@ -278,7 +278,7 @@ int run_budget(BudgetArgs args) {
   }
   store.write_csv();
   std::cerr << "vlrnn budget: wrote " << store.jsonl_path() << ", results.csv, meta.json; plot "
-            << "with: python3 scripts/plot_budget.py " << out_dir << "\n";
+            << "with: python3 scripts/plot.py " << out_dir << "\n";
   return 0;
 }
 
@@ -294,7 +294,7 @@ void add_budget_command(CLI::App& app, int& exit_code) {
       "predicted to fit, and sqrt(T) checkpointing, measured interleaved with full in one run; "
       "plus revolve's predicted curve from the measured cost model. Writes DIR/results.jsonl "
       "(one record per method and budget, plus 'theory' records), results.csv and meta.json "
-      "(command, git sha, machine). Plot: python3 scripts/plot_budget.py DIR.");
+      "(command, git sha, machine). Plot: python3 scripts/plot.py DIR.");
   auto& p = args->problem;
   p.hidden_size = 64;
   p.input_size = 32;

@@ -8,9 +8,11 @@ top-level folder must) into a temporary folder, so the committed figures are nev
 runs plot.py there (two at a time) and checks that it exits 0, writes a non-empty PNG and PDF
 for every figure it names, and writes the same set of figures as the folder has committed (a
 committed figure plot.py no longer draws, or one it draws that was not committed, is stale).
-Also checks the spread and interval helpers against hand-computed values.
+Also checks that README.md's table of committed result sets names each folder with the
+command its meta.json records, and the spread and interval helpers against hand-computed values.
 """
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
@@ -47,6 +49,28 @@ def result_folders(results):
     return folders
 
 
+def check_readme(source, results, folders):
+    """README.md has a row `| `results/FOLDER` | `COMMAND` ...` per folder, COMMAND from its
+    meta.json (a re-measured folder whose command changed must update the README)."""
+    with open(os.path.join(source, "README.md")) as f:
+        rows = [line for line in f if line.startswith("| `results/")]
+    problems = []
+    for folder in folders:
+        meta_path = os.path.join(results, folder, "meta.json")
+        if not os.path.exists(meta_path):
+            continue
+        with open(meta_path) as f:
+            meta = json.load(f)
+        env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
+        command = meta.get("script") or meta.get("command") or meta.get("command_line")
+        command = ((env + " " if env else "") + command).replace("|", "\\|")
+        name = f"| `results/{folder}` |"
+        if not any(row.startswith(name) and f"`{command}`" in row for row in rows):
+            problems.append(f"{folder}: README.md has no row `{name} `{command}` |` "
+                            f"(the command in its meta.json)")
+    return problems
+
+
 def plot_copy(source, plot, results, folder, scratch):
     copy = os.path.join(scratch, folder.replace(os.sep, "__"))
     os.makedirs(copy)
@@ -65,7 +89,7 @@ def main(source):
     plot = os.path.join(scripts, "plot.py")
     folders = result_folders(results)
     assert folders, f"no result folders under {results}"
-    failures = []
+    failures = check_readme(source, results, folders)
     with tempfile.TemporaryDirectory() as scratch, \
             concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         jobs = [pool.submit(plot_copy, source, plot, results, f, scratch) for f in folders]
