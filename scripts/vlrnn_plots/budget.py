@@ -10,7 +10,8 @@
 from collections import defaultdict
 
 from . import stats
-from .common import (noisy_legend_handle, plot_ratio_points, plt, save, time_summary)
+from .common import (noisy_legend_handle, plot_ratio_points, plt, save, time_samples,
+                     time_summary)
 
 STYLE = {
     "planner": dict(color="C3", marker="o", label="planner (DP, budget)"),
@@ -27,25 +28,27 @@ def accepts(record):
 
 
 def ratio(record, full):
-    """{value, ci, noisy, computed} of a measured record's time ratio to full BPTT.
-    Records with `paired_time_ratio_ci` (95 % bootstrap over paired rounds) use it and their
-    `time_ratio_noisy`. Older records hold only each run's time summary: their bars are the
-    widest ratio the two spreads allow (low / full's high .. high / full's low), and noisy is
-    judged on that interval."""
+    """{value, ci, noisy, source} of a measured record's time ratio to full BPTT; source says
+    where the interval came from:
+      "record"     the record's `paired_time_ratio_ci` (95 % bootstrap over paired rounds)
+                   and its `time_ratio_noisy`;
+      "bootstrap"  the same, computed here from the two runs' samples (round i of each);
+      "spread"     records without samples: the widest ratio the two runs' spreads allow
+                   (low / full's high .. high / full's low); none from one repeat.
+    Noisy, where the record does not say, is judged on that interval."""
     value = record.get("paired_time_ratio", record.get("time_ratio"))
-    ci = record.get("paired_time_ratio_ci")
-    computed = False
+    ci, source = record.get("paired_time_ratio_ci"), "record"
     if not ci and full is not None and record.get("method") != "full":
+        ci, source = stats.paired_ratio_ci(time_samples(record), time_samples(full)), "bootstrap"
         mine, theirs = time_summary(record), time_summary(full)
-        if mine and theirs and min(mine.get("samples", 1), theirs.get("samples", 1)) >= 2:
+        if not ci and mine and theirs and min(stats.count(mine), stats.count(theirs)) >= 2:
             lo, hi, _ = stats.spread(mine)
             flo, fhi, _ = stats.spread(theirs)
-            ci = [lo / fhi, hi / flo]
-            computed = True
+            ci, source = [lo / fhi, hi / flo], "spread"
     noisy = record.get("time_ratio_noisy")
     if noisy is None:
         noisy = stats.is_noisy(value, ci) if record.get("method") != "full" else False
-    return {"value": value, "ci": ci, "noisy": noisy, "computed": computed}
+    return {"value": value, "ci": ci, "noisy": noisy, "source": source}
 
 
 def fraction(record):
@@ -62,7 +65,7 @@ def draw(records, meta, directory, written, skipped):
     steps = sorted({r["T"] for r in measured})
     fig, axes = plt.subplots(2, len(steps), figsize=(6.4 * len(steps), 8.2), squeeze=False,
                              sharex="col", gridspec_kw={"height_ratios": [3, 2]})
-    computed_ci, theory_drawn, capped = False, False, set()
+    sources, theory_drawn, capped = set(), False, set()
     for column, T in enumerate(steps):
         ax, peak_ax = axes[0][column], axes[1][column]
         at_t = [r for r in measured if r["T"] == T]
@@ -112,7 +115,7 @@ def draw(records, meta, directory, written, skipped):
                 xs = [fraction(r) if method in BUDGETED
                       else r["run"]["memory"]["step_peak_bytes"] / r["full_peak_bytes"] for r in rs]
                 qs = [ratio(r, fulls.get(r["budget_bytes"])) for r in rs]
-                computed_ci |= any(q["computed"] for q in qs)
+                sources |= {q["source"] for q in qs if q["ci"]}
                 plot_ratio_points(ax, xs, qs, style["color"], style["marker"], style["label"],
                                   linestyle="-" if method in BUDGETED else "none")
                 over = [(x, q["value"]) for x, q, r in zip(xs, qs, rs)
@@ -153,11 +156,16 @@ def draw(records, meta, directory, written, skipped):
                  f"{problem.get('dtype', '')}", fontsize=10)
     missing = [f"{r['method']} at T={r['T']}, budget {fraction(r):.3g}" for r in records
                if r.get("kind") == "does_not_fit"]
-    notes = ["Top: ratio of median times, each method measured side by side with full BPTT in "
-             "one interleaved run; bars: "
-             + ("95 % bootstrap CI over paired rounds" if not computed_ci else
-                "these records carry no paired interval, so the bars are the widest ratio the two "
-                "runs' spreads allow (IQR with 5+ repeats, else min-max; none from one repeat)")
+    bars = {"record": "95 % bootstrap CI over paired rounds",
+            "bootstrap": "95 % bootstrap CI over paired rounds (computed by plot.py from the "
+                         "recorded samples)",
+            "spread": "for records without samples, the widest ratio the two runs' spreads "
+                      "allow (IQR with 5+ repeats, else min-max; none from one repeat)"}
+    notes = ["Top: " + ("median over rounds of the paired time ratio" if any(
+                 "paired_time_ratio" in r for r in measured) else "ratio of median times")
+             + ", each method measured side by side with full BPTT in one interleaved run; "
+             + "bars: " + ("; ".join(bars[s] for s in ("record", "bootstrap", "spread")
+                                   if s in sources) or "none (one repeat: no interval)")
              + f"; hollow: wider than ±{stats.NOISY_HALF_WIDTH:.0%} or no interval, not a finding."]
     if theory_drawn:
         notes.append("Dashed (not measured): the cost model's predicted seconds of the fastest "

@@ -163,6 +163,19 @@ def time_summary(record):
     return None
 
 
+def time_samples(record):
+    """A record's repeats in the order they ran (round i of every method is sample i):
+    `time_samples` (record or run), else the summary's `samples_s` or list `samples`."""
+    for holder in (record, record.get("run") or {}):
+        if isinstance(holder.get("time_samples"), list):
+            return holder["time_samples"]
+    summary = time_summary(record) or {}
+    for key in ("samples_s", "samples"):
+        if isinstance(summary.get(key), list):
+            return summary[key]
+    return []
+
+
 def yerr(values, lows, highs):
     """matplotlib's yerr (distances below, above) from values and their interval ends."""
     return [[max(v - lo, 0.0) for v, lo in zip(values, lows)],
@@ -172,7 +185,7 @@ def yerr(values, lows, highs):
 def spread_name(summaries):
     """The legend's words for the bars of a set of time summaries."""
     names = {stats.spread(s)[2] for s in summaries if s}
-    counts = sorted({s.get("samples", 1) for s in summaries if s})
+    counts = sorted({stats.count(s) for s in summaries if s})
     n = (f"n={counts[0]}" if len(counts) == 1 else f"n={counts[0]}-{counts[-1]}") if counts else ""
     if names == {"IQR"}:
         return f"bars: IQR of {n} repeats"

@@ -17,7 +17,8 @@ from collections import defaultdict
 
 from . import stats
 from .common import (MIB, describe_fixed, method_style, noisy_legend_handle, order_key,
-                     plot_ratio_points, plt, save, spread_name, time_summary, varying, yerr)
+                     plot_ratio_points, plt, save, spread_name, time_samples, time_summary,
+                     varying, yerr)
 
 
 def accepts(record):
@@ -50,9 +51,8 @@ def ratio_to_full(record, by_key):
     computed = False
     if not ci and record.get("method") != "full":
         full = by_key.get(record.get("key", "").replace(f"|{record.get('method')}|", "|full|", 1))
-        mine, theirs = time_summary(record), time_summary(full) if full else None
-        if mine and theirs:
-            ci = stats.paired_ratio_ci(mine.get("samples_s", []), theirs.get("samples_s", []))
+        if full:
+            ci = stats.paired_ratio_ci(time_samples(record), time_samples(full))
             computed = ci is not None
     noisy = record.get("time_ratio_noisy")
     if noisy is None:

@@ -8,6 +8,9 @@ top-level folder must) into a temporary folder, so the committed figures are nev
 runs plot.py there (two at a time) and checks that it exits 0, writes a non-empty PNG and PDF
 for every figure it names, and writes the same set of figures as the folder has committed (a
 committed figure plot.py no longer draws, or one it draws that was not committed, is stale).
+Then draws two made-up folders in the record schema the commands are moving to (issue 11:
+`time` with `time_samples`, `paired_time_ratio_ci`, `time_ratio_noisy`, a dirty tree), made
+from the committed sweep and budget records, so that plot.py reads both the old and the new.
 Also checks that README.md's table of committed result sets names each folder with the
 command its meta.json records, and the spread and interval helpers against hand-computed values.
 """
@@ -71,11 +74,47 @@ def check_readme(source, results, folders):
     return problems
 
 
+def newer_schema(results, scratch):
+    """Made-up copies of the committed sweep and budget folders in the newer record schema;
+    returns their folder names under `scratch`."""
+    def convert(record):
+        holder = record.get("run", record)
+        summary = holder.pop("time_s", None)
+        if summary:
+            holder["time_samples"] = summary.pop("samples_s", None) or [summary["median"]]
+            holder["time"] = summary
+        ratio = record.get("paired_time_ratio_to_full", record.get("time_ratio"))
+        if ratio is not None and record.get("kind") in ("grid", "measured"):
+            record.setdefault("paired_time_ratio", ratio)
+            record["paired_time_ratio_ci"] = [ratio * 0.97, ratio * (1.2 if ratio > 1 else 1.03)]
+            record["time_ratio_noisy"] = ratio > 1
+        return record
+
+    names = []
+    for folder in ("cpu-quick", "cpu-budget"):
+        if not os.path.exists(os.path.join(results, folder, "results.jsonl")):
+            continue
+        name = f"newer-schema-{folder}"
+        os.makedirs(os.path.join(scratch, name))
+        with open(os.path.join(results, folder, "results.jsonl")) as f, \
+                open(os.path.join(scratch, name, "results.jsonl"), "w") as out:
+            for line in f:
+                if line.strip():
+                    out.write(json.dumps(convert(json.loads(line))) + "\n")
+        with open(os.path.join(results, folder, "meta.json")) as f:
+            meta = json.load(f)
+        meta["git_dirty"] = True
+        with open(os.path.join(scratch, name, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        names.append(name)
+    return names
+
+
 def plot_copy(source, plot, results, folder, scratch):
     copy = os.path.join(scratch, folder.replace(os.sep, "__"))
-    os.makedirs(copy)
+    os.makedirs(copy, exist_ok=True)
     for name in ("results.jsonl", "meta.json"):
-        if os.path.exists(os.path.join(results, folder, name)):
+        if os.path.exists(os.path.join(results, folder, name)) and results != scratch:
             shutil.copy(os.path.join(results, folder, name), copy)
     start = time.time()
     run = subprocess.run([sys.executable, plot, copy], capture_output=True, text=True, cwd=source)
@@ -92,7 +131,9 @@ def main(source):
     failures = check_readme(source, results, folders)
     with tempfile.TemporaryDirectory() as scratch, \
             concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        made_up = newer_schema(results, scratch)
         jobs = [pool.submit(plot_copy, source, plot, results, f, scratch) for f in folders]
+        jobs += [pool.submit(plot_copy, source, plot, scratch, f, scratch) for f in made_up]
         for job in jobs:
             folder, copy, run, seconds = job.result()
             figures = os.path.join(copy, "figures")
