@@ -119,7 +119,10 @@ def save(fig, directory, name, meta, written, note=""):
     out = os.path.join(directory, "figures")
     os.makedirs(out, exist_ok=True)
     for ext in FORMATS:
-        fig.savefig(os.path.join(out, f"{name}.{ext}"), dpi=150)
+        # No creation date in a PDF: the same records give the same bytes, so redrawing a
+        # committed folder leaves git status clean.
+        fig.savefig(os.path.join(out, f"{name}.{ext}"), dpi=150,
+                    metadata={"CreationDate": None} if ext == "pdf" else None)
     plt.close(fig)
     written.append(name)
 
