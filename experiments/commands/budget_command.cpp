@@ -1,7 +1,7 @@
 // `vlrnn budget`: time overhead over full BPTT against a memory budget, for the planner,
 // uniform VLRNN blocks at their best K under the budget, sqrt(T) checkpointing and revolve
 // (the most slots that fit), each measured side by side with full in one interleaved run;
-// plus revolve's predicted curve from the cost model. Plot with scripts/plot_budget.py.
+// plus revolve's predicted curve from the cost model. Plot with scripts/plot.py DIR.
 #include "commands/command.h"
 #include "commands/measuring_options.h"
 
@@ -376,7 +376,7 @@ int run_budget(const BudgetArgs& args) {
   for (int64_t T : lists.lengths) run_length(store, args, lists, T);
   store.write_csv();
   std::cerr << "vlrnn budget: wrote " << store.jsonl_path() << ", results.csv, meta.json; plot "
-            << "with: python3 scripts/plot_budget.py " << out_dir << "\n";
+            << "with: python3 scripts/plot.py " << out_dir << "\n";
   return 0;
 }
 
@@ -392,7 +392,7 @@ void add_budget_command(CLI::App& app, int& exit_code) {
       "predicted to fit, and sqrt(T) checkpointing, measured interleaved with full in one run; "
       "plus revolve's predicted curve from the measured cost model. Writes DIR/results.jsonl "
       "(one record per method and budget, plus 'theory' records), results.csv and meta.json "
-      "(command, git sha, machine). Plot: python3 scripts/plot_budget.py DIR.");
+      "(command, git sha, machine). Plot: python3 scripts/plot.py DIR.");
   auto& p = args->problem;
   p.hidden_size = 64;
   p.input_size = 32;
