@@ -46,7 +46,10 @@ def result_folders(results):
             continue
         assert os.path.exists(os.path.join(path, "results.jsonl")), \
             f"{path}: no results.jsonl, so `python3 scripts/plot.py {path}` cannot draw it"
-        for here, _, files in os.walk(path):
+        for here, dirs, files in os.walk(path):
+            # previous/: where a rerun moves the records it replaces (ResultsStore); never
+            # committed, not a result set.
+            dirs[:] = [d for d in dirs if d != "previous"]
             if "results.jsonl" in files:
                 folders.append(os.path.relpath(here, results))
     return folders
