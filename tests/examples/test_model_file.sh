@@ -29,7 +29,7 @@ grep -qE '^verify: [1-9][0-9]* passed, 0 failed' verify.txt
 
 echo "== vlrnn compare --model-file cell.pt"
 "$vlrnn" compare --model-file cell.pt --T 128 --batch 4 --methods full,vlrnn,checkpoint \
-  --repeats 2 --warmup 0 --quiet --json compare.json
+  --repeats 2 --warmup 0 --quiet --json compare.json --allow-dirty
 "$python" - compare.json <<'PY'
 import json, sys
 out = json.load(open(sys.argv[1]))
@@ -47,7 +47,7 @@ cat > sweep.json <<'JSON'
 {"name": "model_file", "model_file": "cell.pt", "methods": ["full", "vlrnn"], "T": [32],
  "batch": [2], "block": [8], "repeats": 1, "warmup": 0, "gradient_error": true}
 JSON
-"$vlrnn" sweep sweep.json --out sweep_out
+"$vlrnn" sweep sweep.json --out sweep_out --allow-dirty
 grep -q '"model":"cell.pt"' sweep_out/results.jsonl
 
 echo "== modules with the wrong signature"
