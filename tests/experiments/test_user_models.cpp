@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 namespace vlrnn::experiments {
@@ -61,8 +62,8 @@ def forward(self, x: Tensor, state: Tuple[Tensor], lengths: Tensor) -> Tuple[Ten
   return path;
 }
 
-TEST(AddModelFile, RegistersTheFileAsAKindOnce) {
-  const auto path = save_cell("vlrnn_test_user_models_cell.pt");
+// What the registration must do, checked in the child process of the test below.
+void check_registration(const std::string& path) {
   const auto kind = add_model_file(path);
   EXPECT_EQ(kind, path);
   EXPECT_EQ(add_model_file(path), kind);  // a second call: the same kind, no error
@@ -76,6 +77,20 @@ TEST(AddModelFile, RegistersTheFileAsAKindOnce) {
   EXPECT_EQ(problem.spec.hidden_size, 3);
   EXPECT_EQ(problem.batch.inputs.size(2), 3);
   EXPECT_NE(dynamic_cast<ScriptModel*>(problem.model.get()), nullptr);
+}
+
+// A registration is global and cannot be undone, and the random verification cases draw
+// from every registered kind: it runs in a child process (a death test re-running this
+// binary), so the kind does not leak into the tests that follow.
+TEST(AddModelFileDeathTest, RegistersTheFileAsAKindOnce) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto path = save_cell("vlrnn_test_user_models_cell.pt");
+  EXPECT_EXIT(
+      {
+        check_registration(path);
+        std::exit(::testing::Test::HasFailure() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
   std::filesystem::remove(path);
 }
 
