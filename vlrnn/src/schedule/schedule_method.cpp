@@ -61,9 +61,9 @@ GradientResult execute_schedule(const Schedule& schedule, const Workload& worklo
         from.rng.restore();  // re-running from a stored state draws what the first pass drew
         State h = from.state;
         for (int64_t t0 = a; t0 < b; t0 += kAdvanceChunk) {  // NOTE [ Chunked advance ]
-          h = advance_without_grad(workload, t0, std::min(kAdvanceChunk, b - t0), h);
+          h = forward_no_grad(workload, t0, std::min(kAdvanceChunk, b - t0), h);
         }
-        result.counters.forward_without_grad += n;
+        result.counters.forward_no_grad += n;
         if (b == T) note_end(h);
         stored[b] = {std::move(h), RngState::capture(inputs.device())};
         break;
