@@ -1,8 +1,8 @@
 #include "vlrnn/schedule/cost_measurement.h"
 
 #include "vlrnn/core/rng.h"
-#include "vlrnn/measure/step_measurement.h"
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_measurement.h"
+#include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
 #include "vlrnn/measure/timer.h"
@@ -50,17 +50,17 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
   measure::DeviceTimer timer(device);
   for (int64_t r = 0; r < repeats + 1; ++r) {  // the first round warms up, untimed
     {
-      measure::StepMemoryScope scope(device);
+      measure::IterationMemoryScope scope(device);
       timer.start();
-      auto exit = advance_without_grad(sub, 0, n, sub.h0);
+      auto exit = forward_no_grad(sub, 0, n, sub.h0);
       const double s = timer.stop();
       exit = State();
       if (r > 0) adv.push_back(s);
-      p.advance_peak = scope.finish().step_peak_bytes;
+      p.advance_peak = scope.finish().iteration_peak_bytes;
     }
     {
       const State entry = sub.h0.detached_leaves();
-      measure::StepMemoryScope scope(device);
+      measure::IterationMemoryScope scope(device);
       timer.start();
       auto block = forward_block(sub, batch.inputs, 0, n, entry);
       const double s_fwd = timer.stop();
@@ -69,12 +69,12 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
       std::vector<torch::Tensor> seeds;
       for (const auto& h : block.exit) seeds.push_back(torch::ones_like(h));
       const State exit_grad(std::move(seeds));
-      measure::StepMemoryScope back(device);
+      measure::IterationMemoryScope back(device);
       timer.start();
       backward_block(block, exit_grad);
       const double s_bwd = timer.stop();
       block = BlockForward();
-      p.backward_peak = back.finish().step_peak_bytes;
+      p.backward_peak = back.finish().iteration_peak_bytes;
       if (r > 0) {
         fwd.push_back(s_fwd);
         bwd.push_back(s_bwd);
@@ -84,18 +84,18 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
       // The head alone on outputs z [n, B, Z].
       const auto z = torch::randn({n, batch.batch_size(), workload.model.output_size()},
                                   batch.inputs.options()).requires_grad_(true);
-      measure::StepMemoryScope scope(device);
+      measure::IterationMemoryScope scope(device);
       timer.start();
       auto head = head_loss(sub, z, 0, n);
       const double s_fwd = timer.stop();
       const auto taped = scope.finish();
       p.head_tape = taped.end_bytes - taped.start_bytes;
-      measure::StepMemoryScope back(device);
+      measure::IterationMemoryScope back(device);
       timer.start();
       head.loss.backward();
       const double s_bwd = timer.stop();
       head = HeadLoss();
-      p.head_backward_peak = back.finish().step_peak_bytes;
+      p.head_backward_peak = back.finish().iteration_peak_bytes;
       if (r > 0) {
         hf.push_back(s_fwd);
         hb.push_back(s_bwd);
@@ -129,15 +129,15 @@ int64_t packed_tape_bytes(const Workload& workload, int64_t n) {
   const Workload sub{workload.model, workload.head, batch, workload.h0.detached(),
                      workload.reduction};
   const State entry = sub.h0.detached_leaves();
-  measure::StepMemoryScope scope(workload.batch.inputs.device());
+  measure::IterationMemoryScope scope(workload.batch.inputs.device());
   auto block = forward_block(sub, batch.inputs, 0, n, entry);
   const auto mem = scope.finish();
   return mem.end_bytes - mem.start_bytes;
 }
 
-// The step peak of the executor running uniform_schedule(n, k) on the first n steps, every
-// sequence active, measured as measure_step measures a method (gradients cleared first).
-measure::StepMeasurement executor_step(const Workload& workload, int64_t n, int64_t k) {
+// The iteration peak of the executor running uniform_schedule(n, k) on the first n steps, every
+// sequence active, measured as measure_iteration measures a method (gradients cleared first).
+measure::IterationMeasurement executor_step(const Workload& workload, int64_t n, int64_t k) {
   const auto& x = workload.batch.inputs;
   SequenceBatch batch;
   batch.inputs = x.narrow(0, 0, n).detach().requires_grad_(x.requires_grad());  // [n, B, F]
@@ -148,11 +148,11 @@ measure::StepMeasurement executor_step(const Workload& workload, int64_t n, int6
                      workload.reduction};
   ScheduleMethod method("calibration", "calibration",
                         [n, k](const Workload&) { return uniform_schedule(n, k); });
-  return measure::measure_step(method, sub, x.device());
+  return measure::measure_iteration(method, sub, x.device());
 }
 
 int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
-  return executor_step(workload, n, k).memory.step_peak_bytes;
+  return executor_step(workload, n, k).memory.iteration_peak_bytes;
 }
 
 // Median seconds per step of the executor reversing one tape of n steps.
@@ -241,8 +241,8 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   bool draws_random_numbers = false;
   {
     const auto before = RngState::capture(device);
-    measure::StepMemoryScope scope(device);
-    auto exit = advance_without_grad(workload, 0, 1, workload.h0.detached());
+    measure::IterationMemoryScope scope(device);
+    auto exit = forward_no_grad(workload, 0, 1, workload.h0.detached());
     const auto mem = scope.finish();
     state = std::max(bytes_of(exit), mem.end_bytes - mem.start_bytes);
     draws_random_numbers = !RngState::capture(device).shares_storage_with(before);
@@ -256,8 +256,8 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
 
   // NOTE [ Calibrating the peak end to end ]: the parameter gradients, autograd's buffers
   // that sum a weight's gradient over the steps of a tape, the generator snapshots and
-  // whatever else a gradient step allocates are not worth modelling one by one: the
-  // executor's own step peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
+  // whatever else a iteration allocates are not worth modelling one by one: the
+  // executor's own iteration peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
   // gives the fixed bytes F0; full tapes of n1 and n2 steps give the per-call and per-step
   // backward transient on top of the tape.
   const int64_t e1 = executor_peak(workload, 1, 1);

@@ -1,6 +1,6 @@
 #include "vlrnn/schedule/planner_method.h"
 
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
@@ -65,9 +65,9 @@ CostModel measured_cost_model(const Workload& workload) {
       return it->second;
     }
   }
-  // NOTE [ Nested step scopes ]: calibration is not the step. Inside a scope of its own,
+  // NOTE [ Nested iteration scopes ]: calibration is not the step. Inside a scope of its own,
   // what it allocates and frees does not count toward a step being measured around it.
-  measure::StepMemoryScope calibration(workload.batch.inputs.device());
+  measure::IterationMemoryScope calibration(workload.batch.inputs.device());
   cache.entries.emplace_front(sig, measure_cost_model(workload));
   if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
   return cache.entries.front().second;

@@ -13,9 +13,9 @@
 namespace vlrnn::schedule {
 
 struct PlannerOptions {
-  // Budget for the step peak (bytes above parameters + data). 0 = use budget_percent.
+  // Budget for the iteration peak (bytes above parameters + data). 0 = use budget_percent.
   int64_t budget_bytes = 0;
-  // Budget as a percentage of full BPTT's predicted step peak (used when budget_bytes is 0),
+  // Budget as a percentage of full BPTT's predicted iteration peak (used when budget_bytes is 0),
   // raised to minimum_budget() when below it.
   double budget_percent = 10.0;
 };
