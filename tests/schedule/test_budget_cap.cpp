@@ -1,0 +1,171 @@
+// A memory budget is a promise (issue 17): over random models, length distributions and
+// budgets, the planner's measured step peak never exceeds its budget; a budget it cannot
+// honour is refused, naming the smallest it can — and that one it honours.
+// Shapes: T steps, B sequences, F input features, H hidden.
+#include "test_util.h"
+
+#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/schedule/planner_method.h"
+#include "vlrnn/schedule/schedulers.h"
+#include "vlrnn/schedule/simulator.h"
+
+#include <cmath>
+#include <random>
+
+namespace vlrnn::schedule {
+namespace {
+
+using testing::expect_error_mentions;
+
+struct RandomWorkload {
+  std::shared_ptr<RecurrentModule> model;
+  std::shared_ptr<OutputModule> head;
+  SequenceBatch batch;
+  std::string name;
+  Workload workload() const { return Workload{*model, *head, batch}; }
+};
+
+// Small enough for CI: T <= 96, B <= 6, H <= 24, at most 2 layers.
+RandomWorkload draw_workload(std::mt19937_64& rng) {
+  const auto range = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const auto kinds = model_kinds();
+  const std::string kind = kinds[size_t(range(0, int64_t(kinds.size()) - 1))];
+  const int64_t layers = kind == "gru_lstm" ? 1 : range(1, 2);
+  const double dropout = (layers > 1 || kind == "gru_lstm") && range(0, 1) ? 0.2 : 0.0;
+  const int64_t F = range(2, 8), H = range(4, 24), B = range(1, 6), T = range(8, 96);
+  const auto dtype = range(0, 1) ? torch::kFloat32 : torch::kFloat64;
+  const bool ce = range(0, 1) == 1;
+  RandomWorkload w;
+  w.model = make_model({kind, F, H, layers, dropout});
+  w.model->to(dtype);
+  w.head = make_head(ce ? "ce" : "mse", w.model->output_size(), ce ? 3 : 2);
+  w.head->to(dtype);
+  w.batch.inputs = torch::randn({T, B, F}, torch::dtype(dtype));  // [T, B, F]
+  if (range(0, 1)) w.batch.inputs.requires_grad_(true);
+  w.batch.targets = ce ? torch::randint(0, 3, {T, B}, torch::kLong)           // [T, B]
+                       : torch::randn({T, B, 2}, torch::dtype(dtype));        // [T, B, 2]
+  // Lengths: all T; variable with T present; variable, all ending before T.
+  const int64_t mode = range(0, 2);
+  std::string lengths = "fixed";
+  if (mode > 0) {
+    const int64_t top = mode == 1 ? T : range(T / 2, T - 1);
+    std::vector<int64_t> l(static_cast<size_t>(B));
+    for (auto& v : l) v = range(std::max<int64_t>(1, top / 5), top);
+    if (mode == 1) l[size_t(range(0, B - 1))] = T;
+    w.batch.lengths = torch::tensor(l, torch::kLong);  // [B]
+    lengths = mode == 1 ? "var" : "tail";
+  }
+  w.name = fmt::format("{}x{}{} F={} H={} B={} T={} {} {} {}{}", kind, layers,
+                       dropout > 0 ? "+drop" : "", F, H, B, T, ce ? "ce" : "mse",
+                       c10::toString(dtype), lengths,
+                       w.batch.inputs.requires_grad() ? " x=grad" : "");
+  return w;
+}
+
+// The property: for every drawn workload and budget (log-uniform between the smallest
+// schedule's predicted peak and full BPTT's), the planner either runs within the budget,
+// measured, or refuses it naming a larger smallest budget. Never over.
+TEST(BudgetCap, MeasuredPeakNeverExceedsTheBudgetOnRandomWorkloads) {
+  std::mt19937_64 rng(17);
+  int64_t ran = 0, refused = 0;
+  const int64_t cases = 24;
+  for (int64_t i = 0; i < cases; ++i) {
+    torch::manual_seed(uint64_t(100 + i));
+    const auto w = draw_workload(rng);
+    const auto model = measured_cost_model(validated(w.workload()));
+    const int64_t T = model.time_steps();
+    const double full = double(simulate(uniform_schedule(T, T), model).peak_bytes);
+    const double low = double(minimum_budget(model));
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    const auto budget = int64_t(low * std::pow(std::max(1.0, full / low), u));
+    PlannerOptions options;
+    options.budget_bytes = budget;
+    PlannerMethod planner(options);
+    try {
+      const auto step = measure::measure_step(planner, w.workload(), torch::kCPU);
+      EXPECT_LE(step.memory.step_peak_bytes, budget) << w.name << " planned "
+                                                     << planner.current_plan().schedule.name;
+      std::printf("[budget cap] %s: budget %lld measured %lld (%.1f%%), margin %.1f%%\n",
+                  w.name.c_str(), (long long)budget, (long long)step.memory.step_peak_bytes,
+                  100.0 * double(step.memory.step_peak_bytes) / double(budget),
+                  100.0 * planner.margin());
+      ++ran;
+    } catch (const c10::Error& e) {
+      const std::string message = e.what_without_backtrace();
+      EXPECT_NE(message.find("smallest budget"), std::string::npos) << w.name << ": " << message;
+      std::printf("[budget cap] %s: budget %lld refused\n", w.name.c_str(), (long long)budget);
+      ++refused;
+    }
+  }
+  std::printf("[budget cap] %lld ran within budget, %lld refused\n", (long long)ran,
+              (long long)refused);
+  EXPECT_GE(ran, cases * 3 / 4);  // budgets are drawn above the minimum: most must run
+}
+
+// percent=P: the budget is P % of full BPTT's peak on this very batch (variable lengths
+// included), and the measured peak lands at or under it.
+TEST(BudgetCap, PercentIsOfThisBatchsFullBptt) {
+  torch::manual_seed(11);
+  auto model = make_model({"lstm", 8, 32, 1});
+  auto head = make_head("ce", 32, 5);
+  for (const bool variable : {false, true}) {
+  SequenceBatch batch;
+  batch.inputs = torch::randn({200, 6, 8});                     // [T, B, F]
+  batch.targets = torch::randint(0, 5, {200, 6}, torch::kLong);  // [T, B]
+  if (variable) batch.lengths = torch::tensor({200, 41, 160, 97, 133, 58}, torch::kLong);
+  const Workload workload{*model, *head, batch};
+  auto full = make_method("full");
+  const int64_t full_peak = measure::measure_step(*full, workload, torch::kCPU)
+                                .memory.step_peak_bytes;
+  for (double percent : {20.0, 50.0}) {
+    PlannerOptions options;
+    options.budget_percent = percent;
+    PlannerMethod planner(options);
+    const auto step = measure::measure_step(planner, workload, torch::kCPU);
+    const double budget = double(full_peak) * percent / 100.0;
+    std::printf("[budget cap] %s percent=%g: full %lld, budget %lld, measured %lld (%.1f%%)\n",
+                variable ? "var" : "fixed", percent, (long long)full_peak,
+                (long long)planner.checked_budget_bytes(), (long long)step.memory.step_peak_bytes,
+                100.0 * double(step.memory.step_peak_bytes) / double(full_peak));
+    EXPECT_LE(double(step.memory.step_peak_bytes), budget)
+        << (variable ? "variable" : "fixed") << " lengths, percent=" << percent;
+  }
+  }
+}
+
+// None fits: the error names the smallest budget the planner can honour, and that budget,
+// asked for, is honoured.
+TEST(BudgetCap, NoneFitsNamesTheSmallestBudgetItCanHonour) {
+  testing::SmallProblem problem("gru", 40, 3, torch::kFloat32);
+  problem.batch.lengths = torch::tensor({40, 9, 27}, torch::kLong);
+  const auto workload = problem.workload();
+  const auto model = measured_cost_model(validated(workload));
+  const int64_t asked = minimum_budget(model) / 2;
+  PlannerOptions options;
+  options.budget_bytes = asked;
+  PlannerMethod refuses(options);
+  std::string message;
+  try {
+    refuses.prepare(workload);
+  } catch (const c10::Error& e) {
+    message = e.what_without_backtrace();
+  }
+  ASSERT_FALSE(message.empty()) << "a budget of half the minimum was accepted";
+  for (const std::string& fragment : std::vector<std::string>{"planner budget", std::to_string(asked) + " bytes",
+                                     "smallest budget", "raise budget to at least "}) {
+    EXPECT_NE(message.find(fragment), std::string::npos) << fragment << " in:\n" << message;
+  }
+  const auto at = message.find("raise budget to at least ");
+  ASSERT_NE(at, std::string::npos);
+  const int64_t smallest = std::stoll(message.substr(at + 25));
+  EXPECT_GT(smallest, asked);
+  options.budget_bytes = smallest;
+  PlannerMethod honours(options);
+  const auto step = measure::measure_step(honours, workload, torch::kCPU);
+  EXPECT_LE(step.memory.step_peak_bytes, smallest);
+}
+
+}  // namespace
+}  // namespace vlrnn::schedule
