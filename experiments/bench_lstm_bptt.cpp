@@ -106,15 +106,22 @@ std::vector<Pair> parse_pairs(const std::string& list) {
   return pairs;
 }
 
-int run(const Args& args) {
-  if (args.threads > 0) at::set_num_threads(int(args.threads));
-  measure::CpuMemoryTracker::instance().install();
-  auto pairs = parse_pairs(args.runs);
-  auto spec = args.problem;
-  spec.dtype = experiments::parse_dtype(args.dtype);
-  const auto peak = measure::measure_peak_gemm(torch::kCPU, spec.dtype, 1024, 10, 2);
+// Copies the parameters of `from` into `to` (same names), so both kinds run the same weights.
+void copy_parameters(const torch::nn::Module& from, torch::nn::Module& to, const std::string& what) {
+  const auto src = from.named_parameters();
+  auto dst = to.named_parameters();
+  TORCH_CHECK(src.size() == dst.size(), what, ": expected the same parameters, got ", src.size(),
+              " and ", dst.size());
+  torch::NoGradGuard no_grad;
+  for (const auto& item : src) {
+    TORCH_CHECK(dst.contains(item.key()), what, ": lacks parameter ", item.key());
+    dst[item.key()].copy_(item.value());
+  }
+}
 
-  // One problem per model kind; parameters and data are the first one's.
+// One problem per model kind; parameters and data are the first one's.
+std::map<std::string, experiments::Problem> make_problems(const std::vector<Pair>& pairs,
+                                                          experiments::ProblemSpec spec) {
   std::map<std::string, experiments::Problem> problems;
   const experiments::Problem* first = nullptr;
   for (const auto& p : pairs) {
@@ -123,26 +130,21 @@ int run(const Args& args) {
     auto problem = experiments::make_problem(spec);
     if (first) {
       problem.batch = first->batch;
-      const auto src = first->model->named_parameters();
-      auto dst = problem.model->named_parameters();
-      TORCH_CHECK(src.size() == dst.size(), "models ", first->spec.model, " and ", p.model,
-                  ": expected the same parameters, got ", src.size(), " and ", dst.size());
-      torch::NoGradGuard no_grad;
-      for (const auto& item : src) {
-        TORCH_CHECK(dst.contains(item.key()), "model ", p.model, ": lacks parameter ", item.key());
-        dst[item.key()].copy_(item.value());
-      }
-      for (const auto& item : first->head->named_parameters()) {
-        problem.head->named_parameters()[item.key()].copy_(item.value());
-      }
+      copy_parameters(*first->model, *problem.model,
+                      fmt::format("models {} and {}", first->spec.model, p.model));
+      copy_parameters(*first->head, *problem.head, "heads");
     }
     const auto& stored = problems.emplace(p.model, std::move(problem)).first->second;
     if (!first) first = &stored;
   }
+  return problems;
+}
 
+// Every pair once per round, rounds after the warm-up timed.
+void run_rounds(std::vector<Pair>& pairs, const std::map<std::string, experiments::Problem>& problems,
+                const Args& args) {
   std::vector<std::unique_ptr<GradientMethod>> methods;
   for (const auto& p : pairs) methods.push_back(make_method_from_spec(p.method));
-  const std::string load_start = measure::load_average();
   for (int64_t r = 0; r < args.warmup + args.repeats; ++r) {
     for (size_t i = 0; i < pairs.size(); ++i) {
       const auto& problem = problems.at(pairs[i].model);
@@ -155,20 +157,69 @@ int run(const Args& args) {
       pairs[i].counters = step.counters;
     }
   }
-  // Gradients of every pair against the first pair's.
+}
+
+// Gradients of every pair against the first pair's.
+void compare_gradients(std::vector<Pair>& pairs,
+                       const std::map<std::string, experiments::Problem>& problems, uint64_t seed) {
   std::optional<verify::GradientSnapshot> reference;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const auto& problem = problems.at(pairs[i].model);
-    auto method = make_method_from_spec(pairs[i].method);
-    torch::manual_seed(spec.seed + 1);
+  for (auto& pair : pairs) {
+    const auto& problem = problems.at(pair.model);
+    auto method = make_method_from_spec(pair.method);
+    torch::manual_seed(seed + 1);
     auto snapshot = verify::run_and_snapshot(*method, problem.workload());
     if (!reference) reference = std::move(snapshot);
-    else pairs[i].error = verify::compare(snapshot, *reference);
+    else pair.error = verify::compare(snapshot, *reference);
     measure::clear_gradients(problem.workload());
   }
+}
+
+// One row of the table and of the JSON: the pair against the first pair.
+nlohmann::json report_pair(const Pair& p, const Pair& base, const experiments::Problem& problem,
+                           double peak_flops) {
+  const auto& s = problem.spec;
+  const auto t = measure::summarize(p.seconds);
+  std::vector<double> ratios;
+  for (size_t r = 0; r < p.seconds.size(); ++r) ratios.push_back(p.seconds[r] / base.seconds[r]);
+  const auto ratio = measure::summarize(ratios);
+  const auto flops = measure::step_flops(problem.flops, s.time_steps, s.batch,
+                                         problem.valid_steps(), p.counters);
+  const double rate = flops.useful() / t.median;
+  const double mem_ratio = double(base.step_peak_bytes) / double(std::max<int64_t>(1, p.step_peak_bytes));
+  std::cout << fmt::format(
+      "{:<34} {:>8.3f}s {:>8.3f}-{:>8.3f}s {:>6.3f} ({:.3f}-{:.3f}) {:>9.1f}MB {:>10.2f} "
+      "{:>9.1f} {:>5.1f}% {:>10.2e}\n",
+      p.label(), t.median, t.min, t.max, ratio.median, ratio.min, ratio.max,
+      double(p.step_peak_bytes) / 1e6, mem_ratio, rate * 1e-9, 100.0 * rate / peak_flops,
+      p.error.max_rel);
+  return {{"method", p.method},
+          {"model", p.model},
+          {"time_s", experiments::to_json(t)},
+          {"samples_s", p.seconds},
+          {"paired_ratio_to_first", experiments::to_json(ratio)},
+          {"step_peak_bytes", p.step_peak_bytes},
+          {"memory_ratio_first_to_this", mem_ratio},
+          {"useful_flops_per_s", rate},
+          {"utilization", rate / peak_flops},
+          {"recompute_overhead", flops.overhead()},
+          {"max_rel_diff_to_first", p.error.max_rel},
+          {"worst_tensor", p.error.worst}};
+}
+
+int run(const Args& args) {
+  if (args.threads > 0) at::set_num_threads(int(args.threads));
+  measure::CpuMemoryTracker::instance().install();
+  auto pairs = parse_pairs(args.runs);
+  auto spec = args.problem;
+  spec.dtype = experiments::parse_dtype(args.dtype);
+  const auto peak = measure::measure_peak_gemm(torch::kCPU, spec.dtype, 1024, 10, 2);
+  const auto problems = make_problems(pairs, spec);
+  const std::string load_start = measure::load_average();
+  run_rounds(pairs, problems, args);
+  compare_gradients(pairs, problems, spec.seed);
 
   const auto blas = measure::detect_blas();
-  const auto& s = first->spec;
+  const auto& s = problems.at(pairs.front().model).spec;
   std::cout << fmt::format("bench_lstm_bptt: {} | BLAS {} | torch threads {} | load {} -> {}\n",
                            s.describe(), blas.vendor, at::get_num_threads(), load_start,
                            measure::load_average());
@@ -190,35 +241,8 @@ int run(const Args& args) {
                         {"warmup", args.warmup},
                         {"repeats", args.repeats},
                         {"runs", nlohmann::json::array()}};
-  const auto& base = pairs.front();
   for (const auto& p : pairs) {
-    const auto t = measure::summarize(p.seconds);
-    std::vector<double> ratios;
-    for (size_t r = 0; r < p.seconds.size(); ++r) ratios.push_back(p.seconds[r] / base.seconds[r]);
-    const auto ratio = measure::summarize(ratios);
-    const auto& problem = problems.at(p.model);
-    const auto flops = measure::step_flops(problem.flops, s.time_steps, s.batch,
-                                           problem.valid_steps(), p.counters);
-    const double rate = flops.useful() / t.median;
-    const double mem_ratio = double(base.step_peak_bytes) / double(std::max<int64_t>(1, p.step_peak_bytes));
-    std::cout << fmt::format(
-        "{:<34} {:>8.3f}s {:>8.3f}-{:>8.3f}s {:>6.3f} ({:.3f}-{:.3f}) {:>9.1f}MB {:>10.2f} "
-        "{:>9.1f} {:>5.1f}% {:>10.2e}\n",
-        p.label(), t.median, t.min, t.max, ratio.median, ratio.min, ratio.max,
-        double(p.step_peak_bytes) / 1e6, mem_ratio, rate * 1e-9,
-        100.0 * rate / peak.flops_per_second, p.error.max_rel);
-    out["runs"].push_back({{"method", p.method},
-                           {"model", p.model},
-                           {"time_s", experiments::to_json(t)},
-                           {"samples_s", p.seconds},
-                           {"paired_ratio_to_first", experiments::to_json(ratio)},
-                           {"step_peak_bytes", p.step_peak_bytes},
-                           {"memory_ratio_first_to_this", mem_ratio},
-                           {"useful_flops_per_s", rate},
-                           {"utilization", rate / peak.flops_per_second},
-                           {"recompute_overhead", flops.overhead()},
-                           {"max_rel_diff_to_first", p.error.max_rel},
-                           {"worst_tensor", p.error.worst}});
+    out["runs"].push_back(report_pair(p, pairs.front(), problems.at(p.model), peak.flops_per_second));
   }
   if (!args.json_path.empty()) {
     std::ofstream file(args.json_path);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks the GRU variants (experiments/bench_gru_variants.cpp) against LibTorch's GRU and a
-# GRUCell loop, saves Google Benchmark's JSON with meta.json, and draws the figures.
+# GRUCell loop, saves Google Benchmark's JSON with meta.json, converts it into the shared record
+# schema (results.jsonl, results.csv: scripts/bench_to_records.py) and draws the figures
+# (scripts/plot.py).
 #
 #   scripts/bench_gru_variants.sh [OUT_DIR] [FILTER] [CLOCK]
 #   OPENBLAS_NUM_THREADS=1 scripts/bench_gru_variants.sh results/cpu-gru-variants/one-thread '' cpu
@@ -9,7 +11,7 @@
 # the feasible part of the grid on a 2-core CPU: H = 512 and 1024 at B = 32/64/128, H = 2048
 # at B = 32). Each point: 3 repetitions of one forward + backward of T = 256 steps, run in a
 # random order across implementations (so a burst of load from other processes does not land
-# on one of them); the plots use the median.
+# on one of them); the plots use the median, with the spread and the ratios' intervals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/cpu-gru-variants}
@@ -35,7 +37,5 @@ META_COMMAND="${cmd[*]}" META_SCRIPT="scripts/bench_gru_variants.sh $out '$filte
 META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="$(basename "$json")" META_CLOCK="$clock" \
 python3 scripts/bench_meta.py "$out/meta.json"
-# Debian's python3-matplotlib lives in the system python; a python3 shim (pyenv) may hide it.
-py=python3
-if ! "$py" -c 'import matplotlib' 2>/dev/null && [[ -x /usr/bin/python3 ]]; then py=/usr/bin/python3; fi
-"$py" scripts/plot_gru_variants.py "$out" --time "$clock"
+python3 scripts/bench_to_records.py "$out"
+python3 scripts/plot.py "$out"  # re-runs itself under /usr/bin/python3 when matplotlib is there only

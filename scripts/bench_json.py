@@ -1,5 +1,8 @@
-"""Reading Google Benchmark JSON (shared by plot_gru_variants.py and summarize_lstm_block.py)."""
+"""Reading Google Benchmark JSON (used by scripts/bench_to_records.py)."""
 import json
+import re
+
+ANY = re.compile(r".*")  # every run name
 
 
 def iterations(path, name, clock="real"):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks lstm_block (experiments/bench_lstm_block.cpp) against LibTorch's LSTM and an
 # LSTMCell loop: forward + backward of one block of T = 256 steps, float32, F = H, over
-# H in {256, 512, 1024, 2048} x B in {8, 32, 128}. Saves Google Benchmark's JSON, meta.json
-# and summary.csv (scripts/summarize_lstm_block.py).
+# H in {256, 512, 1024, 2048} x B in {8, 32, 128}. Saves Google Benchmark's JSON and meta.json,
+# converts them into the shared record schema (results.jsonl, results.csv:
+# scripts/bench_to_records.py, which prints the table) and draws the figures (scripts/plot.py).
 #
 #   scripts/bench_lstm_block.sh [OUT_DIR]
 #
@@ -42,4 +43,5 @@ META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="bench_lstm_block.json bench_lstm_block_h2048.json" \
 META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\"}" \
 python3 scripts/bench_meta.py "$out/meta.json"
-python3 scripts/summarize_lstm_block.py "$out"
+python3 scripts/bench_to_records.py "$out"
+python3 scripts/plot.py "$out"  # re-runs itself under /usr/bin/python3 when matplotlib is there only

@@ -1,8 +1,9 @@
 // `vlrnn budget`: time overhead over full BPTT against a memory budget, for the planner,
 // uniform VLRNN blocks at their best K under the budget, sqrt(T) checkpointing and revolve
 // (the most slots that fit), each measured side by side with full in one interleaved run;
-// plus revolve's predicted curve from the cost model. Plot with scripts/plot_budget.py.
+// plus revolve's predicted curve from the cost model. Plot with scripts/plot.py DIR.
 #include "commands/command.h"
+#include "commands/measuring_options.h"
 
 #include "lib/method_runner.h"
 #include "lib/results_store.h"
@@ -42,7 +43,8 @@ struct BudgetArgs {
   std::string methods = "planner,uniform,revolve,sqrt";
   bool no_full = false;
   bool gradient_error = false;
-  int64_t repeats = 2, warmup = 1, threads = 0;
+  int64_t repeats = 2, warmup = 1;
+  MeasuringArgs measuring;
   std::string name = "cpu-budget";
   std::string out_dir;
 };
@@ -72,213 +74,309 @@ json prediction_json(const schedule::Prediction& p) {
           {"max_tape_steps", p.counts.max_tape_steps}};
 }
 
-int run_budget(BudgetArgs args) {
-  // Bad lists fail here, not after the first cost model was measured.
-  const auto step_counts = parse_list(args.steps, "--T");
-  for (double steps : step_counts) {
-    TORCH_CHECK(steps >= 1 && steps == std::floor(steps), "T: expected >= 1 time steps, got ", steps);
+// The three lists of the command line, parsed once: bad lists fail before the first cost
+// model is measured.
+struct BudgetLists {
+  std::vector<int64_t> lengths;  // --T
+  std::vector<double> fractions;
+  std::vector<double> budgets;   // bytes; when given, they replace the fractions
+  std::vector<std::string> methods;
+};
+
+BudgetLists parse_lists(const BudgetArgs& args) {
+  BudgetLists lists;
+  for (double steps : parse_list(args.steps, "--T")) {
+    TORCH_CHECK(steps >= 1 && steps == std::floor(steps), "--T: expected >= 1 time steps, got ",
+                steps);
+    lists.lengths.push_back(int64_t(steps));
   }
-  const auto fractions = parse_list(args.fractions, "--fractions");
-  const auto budgets = parse_list(args.budgets, "--budgets");
-  if (args.threads > 0) at::set_num_threads(int(args.threads));
+  lists.fractions = parse_list(args.fractions, "--fractions");
+  lists.budgets = parse_list(args.budgets, "--budgets");
+  std::stringstream in(args.methods);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    TORCH_CHECK(item == "planner" || item == "uniform" || item == "revolve" || item == "sqrt",
+                "--methods: expected any of planner,uniform,revolve,sqrt, got \"", item, "\"");
+    lists.methods.push_back(item);
+  }
+  return lists;
+}
+
+json budget_meta(const BudgetArgs& args, const BudgetLists& lists) {
+  json meta = experiments::environment_json();
+  meta["command"] = command_line();
+  meta["name"] = args.name;
+  meta["problem"] = experiments::to_json(args.problem);
+  meta["problem"]["T"] = lists.lengths;  // every T of the run, not the default
+  meta["methods"] = lists.methods;
+  meta["fractions"] = lists.budgets.empty() ? json(lists.fractions) : json();
+  meta["budgets"] = lists.budgets;
+  meta["repeats"] = args.repeats;
+  meta["warmup"] = args.warmup;
+  meta["no_full"] = args.no_full;
+  return meta;
+}
+
+// One sequence length: the problem, its cost model and full BPTT's peak, which fractions
+// refer to.
+struct LengthContext {
+  experiments::ProblemSpec spec;
+  int64_t T = 0;
+  schedule::CostModel model;
+  schedule::Prediction full_predicted;
+  int64_t full_peak = 0;  // measured, or predicted under --no-full
+  int64_t minimum = 0;    // the smallest budget the planner honours
+};
+
+// Full's measured step peak (one step), or its prediction under --no-full.
+int64_t full_peak_bytes(const experiments::Problem& problem, const schedule::Prediction& predicted,
+                        bool no_full) {
+  if (no_full) return predicted.peak_bytes;
+  experiments::RunOptions once;
+  once.warmup = 0;
+  once.repeats = 1;
+  once.gradient_error = false;
+  const auto runs = experiments::run_methods(problem, {"full"}, once);
+  return runs[0].status == "ok" ? runs[0].memory.step_peak_bytes : predicted.peak_bytes;
+}
+
+// Revolve at each slot count worth trying: from 2 up to the first that needs no repeated
+// forward steps, skipping those that recompute more than 64·T steps.
+template <typename Visit>
+void for_each_revolve(int64_t T, const schedule::CostModel& model, Visit visit) {
+  for (int64_t slots = 2; slots <= 64; ++slots) {
+    if (schedule::binomial_forward_steps(T, slots) > 64 * T) continue;
+    visit(slots, schedule::simulate(schedule::revolve_schedule(T, slots), model));
+    if (schedule::binomial_repetitions(T, slots) <= 1) break;
+  }
+}
+
+// Revolve's predicted curve (Griewank's minimal recomputation per slot count, priced by the
+// cost model), as "theory" records.
+void append_revolve_theory(experiments::ResultsStore& store, const LengthContext& at) {
+  for_each_revolve(at.T, at.model, [&](int64_t slots, const schedule::Prediction& p) {
+    store.append({{"key", fmt::format("T={}/theory/revolve/s={}", at.T, slots)},
+                  {"kind", "theory"},
+                  {"T", at.T},
+                  {"method", "revolve"},
+                  {"slots", slots},
+                  {"recompute_steps", schedule::binomial_forward_steps(at.T, slots)},
+                  {"predicted", prediction_json(p)},
+                  {"predicted_time_ratio", p.seconds / at.full_predicted.seconds},
+                  {"full_peak_bytes", at.full_peak}});
+  });
+}
+
+struct BudgetPoint {
+  double fraction = 0;  // of full's peak
+  int64_t bytes = 0;
+};
+
+std::vector<BudgetPoint> budget_points(const BudgetLists& lists, int64_t full_peak) {
+  std::vector<BudgetPoint> points;
+  if (!lists.budgets.empty()) {
+    for (double b : lists.budgets) points.push_back({b / double(full_peak), int64_t(b)});
+  } else {
+    for (double f : lists.fractions) points.push_back({f, int64_t(f * double(full_peak))});
+  }
+  return points;
+}
+
+// What each method runs under one budget: the specs to measure, the series name of each
+// spec in the figure, and per method the schedule chosen (with its prediction) or why
+// none fits.
+struct Choices {
+  std::vector<std::string> specs;
+  std::map<std::string, std::string> label_of_spec;
+  json chosen = json::object();
+};
+
+void choose_planner(const LengthContext& at, int64_t budget, Choices& out) {
+  if (budget < at.minimum) {
+    out.chosen["planner"] = {{"error", fmt::format("budget below the minimum {}", at.minimum)}};
+    return;
+  }
+  const auto p = schedule::plan(
+      at.model, std::max(at.minimum, int64_t(schedule::kPlanningMargin * double(budget))));
+  out.specs.push_back(fmt::format("planner:budget={}", budget));
+  out.chosen["planner"] = {{"schedule", p.schedule.name}, {"chosen_by", p.chosen_by},
+                           {"predicted", prediction_json(p.prediction)}};
+}
+
+void choose_uniform(const LengthContext& at, int64_t budget, Choices& out) {
+  try {
+    const auto u =
+        schedule::best_uniform(at.model, int64_t(schedule::kPlanningMargin * double(budget)));
+    out.specs.push_back(fmt::format("vlrnn:block={}", u.parameter));
+    out.label_of_spec[out.specs.back()] = "uniform";
+    out.chosen["uniform"] = {{"schedule", u.schedule.name},
+                             {"predicted", prediction_json(u.prediction)}};
+  } catch (const c10::Error& e) {
+    out.chosen["uniform"] = {{"error", e.what_without_backtrace()}};
+  }
+}
+
+// Revolve at the fastest predicted slot count that fits.
+void choose_revolve(const LengthContext& at, int64_t budget, Choices& out) {
+  std::optional<int64_t> best_slots;
+  schedule::Prediction best;
+  for_each_revolve(at.T, at.model, [&](int64_t slots, const schedule::Prediction& p) {
+    if (p.peak_bytes <= schedule::kPlanningMargin * double(budget) &&
+        (!best_slots || p.seconds < best.seconds)) {
+      best_slots = slots;
+      best = p;
+    }
+  });
+  if (!best_slots) {
+    out.chosen["revolve"] = {{"error", "no slot count fits"}};
+    return;
+  }
+  out.specs.push_back(fmt::format("revolve:slots={}", *best_slots));
+  out.chosen["revolve"] = {{"slots", *best_slots}, {"predicted", prediction_json(best)}};
+}
+
+void choose_sqrt(const LengthContext& at, Choices& out) {
+  const auto p = schedule::simulate(schedule::sqrt_checkpoint_schedule(at.T), at.model);
+  out.specs.push_back(fmt::format("vlrnn:blocks={}", sqrt_steps(at.T)));
+  out.label_of_spec[out.specs.back()] = "sqrt";
+  out.chosen["sqrt"] = {{"predicted", prediction_json(p)}};
+}
+
+Choices choose(const BudgetLists& lists, bool no_full, const LengthContext& at, int64_t budget) {
+  const auto wants = [&](const char* m) {
+    return std::find(lists.methods.begin(), lists.methods.end(), m) != lists.methods.end();
+  };
+  Choices out;
+  if (!no_full) out.specs.push_back("full");
+  if (wants("planner")) choose_planner(at, budget, out);
+  if (wants("uniform")) choose_uniform(at, budget, out);
+  if (wants("revolve")) choose_revolve(at, budget, out);
+  if (wants("sqrt")) choose_sqrt(at, out);
+  return out;
+}
+
+json point_record(const LengthContext& at, const BudgetPoint& point, const std::string& key) {
+  return {{"key", fmt::format("T={}/budget={}/{}", at.T, point.bytes, key)},
+          {"T", at.T},
+          {"problem", experiments::to_json(at.spec)},
+          {"budget_bytes", point.bytes},
+          {"budget_fraction", point.fraction},
+          {"full_peak_bytes", at.full_peak},
+          {"minimum_budget_bytes", at.minimum}};
+}
+
+// A method that fits no schedule under this budget: a record and a line saying so.
+void record_unfit(experiments::ResultsStore& store, const LengthContext& at,
+                  const BudgetPoint& point, const Choices& choices) {
+  for (const auto& [method, info] : choices.chosen.items()) {
+    if (!info.contains("error")) continue;
+    auto record = point_record(at, point, method);
+    record["kind"] = "does_not_fit";
+    record["method"] = method;
+    record["run"] = {{"status", "does_not_fit"}};
+    record["error"] = info["error"];
+    store.append(record);
+    std::cout << fmt::format("T={} budget={} ({:.1f}%) {:<28} does not fit: {}\n", at.T,
+                             format_bytes(double(point.bytes)), 100 * point.fraction, method,
+                             info["error"].get<std::string>());
+  }
+}
+
+json measured_record(const LengthContext& at, const BudgetPoint& point, const Choices& choices,
+                     const experiments::MethodRun& run, const experiments::MethodRun* full) {
+  auto record = point_record(at, point, run.spec);
+  record["kind"] = "measured";
+  record["run"] = experiments::to_json(run);
+  // The budget figure's series: VLRNN at the best K ("uniform") and at K = T / sqrt(T)
+  // ("sqrt") are both the method "vlrnn".
+  const auto label = choices.label_of_spec.count(run.spec) ? choices.label_of_spec.at(run.spec)
+                                                           : run.name;
+  record["method"] = label;
+  if (choices.chosen.contains(label)) record["chosen"] = choices.chosen[label];
+  if (run.status != "ok") return record;
+  const double peak = double(run.memory.step_peak_bytes);
+  record["fits_budget"] = run.memory.step_peak_bytes <= point.bytes;
+  if (full) {
+    record["time_ratio"] = run.time.median / full->time.median;
+    record.update(experiments::ratio_json(run, full));
+  }
+  if (choices.chosen.contains(label) && choices.chosen[label].contains("predicted")) {
+    const auto predicted_peak = choices.chosen[label]["predicted"]["peak_bytes"].get<double>();
+    record["peak_prediction_error"] = (predicted_peak - peak) / peak;
+  }
+  return record;
+}
+
+void print_measured(const LengthContext& at, const BudgetPoint& point,
+                    const experiments::MethodRun& run, const json& record) {
+  const auto time = run.status == "ok" ? experiments::format_seconds(run.time.median) : run.status;
+  const auto ratio = record.contains("time_ratio")
+                         ? fmt::format("x{:.2f}", record["time_ratio"].get<double>())
+                         : std::string();
+  std::cout << fmt::format("T={} budget={} ({:.1f}%) {:<28} time {:>9} {:>6} step peak {:>10} {}\n",
+                           at.T, format_bytes(double(point.bytes)), 100 * point.fraction,
+                           run.description, time, ratio,
+                           format_bytes(double(run.memory.step_peak_bytes)),
+                           record.value("fits_budget", true) ? "" : "(over budget)");
+}
+
+// Every chosen method under one budget, measured interleaved with full in one run.
+void measure_point(experiments::ResultsStore& store, const BudgetArgs& args,
+                   const experiments::Problem& problem, const LengthContext& at,
+                   const BudgetPoint& point, const Choices& choices) {
+  experiments::RunOptions options;
+  options.warmup = args.warmup;
+  options.repeats = args.repeats;
+  apply_stability(args.measuring, args.repeats, options);
+  options.gradient_error = args.gradient_error;
+  options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+  const auto runs = experiments::run_methods(problem, choices.specs, options);
+  const auto* full = experiments::find_full(runs);
+  for (const auto& run : runs) {
+    const auto record = measured_record(at, point, choices, run, full);
+    store.append(record);
+    print_measured(at, point, run, record);
+  }
+}
+
+void run_length(experiments::ResultsStore& store, const BudgetArgs& args,
+                const BudgetLists& lists, int64_t T) {
+  LengthContext at;
+  at.spec = args.problem;
+  at.spec.time_steps = T;
+  at.T = T;
+  const auto problem = experiments::make_problem(at.spec);
+  std::cerr << fmt::format("vlrnn budget: {}: measuring the cost model...\n", at.spec.describe());
+  // The same (cached) cost model the planner method will plan with.
+  at.model = schedule::measured_cost_model(validated(problem.workload()));
+  at.full_predicted = schedule::simulate(schedule::uniform_schedule(T, T), at.model);
+  at.minimum = schedule::minimum_budget(at.model);
+  at.full_peak = full_peak_bytes(problem, at.full_predicted, args.no_full);
+  append_revolve_theory(store, at);
+  for (const auto& point : budget_points(lists, at.full_peak)) {
+    const auto choices = choose(lists, args.no_full, at, point.bytes);
+    std::cerr << fmt::format("vlrnn budget: T = {}, budget {} ({:.1f}% of full's {}): {}\n", T,
+                             format_bytes(double(point.bytes)), 100 * point.fraction,
+                             format_bytes(double(at.full_peak)), fmt::join(choices.specs, " "));
+    record_unfit(store, at, point, choices);
+    if (!choices.specs.empty()) measure_point(store, args, problem, at, point, choices);
+  }
+}
+
+int run_budget(const BudgetArgs& args) {
+  const auto lists = parse_lists(args);
+  apply_threads(args.measuring);
+  check_clean_tree(args.measuring, "vlrnn budget");
   measure::CpuMemoryTracker::instance().install();  // before any problem exists
   const std::string out_dir =
       args.out_dir.empty() ? (std::filesystem::path("results") / args.name).string() : args.out_dir;
   experiments::ResultsStore store(out_dir);
   if (store.has_records()) store.move_to_previous();
-  json meta = experiments::environment_json();
-  meta["command"] = command_line();
-  meta["name"] = args.name;
-  meta["problem"] = experiments::to_json(args.problem);
-  meta["methods"] = args.methods;
-  meta["fractions"] = args.fractions;
-  meta["budgets"] = args.budgets;
-  meta["repeats"] = args.repeats;
-  meta["warmup"] = args.warmup;
-  store.write_meta(meta);
-  const auto methods = [&] {
-    std::vector<std::string> names;
-    std::stringstream in(args.methods);
-    std::string item;
-    while (std::getline(in, item, ',')) names.push_back(item);
-    return names;
-  }();
-  const auto wants = [&](const char* m) {
-    return std::find(methods.begin(), methods.end(), m) != methods.end();
-  };
-
-  for (double steps : step_counts) {
-    auto spec = args.problem;
-    spec.time_steps = int64_t(steps);
-    const auto problem = experiments::make_problem(spec);
-    const auto checked = validated(problem.workload());
-    std::cerr << fmt::format("vlrnn budget: {}: measuring the cost model...\n", spec.describe());
-    // The same (cached) cost model the planner method will plan with.
-    const auto model = schedule::measured_cost_model(checked);
-    const int64_t T = spec.time_steps;
-    const auto full_predicted = schedule::simulate(schedule::uniform_schedule(T, T), model);
-    const auto minimum = schedule::minimum_budget(model);
-
-    // Full's measured peak is what fractions refer to (one measured step).
-    int64_t full_peak = full_predicted.peak_bytes;
-    if (!args.no_full) {
-      experiments::RunOptions once;
-      once.warmup = 0;
-      once.repeats = 1;
-      once.gradient_error = false;
-      const auto runs = experiments::run_methods(problem, {"full"}, once);
-      if (runs[0].status == "ok") full_peak = runs[0].memory.step_peak_bytes;
-    }
-    // Revolve's predicted curve (theory: Griewank's minimal recomputation per slot count,
-    // priced by the cost model).
-    for (int64_t slots = 2; slots <= 64; ++slots) {
-      if (schedule::binomial_forward_steps(T, slots) > 64 * T) continue;
-      const auto p = schedule::simulate(schedule::revolve_schedule(T, slots), model);
-      store.append({{"key", fmt::format("T={}/theory/revolve/s={}", T, slots)},
-                    {"kind", "theory"},
-                    {"T", T},
-                    {"method", "revolve"},
-                    {"slots", slots},
-                    {"recompute_steps", schedule::binomial_forward_steps(T, slots)},
-                    {"predicted", prediction_json(p)},
-                    {"predicted_time_ratio", p.seconds / full_predicted.seconds},
-                    {"full_peak_bytes", full_peak}});
-      if (schedule::binomial_repetitions(T, slots) <= 1) break;
-    }
-
-    std::vector<std::pair<double, int64_t>> points;  // (fraction, budget bytes)
-    if (!args.budgets.empty()) {
-      for (double b : budgets) {
-        points.emplace_back(b / double(full_peak), int64_t(b));
-      }
-    } else {
-      for (double f : fractions) {
-        points.emplace_back(f, int64_t(f * double(full_peak)));
-      }
-    }
-    for (const auto& [fraction, budget] : points) {
-      std::vector<std::string> specs;
-      std::map<std::string, std::string> label_of_spec;  // spec -> the figure's series name
-      json chosen = json::object();
-      if (!args.no_full) specs.push_back("full");
-      if (wants("planner")) {
-        if (budget < minimum) {
-          chosen["planner"] = {{"error", fmt::format("budget below the minimum {}", minimum)}};
-        } else {
-          const auto p = schedule::plan(
-              model, std::max(minimum, int64_t(schedule::kPlanningMargin * double(budget))));
-          specs.push_back(fmt::format("planner:budget={}", budget));
-          chosen["planner"] = {{"schedule", p.schedule.name}, {"chosen_by", p.chosen_by},
-                               {"predicted", prediction_json(p.prediction)}};
-        }
-      }
-      if (wants("uniform")) {
-        try {
-          const auto u = schedule::best_uniform(
-              model, int64_t(schedule::kPlanningMargin * double(budget)));
-          specs.push_back(fmt::format("vlrnn:block={}", u.parameter));
-          label_of_spec[specs.back()] = "uniform";
-          chosen["uniform"] = {{"schedule", u.schedule.name},
-                               {"predicted", prediction_json(u.prediction)}};
-        } catch (const c10::Error& e) {
-          chosen["uniform"] = {{"error", e.what_without_backtrace()}};
-        }
-      }
-      if (wants("revolve")) {
-        std::optional<int64_t> best_slots;
-        schedule::Prediction best;
-        for (int64_t slots = 2; slots <= 64; ++slots) {
-          if (schedule::binomial_forward_steps(T, slots) > 64 * T) continue;
-          const auto p = schedule::simulate(schedule::revolve_schedule(T, slots), model);
-          if (p.peak_bytes <= schedule::kPlanningMargin * double(budget) &&
-              (!best_slots || p.seconds < best.seconds)) {
-            best_slots = slots;
-            best = p;
-          }
-          if (schedule::binomial_repetitions(T, slots) <= 1) break;
-        }
-        if (best_slots) {
-          specs.push_back(fmt::format("revolve:slots={}", *best_slots));
-          chosen["revolve"] = {{"slots", *best_slots}, {"predicted", prediction_json(best)}};
-        } else {
-          chosen["revolve"] = {{"error", "no slot count fits"}};
-        }
-      }
-      if (wants("sqrt")) {
-        const auto p = schedule::simulate(schedule::sqrt_checkpoint_schedule(T), model);
-        specs.push_back(fmt::format("vlrnn:blocks={}", sqrt_steps(T)));
-        label_of_spec[specs.back()] = "sqrt";
-        chosen["sqrt"] = {{"predicted", prediction_json(p)}};
-      }
-      std::cerr << fmt::format("vlrnn budget: T = {}, budget {} ({:.1f}% of full's {}): {}\n", T,
-                               format_bytes(double(budget)), 100 * fraction,
-                               format_bytes(double(full_peak)), fmt::join(specs, " "));
-      for (const auto& [method, info] : chosen.items()) {
-        if (!info.contains("error")) continue;  // a method that fits no schedule: say so
-        store.append({{"key", fmt::format("T={}/budget={}/{}", T, budget, method)},
-                      {"kind", "does_not_fit"},
-                      {"T", T},
-                      {"problem", experiments::to_json(spec)},
-                      {"budget_bytes", budget},
-                      {"budget_fraction", fraction},
-                      {"full_peak_bytes", full_peak},
-                      {"minimum_budget_bytes", minimum},
-                      {"method", method},
-                      {"run", {{"status", "does_not_fit"}}},
-                      {"error", info["error"]}});
-        std::cout << fmt::format("T={} budget={} ({:.1f}%) {:<28} does not fit: {}\n", T,
-                                 format_bytes(double(budget)), 100 * fraction, method,
-                                 info["error"].get<std::string>());
-      }
-      if (specs.empty()) continue;
-      experiments::RunOptions options;
-      options.warmup = args.warmup;
-      options.repeats = args.repeats;
-      options.gradient_error = args.gradient_error;
-      options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
-      const auto runs = experiments::run_methods(problem, specs, options);
-      const experiments::MethodRun* full = nullptr;
-      for (const auto& run : runs) {
-        if (run.name == "full" && run.status == "ok") full = &run;
-      }
-      for (const auto& run : runs) {
-        json record = {{"key", fmt::format("T={}/budget={}/{}", T, budget, run.spec)},
-                       {"kind", "measured"},
-                       {"T", T},
-                       {"problem", experiments::to_json(spec)},
-                       {"budget_bytes", budget},
-                       {"budget_fraction", fraction},
-                       {"full_peak_bytes", full_peak},
-                       {"minimum_budget_bytes", minimum},
-                       {"run", experiments::to_json(run)}};
-        // The budget figure's series: VLRNN at the best K ("uniform") and at K = T / sqrt(T)
-        // ("sqrt") are both the method "vlrnn".
-        const auto label = label_of_spec.count(run.spec) ? label_of_spec.at(run.spec) : run.name;
-        record["method"] = label;
-        if (chosen.contains(label)) record["chosen"] = chosen[label];
-        if (run.status == "ok") {
-          record["fits_budget"] = run.memory.step_peak_bytes <= budget;
-          if (full) record["time_ratio"] = run.time.median / full->time.median;
-          if (chosen.contains(label) && chosen[label].contains("predicted")) {
-            const auto predicted_peak = chosen[label]["predicted"]["peak_bytes"].get<double>();
-            record["peak_prediction_error"] =
-                (predicted_peak - double(run.memory.step_peak_bytes)) /
-                double(run.memory.step_peak_bytes);
-          }
-        }
-        store.append(record);
-        std::cout << fmt::format("T={} budget={} ({:.1f}%) {:<28} time {:>9} {:>6} step peak {:>10} {}\n",
-                                 T, format_bytes(double(budget)), 100 * fraction, run.description,
-                                 run.status == "ok" ? experiments::format_seconds(run.time.median) : run.status,
-                                 record.contains("time_ratio") ? fmt::format("x{:.2f}", record["time_ratio"].get<double>()) : "",
-                                 format_bytes(double(run.memory.step_peak_bytes)),
-                                 record.value("fits_budget", true) ? "" : "(over budget)");
-      }
-    }
-  }
+  store.write_meta(budget_meta(args, lists));
+  for (int64_t T : lists.lengths) run_length(store, args, lists, T);
   store.write_csv();
   std::cerr << "vlrnn budget: wrote " << store.jsonl_path() << ", results.csv, meta.json; plot "
-            << "with: python3 scripts/plot_budget.py " << out_dir << "\n";
+            << "with: python3 scripts/plot.py " << out_dir << "\n";
   return 0;
 }
 
@@ -294,7 +392,7 @@ void add_budget_command(CLI::App& app, int& exit_code) {
       "predicted to fit, and sqrt(T) checkpointing, measured interleaved with full in one run; "
       "plus revolve's predicted curve from the measured cost model. Writes DIR/results.jsonl "
       "(one record per method and budget, plus 'theory' records), results.csv and meta.json "
-      "(command, git sha, machine). Plot: python3 scripts/plot_budget.py DIR.");
+      "(command, git sha, machine). Plot: python3 scripts/plot.py DIR.");
   auto& p = args->problem;
   p.hidden_size = 64;
   p.input_size = 32;
@@ -320,8 +418,8 @@ void add_budget_command(CLI::App& app, int& exit_code) {
   sub->add_option("--classes", p.head_outputs, "C: head outputs")->capture_default_str();
   sub->add_option("--repeats", args->repeats, "timed steps per method")->capture_default_str();
   sub->add_option("--warmup", args->warmup, "untimed steps per method")->capture_default_str();
-  sub->add_option("--threads", args->threads, "intra-op threads (0: default)")
-      ->capture_default_str();
+  add_measuring_options(sub, args->measuring);
+  add_stability_options(sub, args->measuring);
   sub->callback([args, &exit_code] { exit_code = run_budget(*args); });
 }
 

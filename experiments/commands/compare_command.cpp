@@ -1,4 +1,5 @@
 #include "commands/command.h"
+#include "commands/measuring_options.h"
 
 #include "lib/method_runner.h"
 #include "lib/results_store.h"
@@ -31,7 +32,7 @@ struct CompareArgs {
   int64_t memory_budget = 0;  // > 0: run the planner under this step-peak budget (bytes)
   int64_t repeats = 5;
   int64_t warmup = 1;
-  int64_t threads = 0;
+  MeasuringArgs measuring;
   bool no_error = false;
   bool quiet = false;
   std::string json_path;
@@ -62,16 +63,13 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
 std::string ratio(double value) { return std::isfinite(value) ? fmt::format("{:.2f}", value) : "-"; }
 
 void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& runs) {
-  const experiments::MethodRun* full = nullptr;
-  for (const auto& run : runs) {
-    if (run.name == "full" && run.status == "ok") full = &run;
-  }
+  const auto* full = experiments::find_full(runs);
   size_t width = 6;
   for (const auto& run : runs) width = std::max(width, run.description.size());
   const std::string header = fmt::format(
-      "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>8}  {:>10}",
+      "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>22}  {:>10}",
       "method", width, "time", "spread (min-max)", "step peak", "peak RSS", "useful rate",
-      "util.", "recompute", "max rel err", "time/full", "paired", "mem full/x");
+      "util.", "recompute", "max rel err", "time/full", "paired [95% CI]", "mem full/x");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
   for (const auto& run : runs) {
     if (run.status != "ok") {
@@ -85,105 +83,139 @@ void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& r
     const std::string err =
         run.error_vs_full ? fmt::format("{:.2e}", run.error_vs_full->max_rel) : "-";
     const double time_ratio = full ? run.time.median / full->time.median : NAN;
-    const double paired = full ? experiments::paired_time_ratio(run, *full) : NAN;
+    const auto paired = full ? experiments::paired_ratio_interval(run, *full)
+                             : measure::MedianInterval{NAN, NAN, NAN, 0};
+    const std::string paired_text =
+        std::isfinite(paired.median)
+            ? fmt::format("{:.2f} [{:.2f}-{:.2f}]{}", paired.median, paired.low, paired.high,
+                          paired.noisy() ? " *" : "  ")
+            : "-";
     const double mem_ratio = full && run.memory.step_peak_bytes > 0
                                  ? double(full->memory.step_peak_bytes) /
                                        double(run.memory.step_peak_bytes)
                                  : NAN;
     out << fmt::format(
-        "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>8}  {:>10}\n",
+        "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>22}  {:>10}\n",
         run.description, width, format_seconds(run.time.median), spread,
         format_bytes(double(run.memory.step_peak_bytes)),
         format_bytes(double(run.memory.peak_rss_bytes)), format_rate(run.useful_flops_per_second),
-        util, 100.0 * run.flops.overhead(), err, ratio(time_ratio), ratio(paired), ratio(mem_ratio));
+        util, 100.0 * run.flops.overhead(), err, ratio(time_ratio), paired_text, ratio(mem_ratio));
   }
 }
 
+// Rounds actually timed: --repeats, or more under --until-stable.
+int64_t timed_rounds(const std::vector<experiments::MethodRun>& runs) {
+  int64_t rounds = 0;
+  for (const auto& run : runs) rounds = std::max(rounds, run.time.samples);
+  return rounds;
+}
+
+// The peak GEMM rate utilization is measured against, warning first when LibTorch runs on
+// the reference BLAS.
+measure::PeakGemm measure_peak(const CompareArgs& args, const measure::BlasInfo& blas) {
+  if (blas.reference) {
+    std::cerr << "vlrnn compare: WARNING: LibTorch runs on the reference BLAS (" << blas.loaded
+              << "): times and utilization are not meaningful; install libopenblas0-pthread\n";
+  }
+  std::cerr << "vlrnn compare: measuring the peak GEMM rate (1024^2 " << args.dtype << ")...\n";
+  return measure::measure_peak_gemm(args.problem.device, args.problem.dtype, 1024, 10, 2);
+}
+
+void print_report(const CompareArgs& args, const experiments::Problem& problem,
+                  const std::vector<experiments::MethodRun>& runs, const std::string& blas_vendor,
+                  double peak_flops, const std::string& load_start) {
+  const auto& s = args.problem;
+  std::cout << fmt::format("vlrnn compare: {} | {} | BLAS {} | load average {} -> {}\n",
+                           s.describe(), measure::describe_device(s.device), blas_vendor,
+                           load_start, measure::load_average());
+  std::cout << fmt::format(
+      "peak GEMM (1024^2 {}): {} | useful work per step: {:.2f} GFLOP (forward + backward, "
+      "{:.3g} MFLOP per step and sequence)\n",
+      args.dtype, format_rate(peak_flops),
+      problem.flops.forward() * 3.0 * double(s.time_steps * s.batch) * 1e-9,
+      problem.flops.forward() * 3.0 * 1e-6);
+  std::cout << fmt::format("time: median of {} (after {} warm-up); time/full: ratio of medians; "
+                           "paired: median over rounds of the ratio within a round (robust to a "
+                           "shared machine's drifts), 95% bootstrap interval; * noisy: interval "
+                           "beyond +-10% or < 3 rounds, not a finding\nstep peak: tensor bytes above parameters + "
+                           "data ({}); peak RSS: whole process\n\n",
+                           timed_rounds(runs), args.warmup,
+                           format_bytes(double(runs.front().workload_bytes)));
+  print_table(std::cout, runs);
+}
+
+void write_json(const CompareArgs& args, const std::vector<experiments::MethodRun>& runs,
+                const std::string& blas_vendor, double peak_flops, const std::string& load_start) {
+  const auto& s = args.problem;
+  nlohmann::json out = {{"problem", experiments::to_json(s)},
+                        {"peak_gemm_flops_per_s", peak_flops},
+                        {"device", measure::describe_device(s.device)},
+                        {"blas", blas_vendor},
+                        {"git_sha", measure::git_sha(".")},
+                        {"git_dirty", measure::git_dirty(".")},
+                        {"command_line", command_line()},
+                        {"load_average_start", load_start},
+                        {"warmup", args.warmup},
+                        {"repeats", args.repeats},
+                        {"timed_rounds", timed_rounds(runs)},
+                        {"until_stable", args.measuring.until_stable},
+                        {"runs", nlohmann::json::array()}};
+  const auto* full = experiments::find_full(runs);
+  for (const auto& run : runs) {
+    auto j = experiments::to_json(run);
+    if (full && run.status == "ok") {
+      j["time_ratio_to_full"] = run.time.median / full->time.median;
+      j.update(experiments::ratio_json(run, full));
+      j["memory_ratio_full_to_this"] = double(full->memory.step_peak_bytes) /
+                                       double(std::max<int64_t>(1, run.memory.step_peak_bytes));
+    }
+    out["runs"].push_back(j);
+  }
+  out["load_average_end"] = measure::load_average();
+  std::ofstream file(args.json_path);
+  TORCH_CHECK(file, "--json: cannot write \"", args.json_path, "\"");
+  file << out.dump(2) << "\n";
+  std::cerr << "vlrnn compare: wrote " << args.json_path << "\n";
+}
+
 int run_compare(CompareArgs args) {
-  if (args.threads > 0) at::set_num_threads(int(args.threads));
+  apply_threads(args.measuring);
   args.problem.dtype = experiments::parse_dtype(args.dtype);
   args.problem.device = experiments::parse_device(args.device);
   const auto specs = resolve_methods(args);
   // Bad values fail here, before the seconds spent measuring the peak GEMM rate.
   TORCH_CHECK(args.repeats >= 1, "--repeats: expected >= 1 timed runs, got ", args.repeats);
   TORCH_CHECK(args.warmup >= 0, "--warmup: expected >= 0 untimed runs, got ", args.warmup);
-  if (!args.json_path.empty()) experiments::check_writable_file(args.json_path, "--json");
+  experiments::RunOptions options;
+  options.warmup = args.warmup;
+  options.repeats = args.repeats;
+  apply_stability(args.measuring, args.repeats, options);
+  options.gradient_error = !args.no_error;
+  if (!args.quiet) {
+    options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+  }
+  if (!args.json_path.empty()) {
+    experiments::check_writable_file(args.json_path, "--json");
+    check_clean_tree(args.measuring, "vlrnn compare --json");
+  }
   // Installed before the problem exists, so parameters and data are tracked too.
   measure::CpuMemoryTracker::instance().install();
   const auto problem = experiments::make_problem(args.problem);
 
   const std::string load_start = measure::load_average();
   const auto blas = measure::detect_blas();
-  if (blas.reference) {
-    std::cerr << "vlrnn compare: WARNING: LibTorch runs on the reference BLAS (" << blas.loaded
-              << "): times and utilization are not meaningful; install libopenblas0-pthread\n";
-  }
-  std::cerr << "vlrnn compare: measuring the peak GEMM rate (1024^2 " << args.dtype << ")...\n";
-  const auto peak = measure::measure_peak_gemm(args.problem.device, args.problem.dtype, 1024, 10, 2);
-
-  experiments::RunOptions options;
-  options.warmup = args.warmup;
-  options.repeats = args.repeats;
+  const auto peak = measure_peak(args, blas);
   options.peak_flops_per_second = peak.flops_per_second;
-  options.gradient_error = !args.no_error;
-  if (!args.quiet) {
-    options.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
-  }
-  std::cerr << fmt::format("vlrnn compare: {} methods x ({} warm-up + {} repeats), interleaved{}\n",
+  std::cerr << fmt::format("vlrnn compare: {} methods x ({} warm-up + {} repeats{}), interleaved{}\n",
                            specs.size(), args.warmup, args.repeats,
+                           options.stable_within > 0
+                               ? fmt::format(", more until stable within +-{:.0f}% (at most {})",
+                                             100 * options.stable_within, options.max_repeats)
+                               : "",
                            args.no_error ? "" : "; then gradients vs full BPTT");
   const auto runs = experiments::run_methods(problem, specs, options);
-
-  const auto& s = args.problem;
-  std::cout << fmt::format("vlrnn compare: {} | {} | BLAS {} | load average {} -> {}\n",
-                           s.describe(), measure::describe_device(s.device), blas.vendor,
-                           load_start, measure::load_average());
-  std::cout << fmt::format(
-      "peak GEMM (1024^2 {}): {} | useful work per step: {:.2f} GFLOP (forward + backward, "
-      "{:.3g} MFLOP per step and sequence)\n",
-      args.dtype, format_rate(peak.flops_per_second),
-      problem.flops.forward() * 3.0 * double(s.time_steps * s.batch) * 1e-9,
-      problem.flops.forward() * 3.0 * 1e-6);
-  std::cout << fmt::format("time: median of {} (after {} warm-up); time/full: ratio of medians; "
-                           "paired: median over rounds of the ratio within a round (robust to a "
-                           "shared machine's drifts)\nstep peak: tensor bytes above parameters + "
-                           "data ({}); peak RSS: whole process\n\n",
-                           args.repeats, args.warmup,
-                           format_bytes(double(runs.front().workload_bytes)));
-  print_table(std::cout, runs);
-
-  if (!args.json_path.empty()) {
-    nlohmann::json out = {{"problem", experiments::to_json(s)},
-                          {"peak_gemm_flops_per_s", peak.flops_per_second},
-                          {"device", measure::describe_device(s.device)},
-                          {"blas", blas.vendor},
-                          {"git_sha", measure::git_sha(".")},
-                          {"git_dirty", measure::git_dirty(".")},
-                          {"command_line", command_line()},
-                          {"load_average_start", load_start},
-                          {"warmup", args.warmup},
-                          {"repeats", args.repeats},
-                          {"runs", nlohmann::json::array()}};
-    const experiments::MethodRun* full = nullptr;
-    for (const auto& run : runs) {
-      if (run.name == "full" && run.status == "ok") full = &run;
-    }
-    for (const auto& run : runs) {
-      auto j = experiments::to_json(run);
-      if (full && run.status == "ok") {
-        j["time_ratio_to_full"] = run.time.median / full->time.median;
-        j["paired_time_ratio_to_full"] = experiments::paired_time_ratio(run, *full);
-        j["memory_ratio_full_to_this"] =
-            double(full->memory.step_peak_bytes) / double(std::max<int64_t>(1, run.memory.step_peak_bytes));
-      }
-      out["runs"].push_back(j);
-    }
-    out["load_average_end"] = measure::load_average();
-    std::ofstream file(args.json_path);
-    TORCH_CHECK(file, "--json: cannot write \"", args.json_path, "\"");
-    file << out.dump(2) << "\n";
-    std::cerr << "vlrnn compare: wrote " << args.json_path << "\n";
-  }
+  print_report(args, problem, runs, blas.vendor, peak.flops_per_second, load_start);
+  if (!args.json_path.empty()) write_json(args, runs, blas.vendor, peak.flops_per_second, load_start);
   for (const auto& run : runs) {
     if (run.status == "error") return 1;
   }
@@ -238,8 +270,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   sub->add_option("--warmup", args->warmup, "untimed steps per method first")
       ->capture_default_str();
   sub->add_option("--seed", p.seed, "seed of the weights and data")->capture_default_str();
-  sub->add_option("--threads", args->threads, "intra-op threads (0: LibTorch's default)")
-      ->capture_default_str();
+  add_measuring_options(sub, args->measuring);
+  add_stability_options(sub, args->measuring);
   sub->add_flag("--no-error", args->no_error,
                 "skip the gradient comparison with full BPTT (saves full's memory and time)");
   sub->add_flag("--quiet,-q", args->quiet, "no per-step progress on stderr");

@@ -1,4 +1,5 @@
 #include "commands/command.h"
+#include "commands/measuring_options.h"
 
 #include "lib/sweep_runner.h"
 
@@ -19,7 +20,7 @@ struct SweepArgs {
   std::string shard;  // "I/N"; empty: the whole sweep
   bool resume = false;
   bool dry_run = false;
-  int64_t threads = 0;
+  MeasuringArgs measuring;
 };
 
 volatile std::sig_atomic_t g_stop_signal = 0;
@@ -41,7 +42,7 @@ extern "C" void on_stop_signal(int signal) {
 }
 
 int run_sweep_command(const SweepArgs& args) {
-  if (args.threads > 0) at::set_num_threads(int(args.threads));
+  apply_threads(args.measuring);
   const auto config = experiments::load_sweep_config(args.config_path);
   experiments::SweepOptions options;
   if (!args.shard.empty()) options.shard = experiments::parse_shard(args.shard);
@@ -64,6 +65,7 @@ int run_sweep_command(const SweepArgs& args) {
     for (const auto& point : points) std::cout << point.key << "\n";
     return 0;
   }
+  check_clean_tree(args.measuring, "vlrnn sweep");
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   const auto summary = experiments::run_sweep(config, options);
@@ -110,8 +112,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "predicted cost, into its own DIR (one Slurm array task each; scripts/slurm/); "
                   "`vlrnn merge` joins the parts");
   sub->add_flag("--dry-run", args->dry_run, "list the points (their keys; the shard's with --shard) and exit");
-  sub->add_option("--threads", args->threads, "intra-op threads (0: LibTorch's default)")
-      ->capture_default_str();
+  add_measuring_options(sub, args->measuring);
   sub->callback([args, &exit_code] { exit_code = run_sweep_command(*args); });
 }
 

@@ -30,6 +30,118 @@ void fail(MethodRun& run, const std::exception& e) {
   run.error = measure::short_message(e);
 }
 
+// One method of the run: its instance and its record.
+struct Contender {
+  std::unique_ptr<GradientMethod> method;
+  MethodRun run;
+  std::vector<double> seconds;  // timed steps, in round order
+};
+
+std::vector<Contender> make_contenders(const std::vector<std::string>& specs,
+                                       const Workload& workload) {
+  std::vector<Contender> out(specs.size());
+  for (size_t m = 0; m < specs.size(); ++m) {
+    auto& c = out[m];
+    c.method = make_method_from_spec(specs[m]);  // throws on an unknown spec
+    c.run.spec = specs[m];
+    c.run.name = c.method->name();
+    c.run.description = c.method->describe();
+    c.run.exact = c.method->is_exact();
+    c.run.workload_bytes = measure::workload_bytes(workload);
+  }
+  return out;
+}
+
+// Round r of the interleaved measurement: one gradient step of each contender still ok.
+void run_round(std::vector<Contender>& contenders, int64_t r, const Workload& workload,
+               torch::Device device, const RunOptions& options) {
+  const bool warm_up = r < options.warmup;
+  for (auto& c : contenders) {
+    auto& run = c.run;
+    if (run.status != "ok") continue;  // a method that failed once is not retried
+    try {
+      const auto step = measure::measure_step(*c.method, workload, device);
+      if (!warm_up) {
+        c.seconds.push_back(step.seconds);
+        if (c.seconds.size() == 1 || step.memory.step_peak_bytes > run.memory.step_peak_bytes) {
+          run.memory = step.memory;
+        }
+      }
+      run.counters = step.counters;
+      if (options.progress) {
+        options.progress(fmt::format("{} {} {}/{}: {:.3f} s", run.description,
+                                     warm_up ? "warm-up" : "repeat",
+                                     warm_up ? r + 1 : r - options.warmup + 1,
+                                     warm_up ? options.warmup : std::max(options.repeats, r - options.warmup + 1),
+                                     step.seconds));
+      }
+    } catch (const std::exception& e) {
+      fail(run, e);
+      measure::clear_gradients(workload);
+      if (options.progress) options.progress(fmt::format("{}: {}", run.description, run.status));
+    }
+  }
+}
+
+// Each ok run's gradients against one snapshot of full BPTT's; seeded alike so that any
+// random draws (dropout) match, as the verifier does.
+void measure_gradient_errors(std::vector<MethodRun>& runs, const Problem& problem,
+                             const Workload& workload) {
+  std::optional<verify::GradientSnapshot> reference;
+  std::string reference_note;
+  try {
+    auto full = make_method("full");
+    torch::manual_seed(problem.spec.seed + 1);
+    reference = verify::run_and_snapshot(*full, workload);
+  } catch (const std::exception& e) {
+    reference_note = "full BPTT failed: " + measure::short_message(e);
+  }
+  for (auto& run : runs) {
+    if (run.status != "ok") continue;
+    if (!reference) {
+      run.error_vs_full_note = reference_note;
+      continue;
+    }
+    try {
+      auto method = make_method_from_spec(run.spec);
+      torch::manual_seed(problem.spec.seed + 1);
+      const auto got = verify::run_and_snapshot(*method, workload);
+      run.error_vs_full = verify::compare(got, *reference);
+    } catch (const std::exception& e) {
+      run.error_vs_full_note = measure::short_message(e);
+    }
+  }
+  measure::clear_gradients(workload);
+}
+
+// NaN unless both have the same number of samples.
+std::vector<double> paired_ratios(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || a.size() != b.size()) return {};
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.size(); ++i) ratios.push_back(a[i] / b[i]);
+  return ratios;
+}
+
+// Whether every ok contender's time (its ratio to full's when full ran) is known within
+// ±within: the stopping rule of RunOptions::stable_within.
+bool stable(const std::vector<Contender>& contenders, double within) {
+  const Contender* full = nullptr;
+  for (const auto& c : contenders) {
+    if (c.run.name == "full" && c.run.status == "ok") full = &c;
+  }
+  for (const auto& c : contenders) {
+    if (c.run.status != "ok" || c.seconds.empty()) continue;
+    const auto samples = full && &c != full ? paired_ratios(c.seconds, full->seconds) : c.seconds;
+    if (samples.empty()) return false;
+    const auto interval = measure::median_interval(samples);
+    if (interval.samples < measure::MedianInterval::kMinSamples ||
+        !(interval.relative_half_width() <= within)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std::string>& specs,
@@ -38,94 +150,54 @@ std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std
   TORCH_CHECK(options.warmup >= 0, "warmup: expected >= 0 untimed runs, got ", options.warmup);
   TORCH_CHECK(!specs.empty(), "methods: expected at least one method, got none");
   const auto workload = problem.workload();
-  const auto device = problem.spec.device;
-
-  std::vector<std::unique_ptr<GradientMethod>> methods;
-  std::vector<MethodRun> runs(specs.size());
-  std::vector<std::vector<double>> seconds(specs.size());
-  for (size_t m = 0; m < specs.size(); ++m) {
-    methods.push_back(make_method_from_spec(specs[m]));  // throws on an unknown spec
-    runs[m].spec = specs[m];
-    runs[m].name = methods[m]->name();
-    runs[m].description = methods[m]->describe();
-    runs[m].exact = methods[m]->is_exact();
-    runs[m].workload_bytes = measure::workload_bytes(workload);
+  TORCH_CHECK(options.stable_within >= 0, "stable_within: expected >= 0 (0: off), got ",
+              options.stable_within);
+  auto contenders = make_contenders(specs, workload);
+  int64_t r = 0;
+  for (; r < options.warmup + options.repeats; ++r) {
+    run_round(contenders, r, workload, problem.spec.device, options);
   }
-
-  const int64_t rounds = options.warmup + options.repeats;
-  for (int64_t r = 0; r < rounds; ++r) {
-    for (size_t m = 0; m < specs.size(); ++m) {
-      auto& run = runs[m];
-      if (run.status != "ok") continue;  // a method that failed once is not retried
-      try {
-        const auto step = measure::measure_step(*methods[m], workload, device);
-        if (r >= options.warmup) {
-          seconds[m].push_back(step.seconds);
-          if (seconds[m].size() == 1 || step.memory.step_peak_bytes > run.memory.step_peak_bytes) {
-            run.memory = step.memory;
-          }
-        }
-        run.counters = step.counters;
-        if (options.progress) {
-          options.progress(fmt::format("{} {} {}/{}: {:.3f} s", run.description,
-                                       r < options.warmup ? "warm-up" : "repeat",
-                                       r < options.warmup ? r + 1 : r - options.warmup + 1,
-                                       r < options.warmup ? options.warmup : options.repeats,
-                                       step.seconds));
-        }
-      } catch (const std::exception& e) {
-        fail(run, e);
-        measure::clear_gradients(workload);
-        if (options.progress) options.progress(fmt::format("{}: {}", run.description, run.status));
-      }
+  while (options.stable_within > 0 && r < options.warmup + options.max_repeats &&
+         !stable(contenders, options.stable_within)) {
+    run_round(contenders, r++, workload, problem.spec.device, options);
+  }
+  std::vector<MethodRun> runs;
+  for (auto& c : contenders) {
+    if (c.run.status == "ok") {
+      c.run.time_samples = c.seconds;
+      c.run.time = measure::summarize(c.seconds);
+      derive(c.run, problem, options);
     }
+    runs.push_back(std::move(c.run));
   }
-  for (size_t m = 0; m < specs.size(); ++m) {
-    if (runs[m].status != "ok") continue;
-    runs[m].time_samples = seconds[m];
-    runs[m].time = measure::summarize(seconds[m]);
-    derive(runs[m], problem, options);
-  }
-
-  if (options.gradient_error) {
-    // One reference snapshot, then each method's; seeded alike so that any random draws
-    // (dropout) match, as the verifier does.
-    std::optional<verify::GradientSnapshot> reference;
-    std::string reference_note;
-    try {
-      auto full = make_method("full");
-      torch::manual_seed(problem.spec.seed + 1);
-      reference = verify::run_and_snapshot(*full, workload);
-    } catch (const std::exception& e) {
-      reference_note = "full BPTT failed: " + measure::short_message(e);
-    }
-    for (auto& run : runs) {
-      if (run.status != "ok") continue;
-      if (!reference) {
-        run.error_vs_full_note = reference_note;
-        continue;
-      }
-      try {
-        auto method = make_method_from_spec(run.spec);
-        torch::manual_seed(problem.spec.seed + 1);
-        const auto got = verify::run_and_snapshot(*method, workload);
-        run.error_vs_full = verify::compare(got, *reference);
-      } catch (const std::exception& e) {
-        run.error_vs_full_note = measure::short_message(e);
-      }
-    }
-    measure::clear_gradients(workload);
-  }
+  if (options.gradient_error) measure_gradient_errors(runs, problem, workload);
   return runs;
 }
 
 double paired_time_ratio(const MethodRun& run, const MethodRun& reference) {
-  const auto& a = run.time_samples;
-  const auto& b = reference.time_samples;
-  if (a.empty() || a.size() != b.size()) return NAN;
-  std::vector<double> ratios;
-  for (size_t i = 0; i < a.size(); ++i) ratios.push_back(a[i] / b[i]);
-  return measure::summarize(ratios).median;
+  const auto ratios = paired_ratios(run.time_samples, reference.time_samples);
+  return ratios.empty() ? NAN : measure::summarize(ratios).median;
+}
+
+measure::MedianInterval paired_ratio_interval(const MethodRun& run, const MethodRun& reference) {
+  const auto ratios = paired_ratios(run.time_samples, reference.time_samples);
+  if (ratios.empty()) return {NAN, NAN, NAN, 0};
+  return measure::median_interval(ratios);
+}
+
+nlohmann::json ratio_json(const MethodRun& run, const MethodRun* full) {
+  if (!full || run.status != "ok") return nlohmann::json::object();
+  const auto interval = paired_ratio_interval(run, *full);
+  return {{"paired_time_ratio_to_full", interval.median},
+          {"paired_time_ratio_ci", {interval.low, interval.high}},
+          {"time_ratio_noisy", interval.noisy()}};
+}
+
+const MethodRun* find_full(const std::vector<MethodRun>& runs) {
+  for (const auto& run : runs) {
+    if (run.name == "full" && run.status == "ok") return &run;
+  }
+  return nullptr;
 }
 
 nlohmann::json to_json(const ProblemSpec& spec) {

@@ -6,6 +6,7 @@
 
 #include "lib/problem.h"
 
+#include "vlrnn/measure/confidence.h"
 #include "vlrnn/measure/step_memory.h"
 #include "vlrnn/measure/timer.h"
 #include "vlrnn/verify/compare.h"
@@ -45,6 +46,11 @@ struct MethodRun {
 struct RunOptions {
   int64_t warmup = 1;
   int64_t repeats = 3;
+  // Until stable: after `repeats` rounds, more rounds until every method's time ratio to full
+  // BPTT (its own median time, without full) has a 95 % interval within ±stable_within of
+  // its median, or max_repeats rounds ran. 0: exactly `repeats` rounds.
+  double stable_within = 0.0;
+  int64_t max_repeats = 50;
   double peak_flops_per_second = 0.0;  // 0: utilization is not computed
   bool gradient_error = true;          // also compare each method's gradients with full BPTT
   // Receives one line per run ("full 2/4 ..."); for progress on stderr.
@@ -62,6 +68,19 @@ std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std
 // cancels in each ratio: on a shared machine this is the robust time ratio. NaN when
 // either has no samples or their counts differ.
 double paired_time_ratio(const MethodRun& run, const MethodRun& reference);
+
+// paired_time_ratio with its 95 % bootstrap interval over the rounds, and whether the point
+// is noisy (NOTE [ Noisy points ] in vlrnn/measure/confidence.h). Median NaN when the two
+// runs have no paired samples.
+measure::MedianInterval paired_ratio_interval(const MethodRun& run, const MethodRun& reference);
+
+// The fields a record carries for a run's time ratio to full BPTT: paired_time_ratio_to_full,
+// paired_time_ratio_ci [low, high] and time_ratio_noisy. Empty when either run failed.
+nlohmann::json ratio_json(const MethodRun& run, const MethodRun* full);
+
+// Full BPTT's run among `runs` when it ran to completion, else nullptr: the reference of
+// every ratio.
+const MethodRun* find_full(const std::vector<MethodRun>& runs);
 
 // JSON for records and --json output.
 nlohmann::json to_json(const ProblemSpec& spec);

@@ -190,6 +190,65 @@ void check_keys(const json& object, const std::string& path, const std::vector<s
   }
 }
 
+// "block_options": method name -> option template with {K} or {N}; vlrnn's is built in.
+std::map<std::string, std::string> parse_block_options(const json& config) {
+  std::map<std::string, std::string> out = {{"vlrnn", "block={K}"}};
+  if (!config.contains("block_options")) return out;
+  const auto& options = config["block_options"];
+  if (!options.is_object()) {
+    fail("$.block_options", fmt::format("expected an object mapping method names to option "
+                                        "templates, got {}", type_of(options)));
+  }
+  for (const auto& item : options.items()) {
+    const std::string path = "$.block_options." + item.key();
+    const auto value = read_string(item.value(), path);
+    if (!uses_block(value)) {
+      fail(path, fmt::format("expected an option template with {{K}} or {{N}} (e.g. "
+                             "\"block={{K}}\"), got \"{}\"", value));
+    }
+    // A method that is not (yet) in the registry may have a template: it applies once the
+    // method exists, and nothing refers to it until then.
+    out[item.key()] = value;
+  }
+  return out;
+}
+
+// The experiments of the config with their JSON paths: the "experiments" list, or the top
+// level as the one experiment.
+std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
+  std::vector<std::pair<json, std::string>> out;
+  if (!config.contains("experiments")) {
+    out.emplace_back(json::object(), "$");
+    return out;
+  }
+  const auto& list = config["experiments"];
+  if (!list.is_array() || list.empty()) {
+    fail("$.experiments", fmt::format("expected a non-empty list of experiments, got {}", type_of(list)));
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string path = fmt::format("$.experiments[{}]", i);
+    if (!list[i].is_object()) fail(path, fmt::format("expected an object, got {}", type_of(list[i])));
+    check_keys(list[i], path, kExperimentKeys);
+    out.emplace_back(list[i], path);
+  }
+  return out;
+}
+
+// Checks across keys of one experiment, once all of them are applied.
+void check_experiment(const ExperimentSpec& e, const json& object, const std::string& path) {
+  if (e.head == "ce" && e.classes < 2) {
+    fail(path + ".classes", fmt::format("expected >= 2 classes for a ce head, got {}", e.classes));
+  }
+  if (e.kind == "max_batch") {
+    if (e.budget_bytes <= 0) fail(path + ".budget_mib", "kind max_batch needs a memory budget (MiB)");
+    if (e.batch_max < e.batch_start) {
+      fail(path + ".batch_max", fmt::format("expected >= batch_start ({}), got {}", e.batch_start, e.batch_max));
+    }
+  } else if (object.contains("budget_mib")) {
+    fail(path + ".budget_mib", "a memory budget needs \"kind\": \"max_batch\"");
+  }
+}
+
 }  // namespace
 
 SweepConfig parse_sweep_config(const json& config, const std::string& name) {
@@ -208,25 +267,7 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
     out.memory_limit_bytes =
         int64_t(std::llround(read_positive_number(config["memory_limit_mib"], "$.memory_limit_mib") * 1048576.0));
   }
-  out.block_options = {{"vlrnn", "block={K}"}};
-  if (config.contains("block_options")) {
-    const auto& options = config["block_options"];
-    if (!options.is_object()) {
-      fail("$.block_options", fmt::format("expected an object mapping method names to option "
-                                          "templates, got {}", type_of(options)));
-    }
-    for (const auto& item : options.items()) {
-      const std::string path = "$.block_options." + item.key();
-      const auto value = read_string(item.value(), path);
-      if (!uses_block(value)) {
-        fail(path, fmt::format("expected an option template with {{K}} or {{N}} (e.g. "
-                               "\"block={{K}}\"), got \"{}\"", value));
-      }
-      // A method that is not (yet) in the registry may have a template: it applies once the
-      // method exists, and nothing refers to it until then.
-      out.block_options[item.key()] = value;
-    }
-  }
+  out.block_options = parse_block_options(config);
 
   // Defaults: the top level's experiment keys (its "name" names the config, not a grid).
   ExperimentSpec defaults;
@@ -237,22 +278,7 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
     apply_key(defaults, default_methods, item.key(), item.value(), "$." + item.key());
   }
 
-  std::vector<std::pair<json, std::string>> experiments;
-  if (config.contains("experiments")) {
-    const auto& list = config["experiments"];
-    if (!list.is_array() || list.empty()) {
-      fail("$.experiments", fmt::format("expected a non-empty list of experiments, got {}", type_of(list)));
-    }
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = fmt::format("$.experiments[{}]", i);
-      if (!list[i].is_object()) fail(path, fmt::format("expected an object, got {}", type_of(list[i])));
-      check_keys(list[i], path, kExperimentKeys);
-      experiments.emplace_back(list[i], path);
-    }
-  } else {
-    experiments.emplace_back(json::object(), "$");
-  }
-
+  const auto experiments = list_experiments(config);
   std::set<std::string> names;
   for (size_t i = 0; i < experiments.size(); ++i) {
     const auto& [object, path] = experiments[i];
@@ -266,17 +292,7 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
     if (!names.insert(e.name).second) {
       fail(path + ".name", fmt::format("duplicate experiment name \"{}\"", e.name));
     }
-    if (e.head == "ce" && e.classes < 2) {
-      fail(path + ".classes", fmt::format("expected >= 2 classes for a ce head, got {}", e.classes));
-    }
-    if (e.kind == "max_batch") {
-      if (e.budget_bytes <= 0) fail(path + ".budget_mib", "kind max_batch needs a memory budget (MiB)");
-      if (e.batch_max < e.batch_start) {
-        fail(path + ".batch_max", fmt::format("expected >= batch_start ({}), got {}", e.batch_start, e.batch_max));
-      }
-    } else if (object.contains("budget_mib")) {
-      fail(path + ".budget_mib", "a memory budget needs \"kind\": \"max_batch\"");
-    }
+    check_experiment(e, object, path);
     e.methods = resolve_methods(methods, e, out.block_options, path);
     out.experiments.push_back(std::move(e));
   }

@@ -12,6 +12,7 @@
 #include "vlrnn/measure/environment.h"
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/measure/peak_gemm.h"
+#include "vlrnn/measure/threads.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -283,15 +284,12 @@ void run_grid_group(const std::vector<const SweepPoint*>& group, const Experimen
     for (const auto* point : group) recorder.record(failed_record(*point, e, error), *point);
     return;
   }
-  const MethodRun* full = nullptr;
-  for (const auto& run : runs) {
-    if (run.name == "full" && run.status == "ok") full = &run;
-  }
+  const auto* full = find_full(runs);
   for (size_t j = 0; j < group.size(); ++j) {
     json r = base_record(*group[j], e);
     r.update(to_json(runs[j]));
     // Interleaved with full BPTT in the same rounds: see paired_time_ratio.
-    if (full && runs[j].status == "ok") r["paired_time_ratio_to_full"] = paired_time_ratio(runs[j], *full);
+    r.update(ratio_json(runs[j], full));
     recorder.record(r, *group[j]);
   }
 }
@@ -309,6 +307,7 @@ void finish_meta(json& meta, const SweepSummary& summary, const ResultsStore& st
 
 json environment_json() {
   const auto blas = measure::detect_blas();
+  const auto threads = measure::current_threads();
   return {{"host", host_name()},
           {"git_sha", measure::git_sha(".")},
           {"git_dirty", measure::git_dirty(".")},
@@ -319,7 +318,8 @@ json environment_json() {
                     {"reference", blas.reference}}},
           {"nproc", measure::cpu_count()},
           {"cpu_model", measure::cpu_model()},
-          {"torch_threads", at::get_num_threads()},
+          {"torch_threads", threads.torch_threads},
+          {"blas_threads", threads.blas_threads},  // -1: the BLAS has no thread control
           {"methods_in_registry", method_names()},
           {"load_average", measure::load_average()}};
 }

@@ -36,90 +36,105 @@ void MethodParams::finish(const std::string& method, const std::vector<std::stri
 
 namespace {
 
-// The built-in methods, in the order `vlrnn methods` lists them.
+// One factory per built-in method: reads its options from the spec, checks them, builds it.
+std::unique_ptr<GradientMethod> make_full(MethodParams p) {
+  p.finish("full", {});
+  return std::make_unique<FullBptt>();
+}
+
+std::unique_ptr<GradientMethod> make_vlrnn(MethodParams p) {
+  VlrnnOptions options;
+  options.block_length = p.take("block", 0);
+  options.num_blocks = p.take("blocks", 0);
+  p.finish("vlrnn", {"block", "blocks"});
+  TORCH_CHECK(!p.has("block") || options.block_length > 0,
+              "vlrnn block: expected a block length K >= 1, got ", options.block_length);
+  TORCH_CHECK(!p.has("blocks") || options.num_blocks > 0,
+              "vlrnn blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
+  return std::make_unique<VlrnnMethod>(options);
+}
+
+std::unique_ptr<GradientMethod> make_checkpoint(MethodParams p) {
+  CheckpointOptions options;
+  options.segments = p.take("segments", 0);
+  const int64_t head_inside = p.take("head_inside", 1);
+  p.finish("checkpoint", {"segments", "head_inside"});
+  TORCH_CHECK(!p.has("segments") || options.segments > 0,
+              "checkpoint segments: expected a number of segments >= 1, got ",
+              options.segments);
+  TORCH_CHECK(head_inside == 0 || head_inside == 1,
+              "checkpoint head_inside: expected 1 (head inside the segments) or 0, got ",
+              head_inside);
+  options.head_inside = head_inside == 1;
+  return std::make_unique<CheckpointMethod>(options);
+}
+
+std::unique_ptr<GradientMethod> make_tbptt(MethodParams p) {
+  const int64_t k = p.take("k", 0);
+  TbpttOptions options;
+  options.k1 = p.take("k1", k);
+  options.k2 = p.take("k2", k);
+  p.finish("tbptt", {"k", "k1", "k2"});
+  for (const char* key : {"k", "k1", "k2"}) {
+    TORCH_CHECK(!p.has(key) || p.values().at(key) > 0, "tbptt ", key,
+                ": expected a window of >= 1 steps, got ", p.values().at(key));
+  }
+  TORCH_CHECK(!(p.has("k") && (p.has("k1") || p.has("k2"))),
+              "tbptt: give k, or k1 and k2, not both");
+  return std::make_unique<TbpttMethod>(options);
+}
+
+std::unique_ptr<GradientMethod> make_revolve(MethodParams p) {
+  const int64_t slots = p.take("slots", 4);
+  p.finish("revolve", {"slots"});
+  TORCH_CHECK(slots >= 1, "revolve slots: expected s >= 1 state slots, got ", slots);
+  return std::make_unique<schedule::ScheduleMethod>(
+      "revolve", fmt::format("revolve(s={})", slots), [slots](const Workload& w) {
+        return schedule::revolve_schedule(w.batch.time_steps(), slots);
+      });
+}
+
+std::unique_ptr<GradientMethod> make_planner(MethodParams p) {
+  schedule::PlannerOptions options;
+  options.budget_bytes = p.take("budget", 0);
+  options.budget_percent = double(p.take("percent", 10));
+  p.finish("planner", {"budget", "percent"});
+  TORCH_CHECK(!p.has("budget") || options.budget_bytes > 0,
+              "planner budget: expected a number of bytes >= 1, got ",
+              options.budget_bytes);
+  TORCH_CHECK(!(p.has("budget") && p.has("percent")),
+              "planner: give budget (bytes) or percent, not both");
+  return std::make_unique<schedule::PlannerMethod>(options);
+}
+
+// The built-in methods, in the order `vlrnn methods` lists them. The schedule-based ones beyond
+// uniform blocks (revolve, planner) run their op lists on the one executor; "vlrnn" is the
+// uniform schedule.
 std::vector<MethodEntry> builtin_methods() {
   return {
-      {"full", "full BPTT: every activation of all T steps kept (the reference)",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         p.finish("full", {});
-         return std::make_unique<FullBptt>();
-       }},
-      {"vlrnn", "VLRNN blocks of K steps; options block=K or blocks=N (default K=ceil(sqrt(T)))",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         VlrnnOptions options;
-         options.block_length = p.take("block", 0);
-         options.num_blocks = p.take("blocks", 0);
-         p.finish("vlrnn", {"block", "blocks"});
-         TORCH_CHECK(!p.has("block") || options.block_length > 0,
-                     "vlrnn block: expected a block length K >= 1, got ", options.block_length);
-         TORCH_CHECK(!p.has("blocks") || options.num_blocks > 0,
-                     "vlrnn blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
-         return std::make_unique<VlrnnMethod>(options);
-       }},
+      {"full",
+       "full BPTT: every activation of all T steps kept (the reference)",
+       make_full},
+      {"vlrnn",
+       "VLRNN blocks of K steps; options block=K or blocks=N (default K=ceil(sqrt(T)))",
+       make_vlrnn},
       {"checkpoint",
        "checkpointing as torch.utils.checkpoint does it; options segments=S (default "
        "ceil(sqrt(T))), head_inside=1|0 (default 1)",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         CheckpointOptions options;
-         options.segments = p.take("segments", 0);
-         const int64_t head_inside = p.take("head_inside", 1);
-         p.finish("checkpoint", {"segments", "head_inside"});
-         TORCH_CHECK(!p.has("segments") || options.segments > 0,
-                     "checkpoint segments: expected a number of segments >= 1, got ",
-                     options.segments);
-         TORCH_CHECK(head_inside == 0 || head_inside == 1,
-                     "checkpoint head_inside: expected 1 (head inside the segments) or 0, got ",
-                     head_inside);
-         options.head_inside = head_inside == 1;
-         return std::make_unique<CheckpointMethod>(options);
-       }},
+       make_checkpoint},
       {"tbptt",
        "truncated BPTT (approximate): options k (k1 = k2 = k), or k1 and k2 with k1 <= k2 "
        "(default k = ceil(sqrt(T)))",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         const int64_t k = p.take("k", 0);
-         TbpttOptions options;
-         options.k1 = p.take("k1", k);
-         options.k2 = p.take("k2", k);
-         p.finish("tbptt", {"k", "k1", "k2"});
-         for (const char* key : {"k", "k1", "k2"}) {
-           TORCH_CHECK(!p.has(key) || p.values().at(key) > 0, "tbptt ", key,
-                       ": expected a window of >= 1 steps, got ", p.values().at(key));
-         }
-         TORCH_CHECK(!(p.has("k") && (p.has("k1") || p.has("k2"))),
-                     "tbptt: give k, or k1 and k2, not both");
-         return std::make_unique<TbpttMethod>(options);
-       }},
-      // Schedule-based methods beyond uniform blocks (vlrnn/schedule/): one executor runs
-      // each scheduler's op list; "vlrnn" above is the uniform schedule.
+       make_tbptt},
       {"revolve",
        "binomial checkpointing (Griewank's revolve) with s state slots, h0's included: the "
        "fewest recomputations for s slots; option slots=s (default 4)",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         const int64_t slots = p.take("slots", 4);
-         p.finish("revolve", {"slots"});
-         TORCH_CHECK(slots >= 1, "revolve slots: expected s >= 1 state slots, got ", slots);
-         return std::make_unique<schedule::ScheduleMethod>(
-             "revolve", fmt::format("revolve(s={})", slots), [slots](const Workload& w) {
-               return schedule::revolve_schedule(w.batch.time_steps(), slots);
-             });
-       }},
+       make_revolve},
       {"planner",
        "the fastest schedule predicted to fit a memory budget (measures a cost model on the "
        "workload on first use; DP over nested recomputation); options budget=BYTES (step "
        "peak) or percent=P of full BPTT's predicted peak (default 10)",
-       [](MethodParams p) -> std::unique_ptr<GradientMethod> {
-         schedule::PlannerOptions options;
-         options.budget_bytes = p.take("budget", 0);
-         options.budget_percent = double(p.take("percent", 10));
-         p.finish("planner", {"budget", "percent"});
-         TORCH_CHECK(!p.has("budget") || options.budget_bytes > 0,
-                     "planner budget: expected a number of bytes >= 1, got ",
-                     options.budget_bytes);
-         TORCH_CHECK(!(p.has("budget") && p.has("percent")),
-                     "planner: give budget (bytes) or percent, not both");
-         return std::make_unique<schedule::PlannerMethod>(options);
-       }},
+       make_planner},
   };
 }
 

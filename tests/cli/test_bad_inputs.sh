@@ -3,7 +3,7 @@
 # unwritable output, prints a clear error naming the argument and exits non-zero: never an
 # abort, a core dump or a C++ backtrace. Usage: test_bad_inputs.sh path/to/vlrnn
 set -uo pipefail
-vlrnn=${1:?usage: test_bad_inputs.sh path/to/vlrnn}
+vlrnn=$(realpath "${1:?usage: test_bad_inputs.sh path/to/vlrnn}")
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -61,7 +61,7 @@ expect "does not exist" sweep "$work/missing.json"
 expect "not valid JSON" sweep "$work/broken.json" --out "$work/o1"
 expect "kind" sweep "$work/bad_kind.json" --out "$work/o2"
 expect "T" sweep "$work/bad_value.json" --out "$work/o3"
-expect "--out" sweep experiments/configs/quick.json --out "$unwritable"
+expect "--out" sweep experiments/configs/quick.json --out "$unwritable" --allow-dirty
 expect "--shard" sweep experiments/configs/quick.json --shard 3/3 --out "$work/o4"
 expect "--shard" sweep experiments/configs/quick.json --shard x --out "$work/o5"
 expect "out is required" merge
@@ -69,6 +69,41 @@ expect "merge DIR" merge "$work/merged" "$work/missing-shard"
 expect "T" budget --T 0
 expect "--fractions" budget --T 16 --fractions x
 expect "--fractions" budget --T 16 --fractions 0
+expect "--methods" budget --T 16 --methods planner,nosuch
+expect "--threads" compare --threads 0 --T 8 --hidden 4
+expect "--blas-threads" sweep experiments/configs/quick.json --blas-threads -1 --dry-run
+expect "--until-stable" compare --until-stable 2 --T 8 --hidden 4
+expect "--max-repeats" compare --until-stable 0.05 --max-repeats 2 --repeats 5 --T 8 --hidden 4
+
+# Results from a tree with uncommitted changes are refused without --allow-dirty
+# (NOTE [ Results from a clean tree ]): a throw-away repository with a modified file.
+dirty=$work/dirty-checkout
+mkdir -p "$dirty" && cp "$source_dir/experiments/configs/quick.json" "$dirty/"
+(cd "$dirty" && git init -q && git add quick.json &&
+  git -c user.name=t -c user.email=t@t commit -qm init && echo ' ' >> quick.json)
+expect_in() {  # DIR "fragment" args...: expect, run from DIR instead of the source tree
+  local saved=$source_dir
+  source_dir=$1
+  shift
+  expect "$@"
+  source_dir=$saved
+}
+expect_in "$dirty" "--allow-dirty" sweep quick.json --out "$work/dirty-out"
+expect_in "$dirty" "--allow-dirty" budget --T 16 --out "$work/dirty-budget"
+expect_in "$dirty" "--allow-dirty" compare --T 8 --hidden 4 --json "$work/dirty.json"
+# ... and written with --allow-dirty, which meta.json records.
+cat > "$dirty/tiny.json" <<'JSON'
+{"name": "tiny", "models": ["rnn"], "input": 2, "classes": 2,
+ "experiments": [{"methods": ["full"], "T": 4, "batch": 2, "hidden": 3, "repeats": 1, "warmup": 0}]}
+JSON
+total=$((total + 1))
+if (cd "$dirty" && timeout 120 "$vlrnn" sweep tiny.json --out "$work/dirty-ok" --allow-dirty >/dev/null 2>&1) &&
+    grep -q '"git_dirty": true' "$work/dirty-ok/meta.json"; then
+  echo "ok   vlrnn sweep --allow-dirty in a dirty checkout: written, meta.json says git_dirty: true"
+else
+  echo "FAIL vlrnn sweep --allow-dirty in a dirty checkout: no results, or meta.json lacks git_dirty: true"
+  failures=$((failures + 1))
+fi
 
 echo "cli: $((total - failures)) passed, $failures failed"
 ((failures == 0))

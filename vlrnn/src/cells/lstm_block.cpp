@@ -122,6 +122,95 @@ int64_t backward_chunk_steps(int64_t batch, int64_t hidden) {
   return std::max<int64_t>(1, (int64_t(1) << 22) / (4 * hidden * std::max<int64_t>(1, batch)));
 }
 
+// The running state of the backward between steps.
+struct BackwardCarry {
+  torch::Tensor dh;       // [B, H] δh_t (from t+1)
+  torch::Tensor dh_prev;  // [B, H] δh_{t-1}, written by the step
+  torch::Tensor dc;       // [B, H] δc_t, updated in place to δc_{t-1}
+  torch::Tensor tc;       // [B, H] tanh(c_t), scratch
+  torch::Tensor gates;    // [B, 4H] scratch for the activated gates (pre-activation saves)
+};
+
+// Step t of the backward (the forward step in reverse): fills D_t [B, 4H] = δa_t from δh_t
+// + δz_t and δc_t, turns δc_t into δc_{t-1}, and leaves δh_{t-1} = D_t W_hh in carry.dh.
+void backward_step(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
+                   const Forward& s, LstmSave save, const torch::Tensor& dz, int64_t t,
+                   BackwardCarry& carry, torch::Tensor d_t) {
+  const int64_t H = blk.hidden, B = blk.batch;
+  const auto c_t = s.cs[t];                      // [B, H]
+  const auto c_prev = t > 0 ? s.cs[t - 1] : c0;  // [B, H]
+  at::tanh_out(carry.tc, c_t);
+  torch::Tensor gates = s.a[t];  // [B, 4H]
+  if (save == LstmSave::kPreactivations) {
+    activate(carry.gates, gates, H);
+    gates = carry.gates;
+  }
+  const bool* mask = blk.mask.defined() ? blk.mask.data_ptr<bool>() : nullptr;  // [Tb, B]
+  AT_DISPATCH_FLOATING_TYPES(blk.x.scalar_type(), "lstm_block backward", [&] {
+    const scalar_t* G = gates.data_ptr<scalar_t>();
+    const scalar_t* T = carry.tc.data_ptr<scalar_t>();
+    const scalar_t* cp = c_prev.data_ptr<scalar_t>();
+    const scalar_t* dzt = dz.data_ptr<scalar_t>() + t * B * H;
+    const scalar_t* dhn = carry.dh.data_ptr<scalar_t>();
+    scalar_t* dcb = carry.dc.data_ptr<scalar_t>();
+    scalar_t* D = d_t.data_ptr<scalar_t>();
+    const bool* m = mask ? mask + t * B : nullptr;
+    at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        scalar_t* Db = D + b * 4 * H;
+        if (m && !m[b]) {  // frozen: no gate gradient, δc_t passes through
+          std::fill(Db, Db + 4 * H, scalar_t(0));
+          continue;
+        }
+        const scalar_t* gb = G + b * 4 * H;
+        for (int64_t j = 0; j < H; ++j) {
+          const int64_t k = b * H + j;
+          const scalar_t i = gb[j], f = gb[H + j], g = gb[2 * H + j], o = gb[3 * H + j];
+          const scalar_t th = T[k];
+          const scalar_t dh_t = dhn[k] + dzt[k];                    // δh_t += δz_t
+          const scalar_t dc_t = dcb[k] + dh_t * o * (1 - th * th);  // h_t = o ⊙ tanh(c_t)
+          Db[j] = dc_t * g * i * (1 - i);                           // δa_i
+          Db[H + j] = dc_t * cp[k] * f * (1 - f);                   // δa_f
+          Db[2 * H + j] = dc_t * i * (1 - g * g);                   // δa_g
+          Db[3 * H + j] = dh_t * th * o * (1 - o);                  // δa_o
+          dcb[k] = dc_t * f;                                        // δc_{t-1}
+        }
+      }
+    });
+  });
+  // a_t = ... + h_{t-1} W_hh^T: δh_{t-1} = D_t W_hh, [B, 4H] x [4H, H]
+  at::mm_out(carry.dh_prev, d_t, w.w_hh);
+  if (mask) {
+    // A frozen step passes δh_t straight through (z_t = 0 there: no δz_t to add).
+    const auto frozen = blk.mask[t].logical_not();  // [B, 1]
+    at::where_out(carry.dh_prev, frozen, carry.dh, carry.dh_prev);
+  }
+  std::swap(carry.dh, carry.dh_prev);
+}
+
+// The weight and input gradients of steps t0 .. t0+n-1 from their gate gradients d
+// [n, B, 4H]: one GEMM each over the chunk's n*B rows (NOTE [ lstm_block backward in
+// chunks ]). db accumulates Σ D.
+void chunk_gradients(const BlockInput& blk, const LstmWeights& w, const Forward& s,
+                     const torch::Tensor& d, int64_t t0, const Needs& needs, Grads& g,
+                     torch::Tensor& db) {
+  const int64_t H = blk.hidden, B = blk.batch, F = blk.input, n = d.size(0);
+  const auto d2 = d.view({n * B, 4 * H});  // [n*B, 4H]
+  if (needs.x) {
+    auto dx_c = g.dx.narrow(0, t0, n).view({n * B, F});
+    at::mm_out(dx_c, d2, w.w_ih);  // [n*B, 4H] x [4H, F]
+  }
+  if (needs.w_ih) g.dw_ih.addmm_(d2.t(), blk.x2.narrow(0, t0 * B, n * B));  // [4H, n*B] x [n*B, F]
+  if (needs.w_hh) {
+    // h_{t0-1} .. h_{t1-2}: a view of hs, except that the first chunk starts at h_0.
+    const auto h_prev = t0 > 0 ? s.hs.narrow(0, t0 - 1, n).view({n * B, H})
+                               : torch::cat({blk.h0.unsqueeze(0), s.hs.narrow(0, 0, n - 1)})
+                                     .view({n * B, H});
+    g.dw_hh.addmm_(d2.t(), h_prev);  // [4H, n*B] x [n*B, H]
+  }
+  if (needs.b_ih || needs.b_hh) db.add_(d2.sum(0));
+}
+
 // NOTE [ lstm_block backward in chunks ]: the steps are walked from last to first in chunks
 // of backward_chunk_steps(); within a chunk, the per-step work (forward in reverse) fills the
 // chunk's gate gradients D_c [n, B, 4H]; then the chunk's share of every weight gradient is
@@ -136,13 +225,12 @@ Grads backward_block(const BlockInput& blk, const torch::Tensor& c0, const LstmW
   const auto dz = dz_in.contiguous();                                    // [Tb, B, H]
   const int64_t chunk = std::min(blk.steps, backward_chunk_steps(B, H));
   auto d_buffer = torch::empty({chunk, B, 4 * H}, opts);                 // [n, B, 4H] D_c
-  auto dh = dh_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);    // [B, H] δh_t (from t+1)
-  auto dh_prev = torch::empty_like(dh);                                  // [B, H] δh_{t-1}
-  auto dc = dc_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);    // [B, H] δc_t, in place
-  auto tc = torch::empty({B, H}, opts);                                  // [B, H] tanh(c_t)
-  auto scratch = save == LstmSave::kPreactivations ? torch::empty({B, 4 * H}, opts)
-                                                   : torch::Tensor();    // [B, 4H] gates
-  const bool* mask = blk.mask.defined() ? blk.mask.data_ptr<bool>() : nullptr;  // [Tb, B]
+  BackwardCarry carry;
+  carry.dh = dh_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);   // [B, H]
+  carry.dh_prev = torch::empty_like(carry.dh);                           // [B, H]
+  carry.dc = dc_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);   // [B, H]
+  carry.tc = torch::empty({B, H}, opts);                                 // [B, H]
+  if (save == LstmSave::kPreactivations) carry.gates = torch::empty({B, 4 * H}, opts);
   Grads g;
   if (needs.x) g.dx = torch::empty({blk.steps, B, F}, opts);             // [Tb, B, F]
   if (needs.w_ih) g.dw_ih = torch::zeros({4 * H, F}, opts);              // [4H, F]
@@ -152,75 +240,12 @@ Grads backward_block(const BlockInput& blk, const torch::Tensor& c0, const LstmW
     const int64_t t0 = std::max<int64_t>(0, t1 - chunk), n = t1 - t0;  // steps t0 .. t1-1
     auto d = d_buffer.narrow(0, 0, n);                                   // [n, B, 4H]
     for (int64_t t = t1 - 1; t >= t0; --t) {
-      const auto c_t = s.cs[t];                      // [B, H]
-      const auto c_prev = t > 0 ? s.cs[t - 1] : c0;  // [B, H]
-      at::tanh_out(tc, c_t);
-      torch::Tensor gates = s.a[t];  // [B, 4H]
-      if (save == LstmSave::kPreactivations) {
-        activate(scratch, gates, H);
-        gates = scratch;
-      }
-      auto d_t = d[t - t0];  // [B, 4H]
-      AT_DISPATCH_FLOATING_TYPES(blk.x.scalar_type(), "lstm_block backward", [&] {
-        const scalar_t* G = gates.data_ptr<scalar_t>();
-        const scalar_t* T = tc.data_ptr<scalar_t>();
-        const scalar_t* cp = c_prev.data_ptr<scalar_t>();
-        const scalar_t* dzt = dz.data_ptr<scalar_t>() + t * B * H;
-        const scalar_t* dhn = dh.data_ptr<scalar_t>();
-        scalar_t* dcb = dc.data_ptr<scalar_t>();
-        scalar_t* D = d_t.data_ptr<scalar_t>();
-        const bool* m = mask ? mask + t * B : nullptr;
-        at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
-          for (int64_t b = b0; b < b1; ++b) {
-            scalar_t* Db = D + b * 4 * H;
-            if (m && !m[b]) {  // frozen: no gate gradient, δc_t passes through
-              std::fill(Db, Db + 4 * H, scalar_t(0));
-              continue;
-            }
-            const scalar_t* gb = G + b * 4 * H;
-            for (int64_t j = 0; j < H; ++j) {
-              const int64_t k = b * H + j;
-              const scalar_t i = gb[j], f = gb[H + j], g = gb[2 * H + j], o = gb[3 * H + j];
-              const scalar_t th = T[k];
-              const scalar_t dh_t = dhn[k] + dzt[k];                    // δh_t += δz_t
-              const scalar_t dc_t = dcb[k] + dh_t * o * (1 - th * th);  // h_t = o ⊙ tanh(c_t)
-              Db[j] = dc_t * g * i * (1 - i);                           // δa_i
-              Db[H + j] = dc_t * cp[k] * f * (1 - f);                   // δa_f
-              Db[2 * H + j] = dc_t * i * (1 - g * g);                   // δa_g
-              Db[3 * H + j] = dh_t * th * o * (1 - o);                  // δa_o
-              dcb[k] = dc_t * f;                                        // δc_{t-1}
-            }
-          }
-        });
-      });
-      // a_t = ... + h_{t-1} W_hh^T: δh_{t-1} = D_t W_hh, [B, 4H] x [4H, H]
-      at::mm_out(dh_prev, d_t, w.w_hh);
-      if (mask) {
-        // A frozen step passes δh_t straight through (z_t = 0 there: no δz_t to add).
-        const auto frozen = blk.mask[t].logical_not();  // [B, 1]
-        at::where_out(dh_prev, frozen, dh, dh_prev);
-      }
-      std::swap(dh, dh_prev);
+      backward_step(blk, c0, w, s, save, dz, t, carry, d[t - t0]);
     }
-    // The chunk's weight gradients: GEMMs over its n*B rows (NOTE [ lstm_block backward in
-    // chunks ]).
-    const auto d2 = d.view({n * B, 4 * H});  // [n*B, 4H]
-    if (needs.x) {
-      auto dx_c = g.dx.narrow(0, t0, n).view({n * B, F});
-      at::mm_out(dx_c, d2, w.w_ih);  // [n*B, 4H] x [4H, F]
-    }
-    if (needs.w_ih) g.dw_ih.addmm_(d2.t(), blk.x2.narrow(0, t0 * B, n * B));  // [4H, n*B] x [n*B, F]
-    if (needs.w_hh) {
-      // h_{t0-1} .. h_{t1-2}: a view of hs, except that the first chunk starts at h_0.
-      const auto h_prev = t0 > 0 ? s.hs.narrow(0, t0 - 1, n).view({n * B, H})
-                                 : torch::cat({blk.h0.unsqueeze(0), s.hs.narrow(0, 0, n - 1)})
-                                       .view({n * B, H});
-      g.dw_hh.addmm_(d2.t(), h_prev);  // [4H, n*B] x [n*B, H]
-    }
-    if (needs.b_ih || needs.b_hh) db.add_(d2.sum(0));
+    chunk_gradients(blk, w, s, d, t0, needs, g, db);
   }
-  g.dh0 = dh.unsqueeze(0);
-  g.dc0 = dc.unsqueeze(0);
+  g.dh0 = carry.dh.unsqueeze(0);
+  g.dc0 = carry.dc.unsqueeze(0);
   if (needs.b_ih) g.db_ih = db;
   if (needs.b_hh) g.db_hh = needs.b_ih ? db.clone() : db;
   return g;

@@ -31,7 +31,7 @@ constexpr uint8_t kPriority = 200;
 // the default allocator's is, and the original DataPtr — which knows how to free — waits in
 // this table until our deleter hands it back.
 struct TrackerState {
-  std::atomic<int64_t> current{0}, peak{0}, allocations{0}, limit{0};
+  std::atomic<int64_t> current{0}, peak{0}, limit{0};
   std::mutex mutex;  // guards `live` and `original`
   struct Entry {
     c10::DataPtr original;
@@ -91,7 +91,6 @@ class TrackingAllocator final : public c10::Allocator {
       std::lock_guard<std::mutex> lock(s.mutex);
       s.live[data] = TrackerState::Entry{std::move(original), bytes};
     }
-    s.allocations.fetch_add(1);
     s.add(bytes);
     return {data, data, &tracked_delete, device};
   }
@@ -143,7 +142,6 @@ bool CpuMemoryTracker::installed() const {
 
 int64_t CpuMemoryTracker::current_bytes() const { return state().current.load(); }
 int64_t CpuMemoryTracker::peak_bytes() const { return state().peak.load(); }
-int64_t CpuMemoryTracker::allocations() const { return state().allocations.load(); }
 
 int64_t CpuMemoryTracker::reset_peak() {
   auto& s = state();

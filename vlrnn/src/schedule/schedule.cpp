@@ -23,15 +23,6 @@ std::string Op::describe() const {
   return fmt::format("{}({}, {})", to_string(kind), begin, end);
 }
 
-std::string Schedule::dump(size_t max_ops) const {
-  std::string out = fmt::format("schedule {} (T = {}, {} ops)\n", name, time_steps, ops.size());
-  for (size_t i = 0; i < ops.size() && i < max_ops; ++i) {
-    out += fmt::format("  [{}] {}\n", i, ops[i].describe());
-  }
-  if (ops.size() > max_ops) out += "  ...\n";
-  return out;
-}
-
 ScheduleCounts Schedule::validate() const {
   const int64_t T = time_steps;
   TORCH_CHECK(T >= 1, "schedule ", name, ": expected time_steps T >= 1, got ", T);

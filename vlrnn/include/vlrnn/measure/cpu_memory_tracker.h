@@ -27,7 +27,6 @@ class CpuMemoryTracker {
   int64_t peak_bytes() const;     // the most current_bytes() has been since reset_peak()
   // Sets the peak to the current bytes and returns them.
   int64_t reset_peak();
-  int64_t allocations() const;    // tracked allocations made so far (a counter)
 
   // A hard cap on tracked bytes: an allocation that would take current_bytes() past
   // `bytes` throws c10::OutOfMemoryError ("out of memory" in its message), as a device

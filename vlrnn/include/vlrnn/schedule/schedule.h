@@ -64,8 +64,6 @@ struct Schedule {
   // Symbolic execution of every op's preconditions (NOTE [ Schedule invariants ]); throws
   // naming the op index, the op and what was wrong. Returns the counts.
   ScheduleCounts validate() const;
-  // One op per line, for debugging and error messages (at most `max_ops`, then "...").
-  std::string dump(size_t max_ops = 64) const;
 };
 
 }  // namespace vlrnn::schedule

@@ -1,0 +1,221 @@
+"""What every figure shares: loading a result folder, the provenance footer, saving, styles.
+
+Every figure ends with a footer naming the command (or config) that measured it, the commit
+and the machine; a run from a tree with uncommitted changes (meta.json `git_dirty`) says
+DIRTY TREE in red, in the footer and in the corner of the figure.
+"""
+import json
+import os
+import sys
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from . import stats  # noqa: E402
+
+MIB = 1024.0 * 1024.0
+# One colour per method name, stable across figures; unknown methods take the cycle.
+COLORS = {"full": "black", "vlrnn": "tab:blue", "checkpoint": "tab:orange",
+          "tbptt": "tab:green", "planner": "tab:red", "uniform": "tab:blue",
+          "revolve": "tab:green", "sqrt": "tab:orange"}
+MARKERS = {"full": "s", "vlrnn": "o", "checkpoint": "^", "tbptt": "D", "planner": "o",
+           "uniform": "s", "revolve": "^", "sqrt": "D"}
+FALLBACK = ["tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
+# Formats written for each figure; VLRNN_PLOT_FORMATS=png (the test) writes fewer.
+FORMATS = tuple(f for f in os.environ.get("VLRNN_PLOT_FORMATS", "png,pdf").split(",") if f)
+
+
+def load(directory):
+    """(records, meta) of a result folder; a torn last line (an interrupted write) is skipped."""
+    path = os.path.join(directory, "results.jsonl")
+    if not os.path.exists(path):
+        sys.exit(f"plot.py: {path} does not exist. A result folder holds results.jsonl and "
+                 f"meta.json: `build/vlrnn sweep CONFIG --out DIR`, `build/vlrnn budget --out DIR`, "
+                 f"`build/vlrnn verify --out DIR`, or a benchmark folder converted with "
+                 f"`python3 scripts/bench_to_records.py DIR`.")
+    records = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                print(f"plot.py: warning: {path} line {number} is not a whole record; skipped",
+                      file=sys.stderr)
+    meta = {}
+    meta_path = os.path.join(directory, "meta.json")
+    if os.path.exists(meta_path):
+        with open(meta_path) as f:
+            meta = json.load(f)
+    return records, meta
+
+
+def command_of(meta):
+    """The command that made the folder, as meta.json records it (sweep: command_line)."""
+    env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
+    command = meta.get("script") or meta.get("command") or meta.get("command_line") or "?"
+    return (env + " " if env else "") + command
+
+
+def caption(meta):
+    """The provenance footer: command or config, commit, machine, libraries."""
+    sha = str(meta.get("git_sha") or "unknown")
+    short = sha[:10] if sha != "unknown" else sha
+    dirty = " DIRTY TREE (uncommitted changes)" if meta.get("git_dirty") else ""
+    parts = []
+    if meta.get("config_path"):
+        parts.append(f"config {meta['config_path']} ({meta.get('config_name', '?')})")
+    parts.append(f"command: {command_of(meta)}")
+    parts.append(f"git {short}{dirty}")
+    devices = "; ".join((meta.get("devices") or {}).values())
+    cpu = meta.get("cpu_model") or meta.get("cpu")
+    parts.append(devices or f"{cpu or '?'}, {meta.get('nproc', '?')} cores")
+    blas = meta.get("blas")
+    if isinstance(blas, dict):
+        blas = blas.get("vendor", "?")
+    elif isinstance(blas, str) and "/" in blas:
+        blas = os.path.basename(os.path.dirname(blas)) or blas
+    parts.append(f"BLAS {blas or '?'}")
+    threads = meta.get("torch_threads")
+    if threads not in (None, ""):
+        parts.append(f"LibTorch threads {threads}")
+    parts.append(f"LibTorch {meta.get('libtorch_version') or meta.get('libtorch') or '?'}")
+    peak = ", ".join(f"{k} {v['flops_per_s'] / 1e9:.0f} GFLOP/s"
+                     for k, v in (meta.get("peak_gemm") or {}).items())
+    if peak:
+        parts.append(f"peak GEMM {peak}")
+    load_avg = meta.get("load_average") or meta.get("loadavg_before")
+    if load_avg:
+        parts.append(f"load {load_avg}")
+    when = meta.get("finished") or meta.get("started") or meta.get("date_utc")
+    if when:
+        parts.append(str(when))
+    shards = meta.get("merged_from")
+    if shards:
+        parts.append(f"merged from {len(shards)} shards (peak GEMM of the first)")
+    return " | ".join(parts)
+
+
+def save(fig, directory, name, meta, written, note=""):
+    """Adds the footer (note first, then the provenance), writes DIR/figures/NAME.{png,pdf}."""
+    width_chars = int(fig.get_figwidth() * 21)
+    text = (note + "\n" if note else "") + caption(meta)
+    lines = []
+    for paragraph in text.split("\n"):
+        lines += textwrap.wrap(paragraph, width_chars) or [""]
+    height = fig.get_figheight()
+    bottom = min(0.45, (len(lines) * 0.11 + 0.1) / height)
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=6, color="0.3", ha="left", va="bottom")
+    if meta.get("git_dirty"):
+        fig.text(0.99, 0.995, "DIRTY TREE: measured with uncommitted changes", color="red",
+                 fontsize=8, fontweight="bold", ha="right", va="top")
+    fig.tight_layout(rect=(0, bottom, 1, 0.955 if meta.get("git_dirty") else 1))
+    out = os.path.join(directory, "figures")
+    os.makedirs(out, exist_ok=True)
+    for ext in FORMATS:
+        # No creation date in a PDF: the same records give the same bytes, so redrawing a
+        # committed folder leaves git status clean.
+        fig.savefig(os.path.join(out, f"{name}.{ext}"), dpi=150,
+                    metadata={"CreationDate": None} if ext == "pdf" else None)
+    plt.close(fig)
+    written.append(name)
+
+
+def method_style(name, order):
+    if name in COLORS:
+        return COLORS[name], MARKERS[name]
+    index = order.index(name) if name in order else len(order)
+    return FALLBACK[index % len(FALLBACK)], "v"
+
+
+def order_key(method, order):
+    return (order.index(method) if method in order else len(order), method)
+
+
+def varying(records, keys):
+    """The keys among `keys` that take more than one value in `records`."""
+    return [k for k in keys if len({json.dumps(r.get(k)) for r in records}) > 1]
+
+
+def describe_fixed(records, keys, varying_keys):
+    parts = []
+    for k in keys:
+        if k in varying_keys:
+            continue
+        values = {json.dumps(r.get(k)) for r in records}
+        if len(values) == 1 and records:
+            v = records[0].get(k)
+            if v is not None:
+                parts.append(f"{k}={v}" if k not in ("dtype", "device", "model") else str(v))
+    return ", ".join(parts)
+
+
+def time_summary(record):
+    """A record's time summary: `time` or `time_s` (sweep, bench) or under `run` (budget)."""
+    for holder in (record, record.get("run") or {}):
+        for key in ("time", "time_s"):
+            value = holder.get(key)
+            if isinstance(value, dict) and "median" in value:
+                return value
+    return None
+
+
+def time_samples(record):
+    """A record's repeats in the order they ran (round i of every method is sample i):
+    `time_samples` (record or run), else the summary's `samples_s` or list `samples`."""
+    for holder in (record, record.get("run") or {}):
+        if isinstance(holder.get("time_samples"), list):
+            return holder["time_samples"]
+    summary = time_summary(record) or {}
+    for key in ("samples_s", "samples"):
+        if isinstance(summary.get(key), list):
+            return summary[key]
+    return []
+
+
+def yerr(values, lows, highs):
+    """matplotlib's yerr (distances below, above) from values and their interval ends."""
+    return [[max(v - lo, 0.0) for v, lo in zip(values, lows)],
+            [max(hi - v, 0.0) for v, hi in zip(values, highs)]]
+
+
+def spread_name(summaries):
+    """The legend's words for the bars of a set of time summaries."""
+    names = {stats.spread(s)[2] for s in summaries if s}
+    counts = sorted({stats.count(s) for s in summaries if s})
+    n = (f"n={counts[0]}" if len(counts) == 1 else f"n={counts[0]}-{counts[-1]}") if counts else ""
+    if names == {"IQR"}:
+        return f"bars: IQR of {n} repeats"
+    if names == {"min-max"}:
+        return f"bars: min-max of {n} repeats (fewer than {stats.IQR_MIN_SAMPLES})"
+    return f"bars: IQR ({stats.IQR_MIN_SAMPLES}+ repeats) or min-max, {n}"
+
+
+def plot_ratio_points(ax, xs, ratios, color, marker, label, linestyle="-"):
+    """Ratio points with their intervals: filled markers, hollow where noisy; a point without
+    an interval is drawn hollow too (nothing shows it is not noise)."""
+    pts = sorted(zip(xs, ratios), key=lambda p: p[0])
+    if not pts:
+        return
+    xs = [p[0] for p in pts]
+    values = [p[1]["value"] for p in pts]
+    lows = [p[1]["ci"][0] if p[1]["ci"] else p[1]["value"] for p in pts]
+    highs = [p[1]["ci"][1] if p[1]["ci"] else p[1]["value"] for p in pts]
+    ax.errorbar(xs, values, yerr=yerr(values, lows, highs), color=color, linestyle=linestyle,
+                marker="none", capsize=3, lw=1.2, label=None)
+    for x, v, p in zip(xs, values, pts):
+        noisy = p[1]["noisy"]
+        ax.plot([x], [v], marker=marker, color=color, ms=7, ls="none",
+                markerfacecolor="white" if noisy else color, markeredgewidth=1.4)
+    ax.plot([], [], marker=marker, color=color, ls=linestyle, label=label)
+
+
+def noisy_legend_handle():
+    return Line2D([], [], marker="o", color="0.3", markerfacecolor="white", ls="none",
+                  label=f"noisy (CI > ±{stats.NOISY_HALF_WIDTH:.0%})")

@@ -1,0 +1,51 @@
+"""Figure of a `vlrnn verify --out DIR` folder: records of kind "verify".
+
+  verify_max_rel   the worst relative difference to full BPTT of every exact case, per
+                   method and dtype, against the tolerance (no time is measured)
+"""
+import math
+
+from .common import method_style, order_key, plt, save
+
+
+def accepts(record):
+    return record.get("kind") == "verify"
+
+
+def draw(records, meta, directory, written, skipped):
+    name = "verify_max_rel"
+    order = meta.get("methods_in_registry", ["full", "vlrnn", "checkpoint", "tbptt"])
+    data = [r for r in records if accepts(r) and r.get("exact", True) and not r.get("error")]
+    if not data:
+        return skipped.append(f"{name} (no exact cases in the `vlrnn verify --out` records)")
+    methods = sorted({r["method"].split(":")[0] for r in data}, key=lambda m: order_key(m, order))
+    dtypes = sorted({r["dtype"] for r in data})
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 4.6), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        rows = [r for r in data if r["dtype"] == dtype]
+        tolerance = rows[0]["tolerance"]
+        floor = 1e-18  # exact zeros drawn at the floor
+        for i, m in enumerate(methods):
+            values = [max(r["max_rel_diff"], floor) for r in rows if r["method"].split(":")[0] == m]
+            if not values:
+                continue
+            logs = [math.log10(v) for v in values]
+            ax.scatter([i + 0.25 * ((k * 0.618) % 1.0 - 0.5) for k in range(len(logs))], logs,
+                       s=4, alpha=0.35, color=method_style(m, order)[0])
+            ax.plot([i - 0.3, i + 0.3], [max(logs)] * 2, color="black", lw=1)
+            failed = sum(1 for r in rows if r["method"].split(":")[0] == m and not r["passed"])
+            ax.annotate(f"n={len(values)}, failed {failed}", (i, math.log10(floor) + 0.5),
+                        ha="center", fontsize=7)
+        ax.axhline(math.log10(tolerance), color="tab:red", ls="--", lw=1,
+                   label=f"tolerance {tolerance:g}")
+        ax.set_xticks(range(len(methods)))
+        ax.set_xticklabels(methods)
+        ax.set_ylabel("log10 max relative difference to full BPTT")
+        ax.set_title(f"{dtype}: every exact case (bar: the worst; exact zeros at -18)",
+                     fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_ylim(math.log10(floor) - 0.5, math.log10(tolerance) + 1)
+        ax.legend(fontsize=8, loc="center right")
+    save(fig, directory, name, meta, written,
+         "Each dot: one case's largest relative difference over every tensor it compares "
+         "(loss, per-step losses, parameter gradients, dL/dh0, dL/dx, final state).")

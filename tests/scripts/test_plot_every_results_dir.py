@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""ctest plot.every_results_dir: scripts/plot.py draws every committed result folder.
+
+    /usr/bin/python3 tests/scripts/test_plot_every_results_dir.py SOURCE_DIR
+
+Copies the records and meta.json of each folder under results/ that holds results.jsonl (every
+top-level folder must) into a temporary folder, so the committed figures are never rewritten,
+runs plot.py there (two at a time) and checks that it exits 0, writes a non-empty PNG and PDF
+for every figure it names, and writes the same set of figures as the folder has committed (a
+committed figure plot.py no longer draws, or one it draws that was not committed, is stale).
+Then draws two made-up folders in the record schema the commands are moving to (issue 11:
+`time` with `time_samples`, `paired_time_ratio_ci`, `time_ratio_noisy`, a dirty tree), made
+from the committed sweep and budget records, so that plot.py reads both the old and the new.
+Also checks that README.md's table of committed result sets names each folder with the
+command its meta.json records, and the spread and interval helpers against hand-computed values.
+"""
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def check_stats(scripts):
+    sys.path.insert(0, scripts)
+    from vlrnn_plots import stats
+    s = stats.summarize([4.0, 1.0, 3.0, 2.0])  # measure::summarize interpolates the same way
+    assert (s["median"], s["q1"], s["q3"], s["min"], s["max"]) == (2.5, 1.75, 3.25, 1.0, 4.0), s
+    assert stats.spread(s)[2] == "min-max"  # 4 repeats: too few for quartiles
+    assert stats.spread(stats.summarize([1.0, 2, 3, 4, 5]))[:2] == (2.0, 4.0)
+    assert stats.is_noisy(1.0, None) and stats.is_noisy(1.0, [0.85, 1.05])
+    assert not stats.is_noisy(1.0, [0.95, 1.08])
+    ci = stats.paired_ratio_ci([2.0, 2.1, 1.9, 2.0, 2.05], [1.0, 1.0, 1.0, 1.0, 1.0])
+    assert 1.9 <= ci[0] <= 2.0 <= ci[1] <= 2.1, ci
+    assert stats.paired_ratio_ci([1.0], [1.0]) is None
+
+
+def result_folders(results):
+    folders = []
+    for top in sorted(os.listdir(results)):
+        path = os.path.join(results, top)
+        if not os.path.isdir(path) or top.startswith("local-"):
+            continue
+        assert os.path.exists(os.path.join(path, "results.jsonl")), \
+            f"{path}: no results.jsonl, so `python3 scripts/plot.py {path}` cannot draw it"
+        for here, dirs, files in os.walk(path):
+            # previous/: where a rerun moves the records it replaces (ResultsStore); never
+            # committed, not a result set.
+            dirs[:] = [d for d in dirs if d != "previous"]
+            if "results.jsonl" in files:
+                folders.append(os.path.relpath(here, results))
+    return folders
+
+
+def check_readme(source, results, folders):
+    """README.md has a row `| `results/FOLDER` | `COMMAND` ...` per folder, COMMAND from its
+    meta.json (a re-measured folder whose command changed must update the README)."""
+    with open(os.path.join(source, "README.md")) as f:
+        rows = [line for line in f if line.startswith("| `results/")]
+    problems = []
+    for folder in folders:
+        meta_path = os.path.join(results, folder, "meta.json")
+        if not os.path.exists(meta_path):
+            continue
+        with open(meta_path) as f:
+            meta = json.load(f)
+        env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
+        command = meta.get("script") or meta.get("command") or meta.get("command_line")
+        command = ((env + " " if env else "") + command).replace("|", "\\|")
+        name = f"| `results/{folder}` |"
+        if not any(row.startswith(name) and f"`{command}`" in row for row in rows):
+            problems.append(f"{folder}: README.md has no row `{name} `{command}` |` "
+                            f"(the command in its meta.json)")
+    return problems
+
+
+def newer_schema(results, scratch):
+    """Made-up copies of the committed sweep and budget folders in the newer record schema;
+    returns their folder names under `scratch`."""
+    def convert(record):
+        holder = record.get("run", record)
+        summary = holder.pop("time_s", None)
+        if summary:
+            holder["time_samples"] = summary.pop("samples_s", None) or [summary["median"]]
+            holder["time"] = summary
+        ratio = record.get("paired_time_ratio_to_full", record.get("time_ratio"))
+        if ratio is not None and record.get("kind") in ("grid", "measured"):
+            record.setdefault("paired_time_ratio", ratio)
+            record["paired_time_ratio_ci"] = [ratio * 0.97, ratio * (1.2 if ratio > 1 else 1.03)]
+            record["time_ratio_noisy"] = ratio > 1
+        return record
+
+    names = []
+    for folder in ("cpu-quick", "cpu-budget"):
+        if not os.path.exists(os.path.join(results, folder, "results.jsonl")):
+            continue
+        name = f"newer-schema-{folder}"
+        os.makedirs(os.path.join(scratch, name))
+        with open(os.path.join(results, folder, "results.jsonl")) as f, \
+                open(os.path.join(scratch, name, "results.jsonl"), "w") as out:
+            for line in f:
+                if line.strip():
+                    out.write(json.dumps(convert(json.loads(line))) + "\n")
+        with open(os.path.join(results, folder, "meta.json")) as f:
+            meta = json.load(f)
+        meta["git_dirty"] = True
+        with open(os.path.join(scratch, name, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        names.append(name)
+    return names
+
+
+def plot_copy(source, plot, results, folder, scratch):
+    copy = os.path.join(scratch, folder.replace(os.sep, "__"))
+    os.makedirs(copy, exist_ok=True)
+    for name in ("results.jsonl", "meta.json"):
+        if os.path.exists(os.path.join(results, folder, name)) and results != scratch:
+            shutil.copy(os.path.join(results, folder, name), copy)
+    start = time.time()
+    run = subprocess.run([sys.executable, plot, copy], capture_output=True, text=True, cwd=source)
+    return folder, copy, run, time.time() - start
+
+
+def main(source):
+    scripts = os.path.join(source, "scripts")
+    check_stats(scripts)
+    results = os.path.join(source, "results")
+    plot = os.path.join(scripts, "plot.py")
+    folders = result_folders(results)
+    assert folders, f"no result folders under {results}"
+    failures = check_readme(source, results, folders)
+    with tempfile.TemporaryDirectory() as scratch, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        made_up = newer_schema(results, scratch)
+        jobs = [pool.submit(plot_copy, source, plot, results, f, scratch) for f in folders]
+        jobs += [pool.submit(plot_copy, source, plot, scratch, f, scratch) for f in made_up]
+        for job in jobs:
+            folder, copy, run, seconds = job.result()
+            figures = os.path.join(copy, "figures")
+            drawn = sorted(f[:-4] for f in os.listdir(figures) if f.endswith(".png")) \
+                if os.path.isdir(figures) else []
+            print(f"{folder}: exit {run.returncode}, {len(drawn)} figures, {seconds:.1f} s")
+            problems = []
+            if run.returncode != 0:
+                problems.append(f"plot.py exited {run.returncode}:\n{run.stdout}{run.stderr}")
+            if not drawn:
+                problems.append("no figure written")
+            for name in drawn:
+                for ext in ("png", "pdf"):
+                    path = os.path.join(figures, f"{name}.{ext}")
+                    if not os.path.exists(path) or os.path.getsize(path) == 0:
+                        problems.append(f"{name}.{ext} missing or empty")
+            committed_dir = os.path.join(results, folder, "figures")
+            if os.path.isdir(committed_dir):
+                committed = sorted(f[:-4] for f in os.listdir(committed_dir) if f.endswith(".png"))
+                if committed != drawn:
+                    problems.append(f"committed figures {committed} differ from those plot.py "
+                                    f"draws now {drawn}: regenerate them with "
+                                    f"`python3 scripts/plot.py results/{folder}`")
+            failures += [f"{folder}: {p}" for p in problems]
+    for failure in failures:
+        print("FAILED " + failure)
+    print(f"{len(folders)} result folders, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else
+                  os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))

@@ -1,0 +1,63 @@
+#include "vlrnn/measure/threads.h"
+
+#include "vlrnn/measure/environment.h"
+
+#include <torch/torch.h>
+
+#include <dlfcn.h>
+
+namespace vlrnn::measure {
+namespace {
+
+// The BLAS's thread control, found at run time: LibTorch links whichever libblas.so.3 the
+// system chose, so the symbols exist only when that BLAS is OpenBLAS (or BLIS).
+struct BlasThreadControl {
+  using Set = void (*)(int);
+  using Get = int (*)();
+  Set set = nullptr;
+  Get get = nullptr;
+  std::string name;
+};
+
+BlasThreadControl find_blas_control() {
+  BlasThreadControl c;
+  if (auto set = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
+    c.set = reinterpret_cast<BlasThreadControl::Set>(set);
+    c.get = reinterpret_cast<BlasThreadControl::Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    c.name = "openblas_set_num_threads";
+  } else if (auto set = dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads")) {
+    c.set = reinterpret_cast<BlasThreadControl::Set>(set);
+    c.get = reinterpret_cast<BlasThreadControl::Get>(dlsym(RTLD_DEFAULT, "bli_thread_get_num_threads"));
+    c.name = "bli_thread_set_num_threads";
+  }
+  return c;
+}
+
+const BlasThreadControl& blas_control() {
+  static const BlasThreadControl control = find_blas_control();
+  return control;
+}
+
+}  // namespace
+
+ThreadSettings apply_thread_policy(int torch_threads, int blas_threads) {
+  TORCH_CHECK(torch_threads >= 1, "threads: expected >= 1 LibTorch intra-op threads, got ",
+              torch_threads);
+  TORCH_CHECK(blas_threads >= 0, "blas-threads: expected >= 1 BLAS threads, or 0 for every core, got ",
+              blas_threads);
+  at::set_num_threads(torch_threads);
+  const auto& control = blas_control();
+  if (control.set) control.set(blas_threads == 0 ? int(cpu_count()) : blas_threads);
+  return current_threads();
+}
+
+ThreadSettings current_threads() {
+  ThreadSettings s;
+  s.torch_threads = at::get_num_threads();
+  const auto& control = blas_control();
+  s.blas_control = control.name;
+  if (control.get) s.blas_threads = control.get();
+  return s;
+}
+
+}  // namespace vlrnn::measure
