@@ -64,20 +64,20 @@ RandomWorkload draw_workload(std::mt19937_64& rng) {
   return w;
 }
 
-// The property: for every drawn workload and budget (log-uniform between the smallest
-// schedule's predicted peak and full BPTT's), the planner either runs within the budget,
-// measured, or refuses it naming a larger smallest budget. Never over.
+// The property: for every drawn workload and budget (log-uniform between 90 % of the
+// smallest schedule's predicted peak and full BPTT's), the planner either runs within the
+// budget, measured, or refuses it naming a larger smallest budget. Never over.
 TEST(BudgetCap, MeasuredPeakNeverExceedsTheBudgetOnRandomWorkloads) {
   std::mt19937_64 rng(17);
   int64_t ran = 0, refused = 0;
-  const int64_t cases = 24;
+  const int64_t cases = 40;
   for (int64_t i = 0; i < cases; ++i) {
     torch::manual_seed(uint64_t(100 + i));
     const auto w = draw_workload(rng);
     const auto model = measured_cost_model(validated(w.workload()));
     const int64_t T = model.time_steps();
     const double full = double(simulate(uniform_schedule(T, T), model).peak_bytes);
-    const double low = double(minimum_budget(model));
+    const double low = 0.9 * double(minimum_budget(model));
     const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
     const auto budget = int64_t(low * std::pow(std::max(1.0, full / low), u));
     PlannerOptions options;
@@ -95,13 +95,17 @@ TEST(BudgetCap, MeasuredPeakNeverExceedsTheBudgetOnRandomWorkloads) {
     } catch (const c10::Error& e) {
       const std::string message = e.what_without_backtrace();
       EXPECT_NE(message.find("smallest budget"), std::string::npos) << w.name << ": " << message;
+      const auto at = message.find("raise budget to at least ");
+      if (at != std::string::npos) {
+        EXPECT_GT(std::stoll(message.substr(at + 25)), budget) << w.name << ": " << message;
+      }
       std::printf("[budget cap] %s: budget %lld refused\n", w.name.c_str(), (long long)budget);
       ++refused;
     }
   }
   std::printf("[budget cap] %lld ran within budget, %lld refused\n", (long long)ran,
               (long long)refused);
-  EXPECT_GE(ran, cases * 3 / 4);  // budgets are drawn above the minimum: most must run
+  EXPECT_GE(ran, cases / 2);  // most budgets are drawn above the minimum: most must run
 }
 
 // percent=P: the budget is P % of full BPTT's peak on this very batch (variable lengths

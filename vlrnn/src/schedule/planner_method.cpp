@@ -120,13 +120,19 @@ int64_t full_bptt_reference(const CostModel& model) {
 namespace {
 
 // The measured step peak of `schedule` on `workload`, measured as measure_step measures a
-// method (gradients cleared first), leaving gradients and generators as they were.
+// method (gradients cleared first), leaving gradients and generators as they were. The
+// caller's step does what this one would not on an already validated workload: it makes
+// h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
+// at its start may be new where this one's shares the last capture's storage (counted).
 int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
   const SideEffectGuard guard(workload);
   ScheduleMethod method("planner check", schedule.name,
                         [&schedule](const Workload&) { return schedule; });
-  return measure::measure_step(method, workload, workload.batch.inputs.device())
-      .memory.step_peak_bytes;
+  Workload as_called = workload;
+  if (!workload.h0.requires_grad()) as_called.h0 = State();
+  const auto device = workload.batch.inputs.device();
+  return measure::measure_step(method, as_called, device).memory.step_peak_bytes +
+         RngState::capture(device).bytes();
 }
 
 }  // namespace
