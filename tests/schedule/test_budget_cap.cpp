@@ -139,6 +139,39 @@ TEST(BudgetCap, PercentIsOfThisBatchsFullBptt) {
   }
 }
 
+// A cost model that under-predicts (here: tapes and backward transients at half their
+// measured bytes) makes a first plan that runs over; the check sees it, measures the
+// margin and plans again, so the step still lands within the budget.
+TEST(BudgetCap, AWrongCostModelCostsSpeedNeverTheBudget) {
+  torch::manual_seed(5);
+  auto model = make_model({"gru", 6, 24, 1});
+  auto head = make_head("mse", 24, 2);
+  SequenceBatch batch;
+  batch.inputs = torch::randn({120, 4, 6});    // [T, B, F]
+  batch.targets = torch::randn({120, 4, 2});   // [T, B, 2]
+  const Workload workload{*model, *head, batch};
+  auto wrong = measured_cost_model(validated(workload));
+  const int64_t T = wrong.time_steps();
+  const auto budget =
+      int64_t(0.3 * double(simulate(uniform_schedule(T, T), wrong).peak_bytes));
+  for (auto& b : wrong.tape_bytes) b /= 2;
+  for (auto& b : wrong.backward_transient_bytes) b /= 2;
+  PlannerOptions options;
+  options.budget_bytes = budget;
+  options.cost_model = wrong;
+  PlannerMethod planner(options);
+  const auto step = measure::measure_step(planner, workload, torch::kCPU);
+  std::printf("[budget cap] wrong model: budget %lld, measured %lld, margin %.1f%%\n",
+              (long long)budget, (long long)step.memory.step_peak_bytes,
+              100.0 * planner.margin());
+  EXPECT_LE(step.memory.step_peak_bytes, budget);
+  EXPECT_GT(planner.margin(), 0.0) << "the first plan fitted: the test no longer tests the check";
+  options.cost_model = CostModel::uniform(T + 1, 1, 1, 1, 10, 5);
+  PlannerMethod mismatched(options);
+  expect_error_mentions([&] { mismatched.prepare(workload); },
+                        {"planner cost_model", "T = 120", "T = 121"});
+}
+
 // None fits: the error names the smallest budget the planner can honour, and that budget,
 // asked for, is honoured.
 TEST(BudgetCap, NoneFitsNamesTheSmallestBudgetItCanHonour) {

@@ -177,7 +177,10 @@ void PlannerMethod::prepare_impl(const Workload& workload) {
   const auto sig = signature(workload);
   if (sig == signature_) return;
   signature_.clear();  // a failed plan leaves nothing behind
-  model_ = measured_cost_model(workload);
+  model_ = options_.cost_model ? *options_.cost_model : measured_cost_model(workload);
+  TORCH_CHECK(model_.time_steps() == workload.batch.time_steps(), "planner cost_model: "
+              "expected one for T = ", workload.batch.time_steps(), " steps, got T = ",
+              model_.time_steps());
   plan_within(workload, budget_for(model_));
   signature_ = sig;
 }

@@ -10,6 +10,7 @@
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/planner.h"
 
+#include <optional>
 #include <string>
 
 namespace vlrnn::schedule {
@@ -23,6 +24,11 @@ struct PlannerOptions {
   // (used when budget_bytes is 0), raised to the smallest budget the planner can honour
   // when below it.
   double budget_percent = 10.0;
+  // Plan with this cost model instead of measuring the workload's (a synthetic one, or one
+  // measured elsewhere); its T must be the workload's. The plan's measured peak is checked
+  // all the same (NOTE [ A budget is a promise ]), so a wrong model costs speed, never the
+  // budget.
+  std::optional<CostModel> cost_model;
 };
 
 // The cost model of `workload` (validated), measured on first use in this process and then
