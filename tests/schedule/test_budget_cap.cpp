@@ -25,6 +25,19 @@ struct RandomWorkload {
   Workload workload() const { return Workload{*model, *head, batch}; }
 };
 
+// One model kind of F inputs and H hidden, a head with C outputs (ce: classes; else mse),
+// random inputs [T, B, F] and targets.
+RandomWorkload fixed_workload(const std::string& kind, int64_t F, int64_t H, int64_t T,
+                              int64_t B, bool ce, int64_t C) {
+  RandomWorkload w;
+  w.model = make_model({kind, F, H, 1});
+  w.head = make_head(ce ? "ce" : "mse", H, C);
+  w.batch.inputs = torch::randn({T, B, F});                                      // [T, B, F]
+  w.batch.targets = ce ? torch::randint(0, C, {T, B}, torch::kLong) : torch::randn({T, B, C});
+  w.name = kind;
+  return w;
+}
+
 // Small enough for CI: T <= 96, B <= 6, H <= 24, at most 2 layers.
 RandomWorkload draw_workload(std::mt19937_64& rng) {
   const auto range = [&](int64_t lo, int64_t hi) {
@@ -111,15 +124,11 @@ TEST(BudgetCap, MeasuredPeakNeverExceedsTheBudgetOnRandomWorkloads) {
 // percent=P: the budget is P % of full BPTT's peak on this very batch (variable lengths
 // included), and the measured peak lands at or under it.
 TEST(BudgetCap, PercentIsOfThisBatchsFullBptt) {
-  torch::manual_seed(11);
-  auto model = make_model({"lstm", 8, 32, 1});
-  auto head = make_head("ce", 32, 5);
   for (const bool variable : {false, true}) {
-  SequenceBatch batch;
-  batch.inputs = torch::randn({200, 6, 8});                     // [T, B, F]
-  batch.targets = torch::randint(0, 5, {200, 6}, torch::kLong);  // [T, B]
-  if (variable) batch.lengths = torch::tensor({200, 41, 160, 97, 133, 58}, torch::kLong);
-  const Workload workload{*model, *head, batch};
+  torch::manual_seed(11);
+  auto problem = fixed_workload("lstm", 8, 32, 200, 6, true, 5);
+  if (variable) problem.batch.lengths = torch::tensor({200, 41, 160, 97, 133, 58}, torch::kLong);
+  const Workload workload = problem.workload();
   auto full = make_method("full");
   const int64_t full_peak = measure::measure_step(*full, workload, torch::kCPU)
                                 .memory.step_peak_bytes;
@@ -144,12 +153,8 @@ TEST(BudgetCap, PercentIsOfThisBatchsFullBptt) {
 // margin and plans again, so the step still lands within the budget.
 TEST(BudgetCap, AWrongCostModelCostsSpeedNeverTheBudget) {
   torch::manual_seed(5);
-  auto model = make_model({"gru", 6, 24, 1});
-  auto head = make_head("mse", 24, 2);
-  SequenceBatch batch;
-  batch.inputs = torch::randn({120, 4, 6});    // [T, B, F]
-  batch.targets = torch::randn({120, 4, 2});   // [T, B, 2]
-  const Workload workload{*model, *head, batch};
+  const auto problem = fixed_workload("gru", 6, 24, 120, 4, false, 2);
+  const Workload workload = problem.workload();
   auto wrong = measured_cost_model(validated(workload));
   const int64_t T = wrong.time_steps();
   const auto budget =
