@@ -211,3 +211,25 @@ TEST(BudgetCap, NoneFitsNamesTheSmallestBudgetItCanHonour) {
 
 }  // namespace
 }  // namespace vlrnn::schedule
+
+namespace vlrnn::schedule {
+namespace {
+
+// A percentage below the smallest budget the planner can honour is raised to it (verify's
+// matrix asks for 1 %), not silently: once prepared, describe() names the raised budget,
+// and the step lands within it.
+TEST(BudgetCap, ARaisedPercentageSaysSo) {
+  testing::SmallProblem problem("lstm", 30, 2, torch::kFloat64, 2);
+  PlannerOptions options;
+  options.budget_percent = 1.0;
+  PlannerMethod planner(options);
+  EXPECT_EQ(planner.describe(), "planner(1% of full)");
+  const auto step = measure::measure_step(planner, problem.workload(), torch::kCPU);
+  EXPECT_NE(planner.describe().find("raised to " +
+                                    std::to_string(planner.checked_budget_bytes()) + " bytes"),
+            std::string::npos) << planner.describe();
+  EXPECT_LE(step.memory.step_peak_bytes, planner.checked_budget_bytes());
+}
+
+}  // namespace
+}  // namespace vlrnn::schedule

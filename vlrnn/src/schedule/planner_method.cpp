@@ -91,6 +91,11 @@ PlannerMethod::PlannerMethod(PlannerOptions options) : options_(options) {
 
 std::string PlannerMethod::describe() const {
   if (options_.budget_bytes > 0) return fmt::format("planner(budget={})", options_.budget_bytes);
+  // Once prepared, a percentage raised to the smallest budget the planner can honour says so.
+  if (!signature_.empty() && budget_ > budget_for(model_)) {
+    return fmt::format("planner({}% of full, raised to {} bytes: the smallest it can honour)",
+                       options_.budget_percent, budget_);
+  }
   return fmt::format("planner({}% of full)", options_.budget_percent);
 }
 
