@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <list>
 #include <mutex>
@@ -109,17 +110,22 @@ int64_t PlannerMethod::budget_for(const CostModel& model) const {
 // peak to a few percent, a little under (tests/schedule). Where the model runs a long tape
 // in chunks (NOTE [ Backward windows ]: the built-in modules on a variable-length batch)
 // the cost model bounds full's backward transient only loosely, so the reference there is
-// what full certainly holds at once before its backward: the
-// fixed bytes, the parameter gradients and its whole tape, measured on the batch window by
-// window (NOTE [ Variable lengths are measured on the batch ]): a lower bound of its peak.
+// what full certainly holds at once early in its backward: the fixed bytes, its whole tape
+// but one step (measured on the batch window by window: NOTE [ Variable lengths are
+// measured on the batch ]) and autograd's buffers that sum each weight's gradient over the
+// steps, as large as the gradients, which appear with the first step reversed. A lower bound
+// of its peak, so the budget is at most P % of full's measured peak.
 int64_t full_bptt_reference(const CostModel& model) {
   const int64_t T = model.time_steps();
   if (model.backward_window_steps == 0) {
     return simulate(uniform_schedule(T, T), model).peak_bytes;
   }
-  int64_t tape = model.tape_op_bytes;
-  for (const int64_t bytes : model.tape_bytes) tape += bytes;
-  return model.fixed_bytes + model.gradient_bytes + tape;
+  int64_t tape = model.tape_op_bytes, largest_step = 0;
+  for (const int64_t bytes : model.tape_bytes) {
+    tape += bytes;
+    largest_step = std::max(largest_step, bytes);
+  }
+  return model.fixed_bytes + model.gradient_bytes + tape - largest_step;
 }
 
 namespace {
