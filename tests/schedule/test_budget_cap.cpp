@@ -233,3 +233,31 @@ TEST(BudgetCap, ARaisedPercentageSaysSo) {
 
 }  // namespace
 }  // namespace vlrnn::schedule
+
+namespace vlrnn::schedule {
+namespace {
+
+// Inputs and h0 computed by the caller's graph: the planner's check (a gradient step of its
+// own in prepare()) neither back-propagates into that graph nor frees it, so the real step
+// then gives full BPTT's gradients upstream.
+TEST(BudgetCap, TheCheckLeavesTheCallersGraphAlone) {
+  testing::SmallProblem problem("gru", 40, 3, torch::kFloat64);
+  auto upstream = torch::randn({40, 3, 3}, torch::kFloat64).requires_grad_(true);
+  auto upstream_h = torch::randn({1, 3, 4}, torch::kFloat64).requires_grad_(true);
+  std::vector<torch::Tensor> grads;
+  for (const std::string spec : {"full", "planner:percent=30"}) {
+    upstream.mutable_grad() = torch::Tensor();
+    upstream_h.mutable_grad() = torch::Tensor();
+    problem.batch.inputs = upstream * 2;                 // [T, B, F], not a leaf
+    const State h0{upstream_h.tanh()};                   // [1, B, H], not a leaf
+    make_method_from_spec(spec)->compute(problem.workload(h0));
+    ASSERT_TRUE(upstream.grad().defined() && upstream_h.grad().defined()) << spec;
+    grads.push_back(upstream.grad().clone());
+    grads.push_back(upstream_h.grad().clone());
+  }
+  EXPECT_LT(testing::rel_diff(grads[2], grads[0]), 1e-10);
+  EXPECT_LT(testing::rel_diff(grads[3], grads[1]), 1e-10);
+}
+
+}  // namespace
+}  // namespace vlrnn::schedule

@@ -135,12 +135,18 @@ namespace {
 // caller's step does what this one would not on an already validated workload: it makes
 // h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
 // at its start may be new where this one's shares the last capture's storage (counted).
+// Inputs and h0 that come out of the caller's graph (an embedding, an encoder) are cut
+// from it: the check must not back-propagate into it, nor free it before the real step.
 int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
   const SideEffectGuard guard(workload);
   ScheduleMethod method("planner check", schedule.name,
                         [&schedule](const Workload&) { return schedule; });
   Workload as_called = workload;
-  if (!workload.h0.requires_grad()) as_called.h0 = State();
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  as_called.batch.inputs = x.detach().requires_grad_(x.requires_grad());
+  std::vector<torch::Tensor> h0;
+  for (const auto& h : workload.h0) h0.push_back(h.detach().requires_grad_(h.requires_grad()));
+  as_called.h0 = workload.h0.requires_grad() ? State(std::move(h0)) : State();
   const auto device = workload.batch.inputs.device();
   return measure::measure_step(method, as_called, device).memory.step_peak_bytes +
          RngState::capture(device).bytes();
