@@ -290,34 +290,38 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 // end-to-end per-step transient. One extra pass over the batch: about one gradient step.
 constexpr int64_t kProfileWindow = 32;
 
-// NOTE [ Backward windows ] (cost_model.h), measured: one tape of L = 8 windows where
-// sequences have ended, its backward peak over the sum of its windows' (each less the
-// per-call part the prefix fit gives). About 1: the transient adds up over the tape (0:
-// no window). Well below 1: the model frees a chunk's transient before the next, and the
-// tape's transient is that of about ratio · L consecutive steps.
-int64_t measure_backward_window(const Workload& workload, const PrefixFit& f,
-                                const std::vector<int64_t>& window_peaks) {
+// NOTE [ Backward windows ] (cost_model.h), measured: tapes of 1, 2, 4 and 8 windows where
+// sequences have ended, each reversed alone. While the model's backward transient adds up
+// over a tape, it grows with the tape's length; a model that frees a chunk's transient
+// before the next reaches its largest at a tape of one chunk and stays below it beyond. So
+// the window is the length of the tape with the largest backward peak, unless that is the
+// longest tried (0: it adds up, as far as measured).
+int64_t measure_backward_window(const Workload& workload) {
   const int64_t T = workload.batch.time_steps();
-  const int64_t windows = std::min<int64_t>(8, T / kProfileWindow);  // whole windows only
-  if (windows < 2) return 0;
-  const int64_t L = windows * kProfileWindow;
+  int64_t longest = 1;
+  while (longest < 8 && 2 * longest * kProfileWindow <= T) longest *= 2;  // in windows
+  if (longest < 2) return 0;
   const int64_t shortest = workload.batch.lengths.min().item<int64_t>();
-  const int64_t first = std::min(shortest / kProfileWindow, T / kProfileWindow - windows);
-  const int64_t a = first * kProfileWindow;  // aligned with the profile's windows
-  const auto& x = workload.batch.inputs;
+  const int64_t a =
+      std::min(shortest / kProfileWindow, T / kProfileWindow - longest) * kProfileWindow;
+  const auto& x = workload.batch.inputs;  // [T, B, F]
   State entry;
   {
     torch::NoGradGuard no_grad;
     entry = a == 0 ? workload.h0.detached() : advance_without_grad(workload, 0, a, workload.h0);
   }
   measure::DeviceTimer timer(x.device());
-  const auto inputs = x.narrow(0, a, L).detach();  // [L, B, F]
-  const double call = f.backward_peak_op_b;
-  const double tape = double(run_block(workload, inputs, a, L, entry, timer).backward_peak) - call;
-  double sum = 0.0;
-  for (int64_t w = first; w < first + windows; ++w) sum += double(window_peaks[size_t(w)]) - call;
-  const double ratio = sum > 0 ? tape / sum : 1.0;
-  return ratio < 0.75 ? std::max<int64_t>(1, int64_t(std::ceil(ratio * double(L)))) : 0;
+  int64_t best_peak = -1, best_steps = 0;
+  for (int64_t windows = 1; windows <= longest; windows *= 2) {
+    const int64_t L = windows * kProfileWindow;
+    const auto inputs = x.narrow(0, a, L).detach();  // [L, B, F]
+    const int64_t peak = run_block(workload, inputs, a, L, entry, timer).backward_peak;
+    if (peak > best_peak) {
+      best_peak = peak;
+      best_steps = L;
+    }
+  }
+  return best_steps == longest * kProfileWindow ? 0 : best_steps;
 }
 
 void profile_variable_length_steps(CostModel& m, const Workload& workload, const PrefixFit& f,
@@ -328,7 +332,6 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   measure::DeviceTimer timer(device);
   const auto per_step = [](double total, int64_t n) { return std::max(0.0, total) / double(n); };
   State entry = workload.h0.detached();
-  std::vector<int64_t> window_peaks;  // each window's backward peak
   for (int64_t a = 0; a < T; a += kProfileWindow) {
     const int64_t n = std::min(kProfileWindow, T - a);
     auto inputs = x.narrow(0, a, n);  // [n, B, F]
@@ -346,9 +349,8 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
           int64_t(per_step(double(run.advance_peak - state_bytes), n)));
     }
     entry = std::move(run.exit);
-    window_peaks.push_back(run.backward_peak);
   }
-  m.backward_window_steps = measure_backward_window(workload, f, window_peaks);
+  m.backward_window_steps = measure_backward_window(workload);
 }
 
 // Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps.

@@ -44,7 +44,7 @@ size_t cached_cost_models();
 int64_t full_bptt_reference(const CostModel& model);
 
 // Plans and measured checks per prepare() before the planner gives up.
-constexpr int64_t kPlanChecks = 4;
+constexpr int64_t kPlanChecks = 6;
 
 class PlannerMethod : public GradientMethod {
  public:
