@@ -1,4 +1,4 @@
-// Whole gradient steps of several (method, model) pairs on ONE workload, interleaved round
+// Whole iterations of several (method, model) pairs on ONE workload, interleaved round
 // by round in one process: `vlrnn compare` runs one model per invocation, and on a shared
 // machine only ratios measured side by side mean anything. Made for lstm_block against
 // LibTorch's LSTM (the built-in "lstm" kind), which share weights by name: every model is
@@ -8,7 +8,7 @@
 //   build/bench_lstm_bptt --hidden 256 --batch 32 --T 1024 \
 //       --runs full@lstm,full@lstm_block,vlrnn:block=128@lstm_block --repeats 7 [--json F]
 //
-// Per pair: median time per gradient step and its spread (min-max, and the interquartile
+// Per pair: median time per iteration and its spread (min-max, and the interquartile
 // range); the paired time ratio to the first pair (median over rounds of the ratio within a
 // round, with its min-max over rounds); the step's peak memory (exact tensor bytes above
 // parameters + data, the tracking allocator of vlrnn/measure) and its ratio to the first
@@ -23,7 +23,7 @@
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/environment.h"
 #include "vlrnn/measure/peak_gemm.h"
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/timer.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/verify/compare.h"
@@ -83,7 +83,7 @@ Args parse(int argc, char** argv) {
 struct Pair {
   std::string method, model;  // "vlrnn:block=128", "lstm_block"
   std::vector<double> seconds;
-  int64_t step_peak_bytes = 0;
+  int64_t iteration_peak_bytes = 0;
   StepCounters counters;
   verify::Difference error;
   std::string label() const { return method + " @ " + model; }
@@ -148,13 +148,13 @@ void run_rounds(std::vector<Pair>& pairs, const std::map<std::string, experiment
   for (int64_t r = 0; r < args.warmup + args.repeats; ++r) {
     for (size_t i = 0; i < pairs.size(); ++i) {
       const auto& problem = problems.at(pairs[i].model);
-      const auto step = measure::measure_step(*methods[i], problem.workload(), torch::kCPU);
+      const auto measured = measure::measure_iteration(*methods[i], problem.workload(), torch::kCPU);
       std::cerr << fmt::format("  {} {} {}: {:.3f} s\n", pairs[i].label(),
-                               r < args.warmup ? "warm-up" : "repeat", r + 1, step.seconds);
+                               r < args.warmup ? "warm-up" : "repeat", r + 1, measured.seconds);
       if (r < args.warmup) continue;
-      pairs[i].seconds.push_back(step.seconds);
-      pairs[i].step_peak_bytes = std::max(pairs[i].step_peak_bytes, step.memory.step_peak_bytes);
-      pairs[i].counters = step.counters;
+      pairs[i].seconds.push_back(measured.seconds);
+      pairs[i].iteration_peak_bytes = std::max(pairs[i].iteration_peak_bytes, measured.memory.iteration_peak_bytes);
+      pairs[i].counters = measured.counters;
     }
   }
 }
@@ -182,22 +182,22 @@ nlohmann::json report_pair(const Pair& p, const Pair& base, const experiments::P
   std::vector<double> ratios;
   for (size_t r = 0; r < p.seconds.size(); ++r) ratios.push_back(p.seconds[r] / base.seconds[r]);
   const auto ratio = measure::summarize(ratios);
-  const auto flops = measure::step_flops(problem.flops, s.time_steps, s.batch,
+  const auto flops = measure::iteration_flops(problem.flops, s.time_steps, s.batch,
                                          problem.valid_steps(), p.counters);
   const double rate = flops.useful() / t.median;
-  const double mem_ratio = double(base.step_peak_bytes) / double(std::max<int64_t>(1, p.step_peak_bytes));
+  const double mem_ratio = double(base.iteration_peak_bytes) / double(std::max<int64_t>(1, p.iteration_peak_bytes));
   std::cout << fmt::format(
       "{:<34} {:>8.3f}s {:>8.3f}-{:>8.3f}s {:>6.3f} ({:.3f}-{:.3f}) {:>9.1f}MB {:>10.2f} "
       "{:>9.1f} {:>5.1f}% {:>10.2e}\n",
       p.label(), t.median, t.min, t.max, ratio.median, ratio.min, ratio.max,
-      double(p.step_peak_bytes) / 1e6, mem_ratio, rate * 1e-9, 100.0 * rate / peak_flops,
+      double(p.iteration_peak_bytes) / 1e6, mem_ratio, rate * 1e-9, 100.0 * rate / peak_flops,
       p.error.max_rel);
   return {{"method", p.method},
           {"model", p.model},
           {"time_s", experiments::to_json(t)},
           {"samples_s", p.seconds},
           {"paired_ratio_to_first", experiments::to_json(ratio)},
-          {"step_peak_bytes", p.step_peak_bytes},
+          {"iteration_peak_bytes", p.iteration_peak_bytes},
           {"memory_ratio_first_to_this", mem_ratio},
           {"useful_flops_per_s", rate},
           {"utilization", rate / peak_flops},
@@ -227,7 +227,7 @@ int run(const Args& args) {
                            "pairs interleaved in each round\n\n",
                            args.dtype, peak.flops_per_second * 1e-9, args.warmup, args.repeats);
   std::cout << fmt::format("{:<34} {:>9} {:>19} {:>21} {:>11} {:>10} {:>9} {:>6} {:>10}\n", "run",
-                           "median", "min-max", "paired ratio (range)", "step peak",
+                           "median", "min-max", "paired ratio (range)", "iter. peak",
                            "mem ratio", "GFLOP/s", "util", "max rel");
   nlohmann::json out = {{"problem", experiments::to_json(s)},
                         {"peak_gemm_flops_per_s", peak.flops_per_second},

@@ -1,7 +1,7 @@
 // Google Benchmark of every gradient method in the registry on an LSTM (F = 32, H = 128,
 // C = 16), arguments {T, B, K}. Counters: items/s = sequences per second, steps/s = (step,
 // sequence) pairs per second, GFLOP = useful GFLOPs (vlrnn/measure/flops.h), shown per second,
-// step_peak_bytes = exact tensor bytes of one step above parameters + data.
+// iteration_peak_bytes = exact tensor bytes of one step above parameters + data.
 //
 //   build/bench_methods [--benchmark_filter=vlrnn] [--benchmark_format=json]
 //   VLRNN_BENCH_DEVICE=cuda build/bench_methods     (CUDA builds: manual time, CUDA events)
@@ -13,7 +13,7 @@
 #include "lib/method_specs.h"
 #include "lib/problem.h"
 
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/timer.h"
 
 #include <benchmark/benchmark.h>
@@ -61,7 +61,7 @@ void run(benchmark::State& state, const std::string& method) {
   state.SetLabel(gradient_method->describe());
 
   // One untimed step for the memory counter and the FLOP counters.
-  const auto first = measure::measure_step(*gradient_method, workload, spec.device);
+  const auto first = measure::measure_iteration(*gradient_method, workload, spec.device);
   measure::DeviceTimer timer(spec.device);
   for (auto _ : state) {
     state.PauseTiming();
@@ -72,13 +72,13 @@ void run(benchmark::State& state, const std::string& method) {
     const double seconds = timer.stop();
     if (spec.device.is_cuda()) state.SetIterationTime(seconds);
   }
-  const auto flops = measure::step_flops(problem.flops, steps, batch, steps * batch, first.counters);
+  const auto flops = measure::iteration_flops(problem.flops, steps, batch, steps * batch, first.counters);
   state.SetItemsProcessed(state.iterations() * batch);
   state.counters["steps/s"] = benchmark::Counter(double(steps * batch),
                                                  benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP"] = benchmark::Counter(flops.useful() * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["step_peak_bytes"] = double(first.memory.step_peak_bytes);
+  state.counters["iteration_peak_bytes"] = double(first.memory.iteration_peak_bytes);
   state.counters["recompute"] = flops.overhead();
 }
 

@@ -70,7 +70,7 @@ GradientResult CheckpointMethod::compute_impl(const Workload& workload) {
       return out;
     };
     auto outputs = checkpoint(segment, segment_inputs);
-    result.counters.forward_without_grad += n;
+    result.counters.forward_no_grad += n;
     result.counters.forward_with_grad += n;  // the recomputation in backward
     result.counters.backward += n;
 

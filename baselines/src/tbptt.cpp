@@ -58,8 +58,8 @@ GradientResult TbpttMethod::compute_impl(const Workload& workload) {
     boundary_rng.at(b).restore();
     State state = boundary_state.at(b);
     if (s > b) {
-      state = advance_without_grad(workload, b, s - b, state);
-      result.counters.forward_without_grad += s - b;
+      state = forward_no_grad(workload, b, s - b, state);
+      result.counters.forward_no_grad += s - b;
     }
     if (s > 0) state = state.detached();  // the truncation: no gradient flows beyond s
     for (int64_t from = s; from < c0;) {

@@ -1,4 +1,4 @@
-// Trains nothing: one exact VLRNN gradient step on a built-in LSTM, from an installed VLRNN.
+// Trains nothing: one exact VLRNN iteration on a built-in LSTM, from an installed VLRNN.
 #include <vlrnn/vlrnn.h>
 
 #include <iostream>

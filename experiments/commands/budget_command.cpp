@@ -128,7 +128,7 @@ struct LengthContext {
   int64_t minimum = 0;    // the smallest budget the planner honours
 };
 
-// Full's measured step peak (one step), or its prediction under --no-full.
+// Full's measured iteration peak (one iteration), or its prediction under --no-full.
 int64_t full_peak_bytes(const experiments::Problem& problem, const schedule::Prediction& predicted,
                         bool no_full) {
   if (no_full) return predicted.peak_bytes;
@@ -137,7 +137,7 @@ int64_t full_peak_bytes(const experiments::Problem& problem, const schedule::Pre
   once.repeats = 1;
   once.gradient_error = false;
   const auto runs = experiments::run_methods(problem, {"full"}, once);
-  return runs[0].status == "ok" ? runs[0].memory.step_peak_bytes : predicted.peak_bytes;
+  return runs[0].status == "ok" ? runs[0].memory.iteration_peak_bytes : predicted.peak_bytes;
 }
 
 // Revolve at each slot count worth trying: from 2 up to the first that needs no repeated
@@ -294,8 +294,8 @@ json measured_record(const LengthContext& at, const BudgetPoint& point, const Ch
   record["method"] = label;
   if (choices.chosen.contains(label)) record["chosen"] = choices.chosen[label];
   if (run.status != "ok") return record;
-  const double peak = double(run.memory.step_peak_bytes);
-  record["fits_budget"] = run.memory.step_peak_bytes <= point.bytes;
+  const double peak = double(run.memory.iteration_peak_bytes);
+  record["fits_budget"] = run.memory.iteration_peak_bytes <= point.bytes;
   if (full) {
     record["time_ratio"] = run.time.median / full->time.median;
     record.update(experiments::ratio_json(run, full));
@@ -313,10 +313,10 @@ void print_measured(const LengthContext& at, const BudgetPoint& point,
   const auto ratio = record.contains("time_ratio")
                          ? fmt::format("x{:.2f}", record["time_ratio"].get<double>())
                          : std::string();
-  std::cout << fmt::format("T={} budget={} ({:.1f}%) {:<28} time {:>9} {:>6} step peak {:>10} {}\n",
+  std::cout << fmt::format("T={} budget={} ({:.1f}%) {:<28} time {:>9} {:>6} iteration peak {:>10} {}\n",
                            at.T, format_bytes(double(point.bytes)), 100 * point.fraction,
                            run.description, time, ratio,
-                           format_bytes(double(run.memory.step_peak_bytes)),
+                           format_bytes(double(run.memory.iteration_peak_bytes)),
                            record.value("fits_budget", true) ? "" : "(over budget)");
 }
 
@@ -387,7 +387,7 @@ void add_budget_command(CLI::App& app, int& exit_code) {
   auto* sub = add_subcommand(
       app, "budget", "Time overhead over full BPTT against a memory budget (planner, VLRNN, revolve, sqrt)",
       "Time overhead over full BPTT against a memory budget: for each T and each budget (a "
-      "fraction of full BPTT's measured step peak, or bytes), the planner (planner:budget=B), "
+      "fraction of full BPTT's measured iteration peak, or bytes), the planner (planner:budget=B), "
       "uniform VLRNN blocks at the best K predicted to fit, revolve at the best slot count "
       "predicted to fit, and sqrt(T) checkpointing, measured interleaved with full in one run; "
       "plus revolve's predicted curve from the measured cost model. Writes DIR/results.jsonl "
@@ -402,7 +402,7 @@ void add_budget_command(CLI::App& app, int& exit_code) {
   sub->add_option("--out", args->out_dir, "result folder (default results/<name>)");
   sub->add_option("--T", args->steps, "comma-separated sequence lengths")->capture_default_str();
   sub->add_option("--fractions", args->fractions,
-                  "budgets as fractions of full BPTT's measured step peak")->capture_default_str();
+                  "budgets as fractions of full BPTT's measured iteration peak")->capture_default_str();
   sub->add_option("--budgets", args->budgets, "budgets in bytes (instead of --fractions)");
   sub->add_option("--methods", args->methods, "any of planner,uniform,revolve,sqrt")
       ->capture_default_str();
@@ -416,8 +416,8 @@ void add_budget_command(CLI::App& app, int& exit_code) {
   sub->add_option("--layers", p.num_layers, "L")->capture_default_str();
   sub->add_option("--batch,-B", p.batch, "B")->capture_default_str();
   sub->add_option("--classes", p.head_outputs, "C: head outputs")->capture_default_str();
-  sub->add_option("--repeats", args->repeats, "timed steps per method")->capture_default_str();
-  sub->add_option("--warmup", args->warmup, "untimed steps per method")->capture_default_str();
+  sub->add_option("--repeats", args->repeats, "timed iterations per method")->capture_default_str();
+  sub->add_option("--warmup", args->warmup, "untimed iterations per method")->capture_default_str();
   add_measuring_options(sub, args->measuring);
   add_stability_options(sub, args->measuring);
   sub->callback([args, &exit_code] { exit_code = run_budget(*args); });

@@ -68,7 +68,7 @@ void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& r
   for (const auto& run : runs) width = std::max(width, run.description.size());
   const std::string header = fmt::format(
       "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>22}  {:>10}",
-      "method", width, "time", "spread (min-max)", "step peak", "peak RSS", "useful rate",
+      "method", width, "time", "spread (min-max)", "iter. peak", "peak RSS", "useful rate",
       "util.", "recompute", "max rel err", "time/full", "paired [95% CI]", "mem full/x");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
   for (const auto& run : runs) {
@@ -90,14 +90,14 @@ void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& r
             ? fmt::format("{:.2f} [{:.2f}-{:.2f}]{}", paired.median, paired.low, paired.high,
                           paired.noisy() ? " *" : "  ")
             : "-";
-    const double mem_ratio = full && run.memory.step_peak_bytes > 0
-                                 ? double(full->memory.step_peak_bytes) /
-                                       double(run.memory.step_peak_bytes)
+    const double mem_ratio = full && run.memory.iteration_peak_bytes > 0
+                                 ? double(full->memory.iteration_peak_bytes) /
+                                       double(run.memory.iteration_peak_bytes)
                                  : NAN;
     out << fmt::format(
         "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>22}  {:>10}\n",
         run.description, width, format_seconds(run.time.median), spread,
-        format_bytes(double(run.memory.step_peak_bytes)),
+        format_bytes(double(run.memory.iteration_peak_bytes)),
         format_bytes(double(run.memory.peak_rss_bytes)), format_rate(run.useful_flops_per_second),
         util, 100.0 * run.flops.overhead(), err, ratio(time_ratio), paired_text, ratio(mem_ratio));
   }
@@ -166,8 +166,8 @@ void write_json(const CompareArgs& args, const std::vector<experiments::MethodRu
     if (full && run.status == "ok") {
       j["time_ratio_to_full"] = run.time.median / full->time.median;
       j.update(experiments::ratio_json(run, full));
-      j["memory_ratio_full_to_this"] = double(full->memory.step_peak_bytes) /
-                                       double(std::max<int64_t>(1, run.memory.step_peak_bytes));
+      j["memory_ratio_full_to_this"] = double(full->memory.iteration_peak_bytes) /
+                                       double(std::max<int64_t>(1, run.memory.iteration_peak_bytes));
     }
     out["runs"].push_back(j);
   }
@@ -229,7 +229,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   auto* sub = add_subcommand(
       app, "compare", "Several methods on one workload, side by side: time, memory, GFLOP/s, ratios to full",
       "Run several gradient methods on one workload, interleaved round-robin on the same "
-      "weights and data, and print them side by side: median time and spread, step peak "
+      "weights and data, and print them side by side: median time and spread, iteration peak "
       "memory (exact tensor bytes above parameters + data), peak RSS, useful GFLOP/s and "
       "utilization of the measured peak GEMM rate, recompute overhead, gradient error vs "
       "full BPTT, and ratios to full (time method/full, memory full/method).");
@@ -265,9 +265,9 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   sub->add_option("--dtype", args->dtype, "float32 or float64")->capture_default_str();
   sub->add_option("--device", args->device, "cpu, or cuda / cuda:N in a CUDA build")
       ->capture_default_str();
-  sub->add_option("--repeats", args->repeats, "timed steps per method (the median is reported)")
+  sub->add_option("--repeats", args->repeats, "timed iterations per method (the median is reported)")
       ->capture_default_str();
-  sub->add_option("--warmup", args->warmup, "untimed steps per method first")
+  sub->add_option("--warmup", args->warmup, "untimed iterations per method first")
       ->capture_default_str();
   sub->add_option("--seed", p.seed, "seed of the weights and data")->capture_default_str();
   add_measuring_options(sub, args->measuring);

@@ -4,7 +4,7 @@
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/out_of_memory.h"
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 
 #include <fmt/format.h>
 
@@ -64,9 +64,9 @@ MaxBatchOutcome find_max_batch(const ProblemSpec& base, const std::string& metho
           if (saved_limit > 0) cap = std::min(cap, saved_limit);
           tracker.set_limit(cap);
         }
-        const auto step = measure::measure_step(*m, workload, spec.device);
+        const auto measured = measure::measure_iteration(*m, workload, spec.device);
         tracker.set_limit(saved_limit);
-        probe.total_bytes = data + step.memory.step_peak_bytes;
+        probe.total_bytes = data + measured.memory.iteration_peak_bytes;
         probe.fits = probe.total_bytes <= budget;
       } else {
         probe.total_bytes = data;  // the data alone is over budget

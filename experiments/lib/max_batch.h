@@ -2,7 +2,7 @@
 // The "max batch under a memory budget" experiment, VLRNN's central claim in one number:
 // in the same memory a method that needs less per sequence fits a larger batch, and a
 // larger batch uses the device better. For each method: the largest batch B whose
-// workload (parameters + data) plus step peak stays within the budget, then the
+// workload (parameters + data) plus iteration peak stays within the budget, then the
 // throughput (useful FLOP/s, sequences/s) measured at that B.
 
 #include "lib/method_runner.h"
@@ -24,7 +24,7 @@ int64_t search_max_batch(int64_t start, int64_t limit, int64_t multiple,
 
 struct BatchProbe {
   int64_t batch = 0;
-  int64_t total_bytes = -1;  // workload + step peak; -1 when the step ran out of memory
+  int64_t total_bytes = -1;  // workload + iteration peak; -1 when the step ran out of memory
   bool fits = false;
 };
 

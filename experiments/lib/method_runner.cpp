@@ -1,7 +1,7 @@
 #include "lib/method_runner.h"
 
 #include "vlrnn/measure/out_of_memory.h"
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@ namespace {
 // Fills the derived figures of a successful run from its timings and counters.
 void derive(MethodRun& run, const Problem& problem, const RunOptions& options) {
   const auto& s = problem.spec;
-  run.flops = measure::step_flops(problem.flops, s.time_steps, s.batch, problem.valid_steps(),
+  run.flops = measure::iteration_flops(problem.flops, s.time_steps, s.batch, problem.valid_steps(),
                                   run.counters);
   const double seconds = run.time.median;
   run.useful_flops_per_second = run.flops.useful() / seconds;
@@ -34,7 +34,7 @@ void fail(MethodRun& run, const std::exception& e) {
 struct Contender {
   std::unique_ptr<GradientMethod> method;
   MethodRun run;
-  std::vector<double> seconds;  // timed steps, in round order
+  std::vector<double> seconds;  // timed iterations, in round order
 };
 
 std::vector<Contender> make_contenders(const std::vector<std::string>& specs,
@@ -52,7 +52,7 @@ std::vector<Contender> make_contenders(const std::vector<std::string>& specs,
   return out;
 }
 
-// Round r of the interleaved measurement: one gradient step of each contender still ok.
+// Round r of the interleaved measurement: one iteration of each contender still ok.
 void run_round(std::vector<Contender>& contenders, int64_t r, const Workload& workload,
                torch::Device device, const RunOptions& options) {
   const bool warm_up = r < options.warmup;
@@ -60,20 +60,20 @@ void run_round(std::vector<Contender>& contenders, int64_t r, const Workload& wo
     auto& run = c.run;
     if (run.status != "ok") continue;  // a method that failed once is not retried
     try {
-      const auto step = measure::measure_step(*c.method, workload, device);
+      const auto measured = measure::measure_iteration(*c.method, workload, device);
       if (!warm_up) {
-        c.seconds.push_back(step.seconds);
-        if (c.seconds.size() == 1 || step.memory.step_peak_bytes > run.memory.step_peak_bytes) {
-          run.memory = step.memory;
+        c.seconds.push_back(measured.seconds);
+        if (c.seconds.size() == 1 || measured.memory.iteration_peak_bytes > run.memory.iteration_peak_bytes) {
+          run.memory = measured.memory;
         }
       }
-      run.counters = step.counters;
+      run.counters = measured.counters;
       if (options.progress) {
         options.progress(fmt::format("{} {} {}/{}: {:.3f} s", run.description,
                                      warm_up ? "warm-up" : "repeat",
                                      warm_up ? r + 1 : r - options.warmup + 1,
                                      warm_up ? options.warmup : std::max(options.repeats, r - options.warmup + 1),
-                                     step.seconds));
+                                     measured.seconds));
       }
     } catch (const std::exception& e) {
       fail(run, e);
@@ -232,14 +232,14 @@ nlohmann::json to_json(const MethodRun& run) {
   }
   j["time_s"] = to_json(run.time);
   j["time_s"]["samples_s"] = run.time_samples;
-  j["memory"] = {{"step_peak_bytes", run.memory.step_peak_bytes},
+  j["memory"] = {{"iteration_peak_bytes", run.memory.iteration_peak_bytes},
                  {"start_bytes", run.memory.start_bytes},
                  {"peak_bytes", run.memory.peak_bytes},
                  {"workload_bytes", run.workload_bytes},
                  {"peak_rss_bytes", run.memory.peak_rss_bytes},
                  {"rss_peak_reset", run.memory.rss_peak_reset}};
   j["counters"] = {{"forward_with_grad", run.counters.forward_with_grad},
-                   {"forward_without_grad", run.counters.forward_without_grad},
+                   {"forward_no_grad", run.counters.forward_no_grad},
                    {"backward", run.counters.backward}};
   j["flops"] = {{"useful", run.flops.useful()},
                 {"useful_forward", run.flops.useful_forward},

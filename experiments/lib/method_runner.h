@@ -1,13 +1,13 @@
 #pragma once
 // Measuring gradient methods on one problem: time (warm-up, repeats, median and spread),
-// step peak memory, peak RSS, useful and recomputed FLOPs, utilization, and the gradient
+// iteration peak memory, peak RSS, useful and recomputed FLOPs, utilization, and the gradient
 // error against full BPTT. Methods are interleaved round-robin: each repeat runs every
 // method once, so a drift in the machine (another process, clocks) hits all of them alike.
 
 #include "lib/problem.h"
 
 #include "vlrnn/measure/confidence.h"
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/measure/timer.h"
 #include "vlrnn/verify/compare.h"
 
@@ -28,12 +28,12 @@ struct MethodRun {
   std::string status = "ok";  // "ok", "oom" (ran out of memory) or "error"
   std::string error;          // the message when status is not "ok"
 
-  measure::TimingStats time;    // seconds per gradient step
+  measure::TimingStats time;    // seconds per iteration
   std::vector<double> time_samples;  // every timed step, in round order (paired across methods)
-  measure::StepMemory memory;   // the repeat with the largest step peak
+  measure::IterationMemory memory;   // the repeat with the largest iteration peak
   int64_t workload_bytes = 0;   // parameters + data: the baseline under the step
   StepCounters counters;
-  measure::StepFlops flops;
+  measure::IterationFlops flops;
   double useful_flops_per_second = 0.0;
   double utilization = -1.0;        // useful FLOP/s over the peak GEMM rate; -1 = unknown
   double sequences_per_second = 0.0;

@@ -61,7 +61,7 @@ struct ExperimentSpec {
   int64_t warmup = 1;
   uint64_t seed = 1;
   bool gradient_error = false;
-  // kind "max_batch": the largest batch whose workload + step peak fits in budget_bytes,
+  // kind "max_batch": the largest batch whose workload + iteration peak fits in budget_bytes,
   // searched by doubling from batch_start then bisection, in multiples of batch_multiple.
   int64_t budget_bytes = 0;
   int64_t batch_start = 1;

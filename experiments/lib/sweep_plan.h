@@ -9,7 +9,7 @@
 
 namespace vlrnn::experiments {
 
-// Relative cost of a point: FLOPs of the gradient steps it will run (warm-up, repeats and
+// Relative cost of a point: FLOPs of the iterations it will run (warm-up, repeats and
 // the gradient-error comparison). Only ratios between points mean anything.
 double point_cost(const SweepPoint& point, const ExperimentSpec& experiment);
 

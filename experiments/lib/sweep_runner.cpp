@@ -214,8 +214,8 @@ class Recorder {
     if (status != "ok") ++summary_.failed;
     std::string result = status;
     if (status == "ok" && r.contains("time_s")) {
-      result = fmt::format("{} per step, step peak {}", format_seconds(r["time_s"]["median"].get<double>()),
-                           format_bytes(r["memory"]["step_peak_bytes"].get<double>()));
+      result = fmt::format("{} per step, iteration peak {}", format_seconds(r["time_s"]["median"].get<double>()),
+                           format_bytes(r["memory"]["iteration_peak_bytes"].get<double>()));
     } else if (status != "ok") {
       result += ": " + r.value("error", std::string());
     }
@@ -250,7 +250,7 @@ void run_max_batch_point(const SweepPoint& first, const ExperimentSpec& e, doubl
     r["probes"] = probes;
     if (outcome.run) {
       r.update(to_json(*outcome.run));
-      if (outcome.run->status == "ok") r["total_bytes"] = outcome.run->workload_bytes + outcome.run->memory.step_peak_bytes;
+      if (outcome.run->status == "ok") r["total_bytes"] = outcome.run->workload_bytes + outcome.run->memory.iteration_peak_bytes;
     } else {
       r["method"] = first.method;
       r["status"] = "over_budget";

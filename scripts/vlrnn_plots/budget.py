@@ -1,7 +1,7 @@
 """Figure of a `vlrnn budget` folder: records of kind "measured", "theory" and "does_not_fit".
 
-  budget   one column per sequence length T. Top: time per gradient step / full BPTT's
-           against the memory budget, as a fraction of full BPTT's measured step peak (log);
+  budget   one column per sequence length T. Top: time per iteration / full BPTT's
+           against the memory budget, as a fraction of full BPTT's measured iteration peak (log);
            the budgeted methods (planner, uniform VLRNN at its best K, revolve at its best slot
            count) at their budget, sqrt(T) checkpointing and full BPTT at their measured peak;
            bars: the ratio's 95 % interval, hollow markers: noisy. Bottom: the measured step
@@ -9,7 +9,7 @@
 """
 from collections import defaultdict
 
-from . import stats
+from . import common, stats
 from .common import (noisy_legend_handle, plot_ratio_points, plt, save, time_samples,
                      time_summary)
 
@@ -113,7 +113,7 @@ def draw(records, meta, directory, written, skipped):
                 # Budgeted methods at their budget; sqrt(T) has one configuration whatever the
                 # budget: each of its runs at its own measured peak.
                 xs = [fraction(r) if method in BUDGETED
-                      else r["run"]["memory"]["step_peak_bytes"] / r["full_peak_bytes"] for r in rs]
+                      else common.peak_bytes(r["run"]["memory"]) / r["full_peak_bytes"] for r in rs]
                 qs = [ratio(r, fulls.get(r["budget_bytes"])) for r in rs]
                 sources |= {q["source"] for q in qs if q["ci"]}
                 plot_ratio_points(ax, xs, qs, style["color"], style["marker"], style["label"],
@@ -125,9 +125,9 @@ def draw(records, meta, directory, written, skipped):
                 if method == "revolve":
                     capped |= {r["chosen"]["slots"] for r in rs
                                if (r.get("chosen") or {}).get("slots") == 64}
-            # Bottom: every run's measured step peak over its budget.
+            # Bottom: every run's measured iteration peak over its budget.
             peak_ax.plot([fraction(r) for r in rs],
-                         [r["run"]["memory"]["step_peak_bytes"] / r["budget_bytes"] for r in rs],
+                         [common.peak_bytes(r["run"]["memory"]) / r["budget_bytes"] for r in rs],
                          color=style["color"], marker=style["marker"], ms=6,
                          ls="-" if method in BUDGETED else "none",
                          label=style["label"].split(",")[0].split(" (")[0])
@@ -145,8 +145,8 @@ def draw(records, meta, directory, written, skipped):
         peak_ax.axhline(1.0, color="tab:red", lw=1, ls="--")
         peak_ax.set_xscale("log")
         peak_ax.set_yscale("log")
-        peak_ax.set_xlabel("memory budget / full BPTT's measured step peak (log)")
-        peak_ax.set_ylabel("measured step peak / budget")
+        peak_ax.set_xlabel("memory budget / full BPTT's measured iteration peak (log)")
+        peak_ax.set_ylabel("measured iteration peak / budget")
         peak_ax.grid(True, which="both", alpha=0.3)
         peak_ax.legend(fontsize=7, loc="upper right")
     problem = next((r.get("problem") for r in measured if r.get("problem")), {}) or meta.get("problem", {})

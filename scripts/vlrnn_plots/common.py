@@ -156,6 +156,12 @@ def describe_fixed(records, keys, varying_keys):
     return ", ".join(parts)
 
 
+def peak_bytes(memory):
+    """The exact tensor bytes of one iteration above parameters + data. Records before the
+    word "iteration" (issue 13) call it step_peak_bytes."""
+    return memory["iteration_peak_bytes"] if "iteration_peak_bytes" in memory else memory["step_peak_bytes"]
+
+
 def time_summary(record):
     """A record's time summary: `time` or `time_s` (sweep, bench) or under `run` (budget)."""
     for holder in (record, record.get("run") or {}):

@@ -1,10 +1,10 @@
 """Figures of a `vlrnn sweep` (or `vlrnn merge`) folder: records of kind "grid" and "max_batch".
 
-  memory_vs_T            (a) step peak memory vs sequence length T per method, log-log
-  time_vs_block          (b) time per gradient step vs block length K (bars: spread of the
+  memory_vs_T            (a) iteration peak memory vs sequence length T per method, log-log
+  time_vs_block          (b) time per iteration vs block length K (bars: spread of the
                              repeats), and each method's paired time ratio to full BPTT with
                              its 95 % interval (hollow: noisy)
-  memory_vs_utilization  (c) step peak memory vs utilization, one curve per method,
+  memory_vs_utilization  (c) iteration peak memory vs utilization, one curve per method,
                              points labelled by batch size (bars: from the time's spread)
   max_batch              (d) largest batch and throughput under one memory budget, bars
   tbptt_error            (e) truncated BPTT's gradient error vs full BPTT, per window k
@@ -15,7 +15,7 @@ is skipped with a note, never an error.
 """
 from collections import defaultdict
 
-from . import stats
+from . import common, stats
 from .common import (MIB, describe_fixed, method_style, noisy_legend_handle, order_key,
                      plot_ratio_points, plt, save, spread_name, time_samples, time_summary,
                      varying, yerr)
@@ -79,7 +79,7 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
     for (method, label), rs in sorted(series.items(), key=lambda kv: order_key(kv[0][0], order)):
         rs.sort(key=lambda r: r["T"])
         color, marker = method_style(method, order)
-        ax.plot([r["T"] for r in rs], [r["memory"]["step_peak_bytes"] / MIB for r in rs],
+        ax.plot([r["T"] for r in rs], [common.peak_bytes(r["memory"]) / MIB for r in rs],
                 marker=marker, color=color, label=label)
     # Points that ran out of memory: an x at the top of the axis, at their T.
     failed = [r for r in tagged if r.get("status") == "oom"]
@@ -92,9 +92,9 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length T (steps)")
-    ax.set_ylabel("step peak memory (MiB, tensors above parameters + data)")
+    ax.set_ylabel("iteration peak memory (MiB, tensors above parameters + data)")
     fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "dtype", "device"], extra)
-    ax.set_title(f"(a) Peak memory of one gradient step vs T\n{fixed}", fontsize=10)
+    ax.set_title(f"(a) Peak memory of one iteration vs T\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, directory, name, meta, written,
@@ -124,9 +124,9 @@ def plot_time_vs_block(records, meta, directory, written, skipped, order):
         lows, highs = zip(*[stats.spread(t)[:2] for t in times])
         ax.errorbar(ks, med, yerr=yerr(med, lows, highs), marker=marker, color=color, capsize=3,
                     label=f"{label}: time")
-        memory_ax.plot(ks, [r["memory"]["step_peak_bytes"] / MIB for r in rs], marker=marker,
+        memory_ax.plot(ks, [common.peak_bytes(r["memory"]) / MIB for r in rs], marker=marker,
                        color=color, linestyle=":", alpha=0.5, markerfacecolor="none",
-                       label=f"{label}: step peak memory")
+                       label=f"{label}: iteration peak memory")
         ratios = [(r["K"], ratio_to_full(r, by_key)) for r in rs]
         ratios = [(k, q) for k, q in ratios if q]
         computed_ci |= any(q["computed"] for _, q in ratios)
@@ -141,13 +141,13 @@ def plot_time_vs_block(records, meta, directory, written, skipped, order):
                        label=f"{label_of(r, extra)}: time (no K; band: spread)")
             ax.axhspan(lo, hi, color=color, alpha=0.12, lw=0)
     memory_ax.set_yscale("log")
-    memory_ax.set_ylabel("step peak memory (MiB, dotted)", color="0.4")
+    memory_ax.set_ylabel("iteration peak memory (MiB, dotted)", color="0.4")
     handles, labels = ax.get_legend_handles_labels()
     more_handles, more_labels = memory_ax.get_legend_handles_labels()
     ax.legend(handles + more_handles, labels + more_labels, fontsize=6.5, loc="best")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("block length K (steps)")
-    ax.set_ylabel("time per gradient step (s, median)")
+    ax.set_ylabel("time per iteration (s, median)")
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title(f"time ({spread_name(all_times)})", fontsize=9)
     rax.axhline(1.0, color="black", lw=0.8, ls="--", label="full BPTT")
@@ -160,7 +160,7 @@ def plot_time_vs_block(records, meta, directory, written, skipped, order):
     rax.legend(handles + [noisy_legend_handle()], labels + [noisy_legend_handle().get_label()],
                fontsize=7)
     fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "T", "dtype", "device"], extra)
-    fig.suptitle(f"(b) Time of one gradient step vs block length K\n{fixed}", fontsize=10)
+    fig.suptitle(f"(b) Time of one iteration vs block length K\n{fixed}", fontsize=10)
     note = ("Methods take turns within each repeat. Ratio: median over rounds of time / full's "
             "time in the same round; CI: 95 % bootstrap over the rounds"
             + (" (computed by plot.py from the recorded samples)" if computed_ci else "")
@@ -189,7 +189,7 @@ def plot_memory_vs_utilization(records, meta, directory, written, skipped, order
     for (method, label), rs in sorted(series.items(), key=lambda kv: order_key(kv[0][0], order)):
         rs.sort(key=lambda r: r["B"])
         color, marker = method_style(method, order)
-        mib = [r["memory"]["step_peak_bytes"] / MIB for r in rs]
+        mib = [common.peak_bytes(r["memory"]) / MIB for r in rs]
         util = [100.0 * r["utilization"] for r in rs]
         lows, highs = zip(*[inverse_spread(u, time_summary(r)) for u, r in zip(util, rs)])
         ax.errorbar(mib, util, yerr=yerr(util, lows, highs), marker=marker, color=color,
@@ -198,7 +198,7 @@ def plot_memory_vs_utilization(records, meta, directory, written, skipped, order
             ax.annotate(f"B={r['B']}", (x, y), textcoords="offset points", xytext=(4, -10),
                         fontsize=7, color=color)
     ax.set_xscale("log")
-    ax.set_xlabel("step peak memory (MiB, tensors above parameters + data)")
+    ax.set_xlabel("iteration peak memory (MiB, tensors above parameters + data)")
     ax.set_ylabel("utilization (% of the measured peak GEMM rate)")
     fixed = describe_fixed(data, ["model", "hidden", "layers", "T", "dtype", "device"], extra)
     ax.set_title(f"(c) Memory vs utilization over batch sizes\n{fixed}", fontsize=10)
@@ -244,7 +244,7 @@ def plot_max_batch(records, meta, directory, written, skipped, order):
         ax.tick_params(axis="x", labelsize=8, rotation=15)
         ax.grid(True, axis="y", alpha=0.3)
     fixed = describe_fixed(data, ["model", "hidden", "layers", "T", "dtype", "device"], [])
-    fig.suptitle(f"(d) Same memory budget ({budget:.0f} MiB: parameters + data + step peak), "
+    fig.suptitle(f"(d) Same memory budget ({budget:.0f} MiB: parameters + data + iteration peak), "
                  f"per method\n{fixed}", fontsize=10)
     save(fig, directory, name, meta, written)
 

@@ -50,7 +50,7 @@ TEST(CheckpointMethod, CountsOneRecomputationOfEveryStep) {
   SmallProblem p("gru", 20);
   for (int64_t s : {1, 3, 20}) {
     auto result = CheckpointMethod(CheckpointOptions().with_segments(s)).compute(p.workload());
-    EXPECT_EQ(result.counters.forward_without_grad, 20);
+    EXPECT_EQ(result.counters.forward_no_grad, 20);
     EXPECT_EQ(result.counters.forward_with_grad, 20);
     EXPECT_EQ(result.counters.backward, 20);
   }

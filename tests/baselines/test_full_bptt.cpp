@@ -20,7 +20,7 @@ TEST(FullBptt, EqualsAHandWrittenAutogradLoss) {
     EXPECT_TRUE(torch::allclose(params[i].grad(), manual_grads[i], 1e-12, 1e-14)) << i;
   }
   EXPECT_EQ(result.counters.forward_with_grad, 9);
-  EXPECT_EQ(result.counters.forward_without_grad, 0);
+  EXPECT_EQ(result.counters.forward_no_grad, 0);
   EXPECT_EQ(result.counters.backward, 9);
 }
 

@@ -86,7 +86,7 @@ TEST(Tbptt, CountsTheStepsOfEveryWindow) {
   auto plain = TbpttMethod(TbpttOptions().with_k(4)).compute(p.workload());
   EXPECT_EQ(plain.counters.forward_with_grad, 12);
   EXPECT_EQ(plain.counters.backward, 12);
-  EXPECT_EQ(plain.counters.forward_without_grad, 0);
+  EXPECT_EQ(plain.counters.forward_no_grad, 0);
   // k1 = 4, k2 = 6: windows [0,4) [2,8) [6,12) → 4 + 6 + 6 steps back-propagated.
   auto overlapping = TbpttMethod(TbpttOptions().with_k1(4).with_k2(6)).compute(p.workload());
   EXPECT_EQ(overlapping.counters.backward, 16);

@@ -74,7 +74,7 @@ TEST(FlopModel, HandComputedShapes) {
 TEST(FlopModel, UsefulIsForwardPlusBackwardOverEveryValidStep) {
   const auto per_step = flops_per_step({"lstm", 8, 16, 1}, "ce", 4);
   const StepCounters full{100, 0, 100};
-  const auto flops = step_flops(per_step, 100, 3, 300, full);
+  const auto flops = iteration_flops(per_step, 100, 3, 300, full);
   EXPECT_DOUBLE_EQ(flops.useful(), 300 * 3.0 * per_step.forward());
   EXPECT_DOUBLE_EQ(flops.recomputed, 0.0);
   EXPECT_DOUBLE_EQ(flops.overhead(), 0.0);
@@ -83,10 +83,10 @@ TEST(FlopModel, UsefulIsForwardPlusBackwardOverEveryValidStep) {
 TEST(FlopModel, RecomputedComesFromTheCounters) {
   const auto per_step = flops_per_step({"gru", 8, 16, 2}, "mse", 2);
   // VLRNN, T = 100, K = 10: 90 steps run without grad (model only), 100 with grad.
-  const auto vlrnn = step_flops(per_step, 100, 3, 300, StepCounters{100, 90, 100});
+  const auto vlrnn = iteration_flops(per_step, 100, 3, 300, StepCounters{100, 90, 100});
   EXPECT_DOUBLE_EQ(vlrnn.recomputed, 3 * 90 * per_step.model_forward());
   // A method that re-runs 20 steps with grad (model and head) beyond the T it must.
-  const auto replay = step_flops(per_step, 100, 3, 300, StepCounters{120, 0, 100});
+  const auto replay = iteration_flops(per_step, 100, 3, 300, StepCounters{120, 0, 100});
   EXPECT_DOUBLE_EQ(replay.recomputed, 3 * 20 * per_step.forward());
   EXPECT_NEAR(vlrnn.overhead(), 90.0 * per_step.model_forward() / (300.0 * per_step.forward()),
               1e-12);
@@ -98,7 +98,7 @@ TEST(FlopModel, RejectsBadArguments) {
   testing::expect_error_mentions([] { flops_per_step({"lstm", 3, 4, 1}, "hinge", 2); },
                                  {"head_kind", "hinge"});
   testing::expect_error_mentions(
-      [] { step_flops(flops_per_step({"lstm", 3, 4, 1}, "ce", 2), 10, 2, 21, {}); },
+      [] { iteration_flops(flops_per_step({"lstm", 3, 4, 1}, "ce", 2), 10, 2, 21, {}); },
       {"valid_steps", "20", "21"});
 }
 

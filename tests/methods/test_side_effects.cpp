@@ -6,7 +6,7 @@
 
 #include "vlrnn/core/rng.h"
 #include "vlrnn/measure/cpu_memory_tracker.h"
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/planner_method.h"
 
 #include <thread>
@@ -15,7 +15,7 @@ namespace vlrnn {
 namespace {
 
 using measure::CpuMemoryTracker;
-using measure::StepMemoryScope;
+using measure::IterationMemoryScope;
 
 // One spec per method of the registry (the planner with a budget of its own).
 std::vector<std::string> every_method() {
@@ -112,7 +112,7 @@ TEST(SideEffects, AMethodThatThrowsMidwayLeavesTheGeneratorWhereItWas) {
   }
 }
 
-// NOTE [ Nested step scopes ]: the planner's calibration, nested in a measured step, must
+// NOTE [ Nested iteration scopes ]: the planner's calibration, nested in a measured step, must
 // not change what the step reports.
 TEST(SideEffects, StepPeakAroundAColdPlannerEqualsTheOneAroundAWarmPlanner) {
   torch::manual_seed(4);
@@ -127,9 +127,9 @@ TEST(SideEffects, StepPeakAroundAColdPlannerEqualsTheOneAroundAWarmPlanner) {
     for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
     for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
     auto planner = make_method("planner", {{"percent", 15}});
-    StepMemoryScope scope(torch::kCPU);
+    IterationMemoryScope scope(torch::kCPU);
     planner->compute(workload);
-    return scope.finish().step_peak_bytes;
+    return scope.finish().iteration_peak_bytes;
   };
   // The first capture of the generators in a thread keeps one snapshot for good (NOTE [ Shared
   // RNG snapshots ]): take it before, as any earlier step would have.
@@ -145,21 +145,21 @@ TEST(SideEffects, StepPeakAroundAColdPlannerEqualsTheOneAroundAWarmPlanner) {
 }
 
 TEST(SideEffects, NestedScopesKeepTheEnclosingPeak) {
-  StepMemoryScope outer(torch::kCPU);
+  IterationMemoryScope outer(torch::kCPU);
   { auto big = torch::empty({1 << 18}, torch::kFloat32); }  // 1 MiB, freed
   {
-    StepMemoryScope inner(torch::kCPU);
+    IterationMemoryScope inner(torch::kCPU);
     { auto small = torch::empty({1 << 10}, torch::kFloat32); }  // 4 KiB
-    EXPECT_EQ(inner.finish().step_peak_bytes, 1 << 12);
+    EXPECT_EQ(inner.finish().iteration_peak_bytes, 1 << 12);
   }
   {
-    StepMemoryScope inner(torch::kCPU);
+    IterationMemoryScope inner(torch::kCPU);
     { auto huge = torch::empty({1 << 20}, torch::kFloat32); }  // 4 MiB inside the nested scope
-    EXPECT_EQ(inner.finish().step_peak_bytes, 1 << 22);
+    EXPECT_EQ(inner.finish().iteration_peak_bytes, 1 << 22);
   }
   auto kept = torch::empty({1 << 8}, torch::kFloat32);  // 1 KiB after the nested scopes
   // The outer step saw its own 1 MiB, not the nested measurement's 4 MiB.
-  EXPECT_EQ(outer.finish().step_peak_bytes, 1 << 20);
+  EXPECT_EQ(outer.finish().iteration_peak_bytes, 1 << 20);
 }
 
 TEST(SideEffects, CostModelCacheTellsModelsWithTheSameShapesApart) {

@@ -16,7 +16,7 @@ TEST(VlrnnMethod, RunsExactlyOneExtraForwardWithoutGradMinusTheLastBlock) {
     const int64_t last_block = 23 - ((23 - 1) / std::min<int64_t>(k, 23)) * std::min<int64_t>(k, 23);
     EXPECT_EQ(result.counters.forward_with_grad, 23) << "K=" << k;
     EXPECT_EQ(result.counters.backward, 23) << "K=" << k;
-    EXPECT_EQ(result.counters.forward_without_grad, 23 - last_block) << "K=" << k;
+    EXPECT_EQ(result.counters.forward_no_grad, 23 - last_block) << "K=" << k;
   }
 }
 

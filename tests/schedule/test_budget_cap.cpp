@@ -4,7 +4,7 @@
 // Shapes: T steps, B sequences, F input features, H hidden.
 #include "test_util.h"
 
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedulers.h"
 #include "vlrnn/schedule/simulator.h"
@@ -97,12 +97,12 @@ TEST(BudgetCap, MeasuredPeakNeverExceedsTheBudgetOnRandomWorkloads) {
     options.budget_bytes = budget;
     PlannerMethod planner(options);
     try {
-      const auto step = measure::measure_step(planner, w.workload(), torch::kCPU);
-      EXPECT_LE(step.memory.step_peak_bytes, budget) << w.name << " planned "
+      const auto step = measure::measure_iteration(planner, w.workload(), torch::kCPU);
+      EXPECT_LE(step.memory.iteration_peak_bytes, budget) << w.name << " planned "
                                                      << planner.current_plan().schedule.name;
       std::printf("[budget cap] %s: budget %lld measured %lld (%.1f%%), margin %.1f%%\n",
-                  w.name.c_str(), (long long)budget, (long long)step.memory.step_peak_bytes,
-                  100.0 * double(step.memory.step_peak_bytes) / double(budget),
+                  w.name.c_str(), (long long)budget, (long long)step.memory.iteration_peak_bytes,
+                  100.0 * double(step.memory.iteration_peak_bytes) / double(budget),
                   100.0 * planner.margin());
       ++ran;
     } catch (const c10::Error& e) {
@@ -130,19 +130,19 @@ TEST(BudgetCap, PercentIsOfThisBatchsFullBptt) {
   if (variable) problem.batch.lengths = torch::tensor({200, 41, 160, 97, 133, 58}, torch::kLong);
   const Workload workload = problem.workload();
   auto full = make_method("full");
-  const int64_t full_peak = measure::measure_step(*full, workload, torch::kCPU)
-                                .memory.step_peak_bytes;
+  const int64_t full_peak = measure::measure_iteration(*full, workload, torch::kCPU)
+                                .memory.iteration_peak_bytes;
   for (double percent : {20.0, 50.0}) {
     PlannerOptions options;
     options.budget_percent = percent;
     PlannerMethod planner(options);
-    const auto step = measure::measure_step(planner, workload, torch::kCPU);
+    const auto step = measure::measure_iteration(planner, workload, torch::kCPU);
     const double budget = double(full_peak) * percent / 100.0;
     std::printf("[budget cap] %s percent=%g: full %lld, budget %lld, measured %lld (%.1f%%)\n",
                 variable ? "var" : "fixed", percent, (long long)full_peak,
-                (long long)planner.checked_budget_bytes(), (long long)step.memory.step_peak_bytes,
-                100.0 * double(step.memory.step_peak_bytes) / double(full_peak));
-    EXPECT_LE(double(step.memory.step_peak_bytes), budget)
+                (long long)planner.checked_budget_bytes(), (long long)step.memory.iteration_peak_bytes,
+                100.0 * double(step.memory.iteration_peak_bytes) / double(full_peak));
+    EXPECT_LE(double(step.memory.iteration_peak_bytes), budget)
         << (variable ? "variable" : "fixed") << " lengths, percent=" << percent;
   }
   }
@@ -165,11 +165,11 @@ TEST(BudgetCap, AWrongCostModelCostsSpeedNeverTheBudget) {
   options.budget_bytes = budget;
   options.cost_model = wrong;
   PlannerMethod planner(options);
-  const auto step = measure::measure_step(planner, workload, torch::kCPU);
+  const auto step = measure::measure_iteration(planner, workload, torch::kCPU);
   std::printf("[budget cap] wrong model: budget %lld, measured %lld, margin %.1f%%\n",
-              (long long)budget, (long long)step.memory.step_peak_bytes,
+              (long long)budget, (long long)step.memory.iteration_peak_bytes,
               100.0 * planner.margin());
-  EXPECT_LE(step.memory.step_peak_bytes, budget);
+  EXPECT_LE(step.memory.iteration_peak_bytes, budget);
   EXPECT_GT(planner.margin(), 0.0) << "the first plan fitted: the test no longer tests the check";
   options.cost_model = CostModel::uniform(T + 1, 1, 1, 1, 10, 5);
   PlannerMethod mismatched(options);
@@ -205,8 +205,8 @@ TEST(BudgetCap, NoneFitsNamesTheSmallestBudgetItCanHonour) {
   EXPECT_GT(smallest, asked);
   options.budget_bytes = smallest;
   PlannerMethod honours(options);
-  const auto step = measure::measure_step(honours, workload, torch::kCPU);
-  EXPECT_LE(step.memory.step_peak_bytes, smallest);
+  const auto step = measure::measure_iteration(honours, workload, torch::kCPU);
+  EXPECT_LE(step.memory.iteration_peak_bytes, smallest);
 }
 
 }  // namespace
@@ -224,11 +224,11 @@ TEST(BudgetCap, ARaisedPercentageSaysSo) {
   options.budget_percent = 1.0;
   PlannerMethod planner(options);
   EXPECT_EQ(planner.describe(), "planner(1% of full)");
-  const auto step = measure::measure_step(planner, problem.workload(), torch::kCPU);
+  const auto step = measure::measure_iteration(planner, problem.workload(), torch::kCPU);
   EXPECT_NE(planner.describe().find("raised to " +
                                     std::to_string(planner.checked_budget_bytes()) + " bytes"),
             std::string::npos) << planner.describe();
-  EXPECT_LE(step.memory.step_peak_bytes, planner.checked_budget_bytes());
+  EXPECT_LE(step.memory.iteration_peak_bytes, planner.checked_budget_bytes());
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // against measured peaks, and the planner against uniform blocks.
 #include "test_util.h"
 
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/planner.h"
 #include "vlrnn/schedule/planner_method.h"
@@ -185,14 +185,14 @@ TEST(Simulator, PredictsTheMeasuredStepPeakWithinTenPercent) {
     for (const auto& s : schedules) {
       const auto predicted = simulate(s, model);
       ScheduleMethod method("test", s.name, [&s](const Workload&) { return s; });
-      const auto measured = measure::measure_step(method, problem.workload(), torch::kCPU);
-      const double peak_error = double(predicted.peak_bytes - measured.memory.step_peak_bytes) /
-                                double(measured.memory.step_peak_bytes);
+      const auto measured = measure::measure_iteration(method, problem.workload(), torch::kCPU);
+      const double peak_error = double(predicted.peak_bytes - measured.memory.iteration_peak_bytes) /
+                                double(measured.memory.iteration_peak_bytes);
       const double time_error = (predicted.seconds - measured.seconds) / measured.seconds;
       std::printf("[simulator] %s %s: peak predicted %lld measured %lld (%+.1f%%); time "
                   "predicted %.4f s measured %.4f s (%+.0f%%, not asserted)\n",
                   variable ? "var" : "fixed", s.name.c_str(), (long long)predicted.peak_bytes,
-                  (long long)measured.memory.step_peak_bytes, 100 * peak_error,
+                  (long long)measured.memory.iteration_peak_bytes, 100 * peak_error,
                   predicted.seconds, measured.seconds, 100 * time_error);
       // Fixed lengths: within 10%. Variable lengths (the packed path's copies are modelled
       // only roughly, see cost_measurement.h): reported, and held to 25% against regressions.

@@ -107,20 +107,20 @@ FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn:
   return out;
 }
 
-StepFlops step_flops(const FlopsPerStep& per_step, int64_t time_steps, int64_t batch,
+IterationFlops iteration_flops(const FlopsPerStep& per_step, int64_t time_steps, int64_t batch,
                      int64_t valid_steps, const StepCounters& counters) {
-  TORCH_CHECK(time_steps > 0 && batch > 0, "step_flops: expected T > 0 and B > 0, got T = ",
+  TORCH_CHECK(time_steps > 0 && batch > 0, "iteration_flops: expected T > 0 and B > 0, got T = ",
               time_steps, ", B = ", batch);
   TORCH_CHECK(valid_steps >= 0 && valid_steps <= time_steps * batch,
-              "step_flops valid_steps: expected in [0, T·B = ", time_steps * batch, "], got ",
+              "iteration_flops valid_steps: expected in [0, T·B = ", time_steps * batch, "], got ",
               valid_steps);
-  StepFlops out;
+  IterationFlops out;
   out.useful_forward = double(valid_steps) * per_step.forward();
   out.useful_backward = double(valid_steps) * per_step.backward();
   // Counters count steps of the whole batch (padded steps included), so they scale by B.
   const double extra_with_grad =
       double(std::max<int64_t>(0, counters.forward_with_grad - time_steps));
-  out.recomputed = double(batch) * (double(counters.forward_without_grad) *
+  out.recomputed = double(batch) * (double(counters.forward_no_grad) *
                                         per_step.model_forward() +
                                     extra_with_grad * per_step.forward());
   return out;

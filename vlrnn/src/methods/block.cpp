@@ -42,7 +42,7 @@ BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs
   return {std::move(loss), std::move(step_losses), std::move(exit)};
 }
 
-State advance_without_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry) {
+State forward_no_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry) {
   torch::NoGradGuard no_grad;
   return run_model(workload, workload.batch.inputs.narrow(0, t0, n), t0, n, entry).second;
 }

@@ -81,7 +81,7 @@ void GradientMethod::prepare(const Workload& workload) {
   const Workload checked = validated(workload);
   const RngCopy on_entry = RngCopy::take(checked.batch.inputs.device());
   prepare_impl(checked);
-  on_entry.restore();  // preparing draws nothing a gradient step would see
+  on_entry.restore();  // preparing draws nothing a iteration would see
 }
 
 GradientResult GradientMethod::compute(const Workload& workload) {

@@ -1,8 +1,8 @@
 #include "vlrnn/schedule/cost_measurement.h"
 
 #include "vlrnn/core/rng.h"
-#include "vlrnn/measure/step_measurement.h"
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_measurement.h"
+#include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
 #include "vlrnn/measure/timer.h"
@@ -51,14 +51,14 @@ BlockRun run_block(const Workload& workload, const torch::Tensor& inputs, int64_
   const auto device = workload.batch.inputs.device();
   BlockRun run;
   {
-    measure::StepMemoryScope scope(device);
+    measure::IterationMemoryScope scope(device);
     timer.start();
-    run.exit = advance_without_grad(workload, t0, n, entry);
+    run.exit = forward_no_grad(workload, t0, n, entry);
     run.advance_s = timer.stop();
-    run.advance_peak = scope.finish().step_peak_bytes;
+    run.advance_peak = scope.finish().iteration_peak_bytes;
   }
   const State leaves = entry.detached_leaves();
-  measure::StepMemoryScope scope(device);
+  measure::IterationMemoryScope scope(device);
   timer.start();
   auto block = forward_block(workload, inputs, t0, n, leaves);
   run.forward_grad_s = timer.stop();
@@ -67,12 +67,12 @@ BlockRun run_block(const Workload& workload, const torch::Tensor& inputs, int64_
   std::vector<torch::Tensor> seeds;
   for (const auto& h : block.exit) seeds.push_back(torch::ones_like(h));
   const State exit_grad(std::move(seeds));
-  measure::StepMemoryScope back(device);
+  measure::IterationMemoryScope back(device);
   timer.start();
   backward_block(block, exit_grad);
   run.backward_s = timer.stop();
   block = BlockForward();
-  run.backward_peak = back.finish().step_peak_bytes;
+  run.backward_peak = back.finish().iteration_peak_bytes;
   return run;
 }
 
@@ -102,18 +102,18 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
       // The head alone on outputs z [n, B, Z].
       const auto z = torch::randn({n, batch.batch_size(), workload.model.output_size()},
                                   batch.inputs.options()).requires_grad_(true);
-      measure::StepMemoryScope scope(device);
+      measure::IterationMemoryScope scope(device);
       timer.start();
       auto head = head_loss(sub, z, 0, n);
       const double s_fwd = timer.stop();
       const auto taped = scope.finish();
       p.head_tape = taped.end_bytes - taped.start_bytes;
-      measure::StepMemoryScope back(device);
+      measure::IterationMemoryScope back(device);
       timer.start();
       head.loss.backward();
       const double s_bwd = timer.stop();
       head = HeadLoss();
-      p.head_backward_peak = back.finish().step_peak_bytes;
+      p.head_backward_peak = back.finish().iteration_peak_bytes;
       if (r > 0) {
         hf.push_back(s_fwd);
         hb.push_back(s_bwd);
@@ -135,8 +135,8 @@ std::pair<double, double> fit(double v1, double v2, int64_t n1, int64_t n2) {
 }
 
 // The step peak of the executor running uniform_schedule(n, k) on the first n steps, every
-// sequence active, measured as measure_step measures a method (gradients cleared first).
-measure::StepMeasurement executor_step(const Workload& workload, int64_t n, int64_t k) {
+// sequence active, measured as measure_iteration measures a method (gradients cleared first).
+measure::IterationMeasurement executor_step(const Workload& workload, int64_t n, int64_t k) {
   const auto& x = workload.batch.inputs;
   SequenceBatch batch;
   batch.inputs = x.narrow(0, 0, n).detach().requires_grad_(x.requires_grad());  // [n, B, F]
@@ -147,11 +147,11 @@ measure::StepMeasurement executor_step(const Workload& workload, int64_t n, int6
                      workload.reduction};
   ScheduleMethod method("calibration", "calibration",
                         [n, k](const Workload&) { return uniform_schedule(n, k); });
-  return measure::measure_step(method, sub, x.device());
+  return measure::measure_iteration(method, sub, x.device());
 }
 
 int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
-  return executor_step(workload, n, k).memory.step_peak_bytes;
+  return executor_step(workload, n, k).memory.iteration_peak_bytes;
 }
 
 // Median seconds per step of the executor reversing one tape of n steps.
@@ -213,8 +213,8 @@ StateCost measure_state(const Workload& workload) {
   const auto before = RngState::capture(device);
   StateCost c;
   {
-    measure::StepMemoryScope scope(device);
-    auto exit = advance_without_grad(workload, 0, 1, workload.h0.detached());
+    measure::IterationMemoryScope scope(device);
+    auto exit = forward_no_grad(workload, 0, 1, workload.h0.detached());
     const auto mem = scope.finish();
     c.exit = std::max(bytes_of(exit), mem.end_bytes - mem.start_bytes);
   }
@@ -308,7 +308,7 @@ int64_t measure_backward_window(const Workload& workload) {
   State entry;
   {
     torch::NoGradGuard no_grad;
-    entry = a == 0 ? workload.h0.detached() : advance_without_grad(workload, 0, a, workload.h0);
+    entry = a == 0 ? workload.h0.detached() : forward_no_grad(workload, 0, a, workload.h0);
   }
   measure::DeviceTimer timer(x.device());
   int64_t best_peak = -1, best_steps = 0;

@@ -1,7 +1,7 @@
 #include "vlrnn/schedule/planner_method.h"
 
-#include "vlrnn/measure/step_measurement.h"
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_measurement.h"
+#include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
@@ -67,9 +67,9 @@ CostModel measured_cost_model(const Workload& workload) {
       return it->second;
     }
   }
-  // NOTE [ Nested step scopes ]: calibration is not the step. Inside a scope of its own,
+  // NOTE [ Nested iteration scopes ]: calibration is not the step. Inside a scope of its own,
   // what it allocates and frees does not count toward a step being measured around it.
-  measure::StepMemoryScope calibration(workload.batch.inputs.device());
+  measure::IterationMemoryScope calibration(workload.batch.inputs.device());
   cache.entries.emplace_front(sig, measure_cost_model(workload));
   if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
   return cache.entries.front().second;
@@ -130,7 +130,7 @@ int64_t full_bptt_reference(const CostModel& model) {
 
 namespace {
 
-// The measured step peak of `schedule` on `workload`, measured as measure_step measures a
+// The measured step peak of `schedule` on `workload`, measured as measure_iteration measures a
 // method (gradients cleared first), leaving gradients and generators as they were. The
 // caller's step does what this one would not on an already validated workload: it makes
 // h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
@@ -148,7 +148,7 @@ int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
   for (const auto& h : workload.h0) h0.push_back(h.detach().requires_grad_(h.requires_grad()));
   as_called.h0 = workload.h0.requires_grad() ? State(std::move(h0)) : State();
   const auto device = workload.batch.inputs.device();
-  return measure::measure_step(method, as_called, device).memory.step_peak_bytes +
+  return measure::measure_iteration(method, as_called, device).memory.iteration_peak_bytes +
          RngState::capture(device).bytes();
 }
 

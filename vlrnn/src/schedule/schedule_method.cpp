@@ -23,98 +23,123 @@ struct Tape {
   BlockForward block;
 };
 
+// The executor's state while it runs one schedule: what is stored, what is taped, δh, and the
+// result being filled. One member function per op kind.
+class Executor {
+ public:
+  Executor(const Schedule& schedule, const Workload& workload)
+      : workload_(workload), inputs_(workload.batch.inputs), T_(workload.batch.time_steps()),
+        want_input_grad_(inputs_.requires_grad()) {
+    TORCH_CHECK(schedule.time_steps == T_, "schedule ", schedule.name, ": made for T = ",
+                schedule.time_steps, " steps, but the batch has T = ", T_);
+    schedule.validate();
+    result_.step_losses = torch::zeros({T_, workload.batch.batch_size()},
+                                       inputs_.options().requires_grad(false));  // [T, B]
+    loss_ = torch::zeros({}, inputs_.options().requires_grad(false));
+    if (want_input_grad_) input_grad_ = torch::zeros_like(inputs_, torch::MemoryFormat::Contiguous);
+    stored_[0] = {workload.h0, RngState::capture(inputs_.device())};
+  }
+
+  void run(const Op& op) {
+    switch (op.kind) {
+      case OpKind::kForwardNoGrad: forward_no_grad_op(op.begin, op.end); break;
+      case OpKind::kForwardGrad: forward_grad_op(op.begin, op.end); break;
+      case OpKind::kBackward: backward_op(op.begin, op.end); break;
+      case OpKind::kFree: stored_.erase(op.begin); break;
+    }
+  }
+
+  GradientResult finish() {
+    stored_.clear();
+    after_forward_.restore();
+    if (want_input_grad_) accumulate_input_grad(inputs_, input_grad_);
+    result_.loss = loss_;
+    return std::move(result_);
+  }
+
+ private:
+  // Steps [a, b) without autograd, from the state stored at a; stores the state at b.
+  void forward_no_grad_op(int64_t a, int64_t b) {
+    const Stored& from = stored_.at(a);
+    from.rng.restore();  // re-running from a stored state draws what the first pass drew
+    State h = from.state;
+    for (int64_t t0 = a; t0 < b; t0 += kAdvanceChunk) {  // NOTE [ Chunked advance ]
+      h = forward_no_grad(workload_, t0, std::min(kAdvanceChunk, b - t0), h);
+    }
+    result_.counters.forward_no_grad += b - a;
+    if (b == T_) note_end(h);
+    stored_[b] = {std::move(h), RngState::capture(inputs_.device())};
+  }
+
+  // Steps [a, b) with autograd, from the state stored at a: a tape for backward_op.
+  void forward_grad_op(int64_t a, int64_t b) {
+    const int64_t n = b - a;
+    const Stored& from = stored_.at(a);
+    from.rng.restore();
+    Tape tape;
+    tape.end = b;
+    // Step 0 starts from the caller's h0 so its gradient lands where autograd would put
+    // it; later ranges start from detached leaves whose .grad() is δh.
+    tape.entry = a == 0 ? workload_.h0 : from.state.detached_leaves();
+    tape.inputs = inputs_.narrow(0, a, n);  // [n, B, F]
+    if (want_input_grad_) tape.inputs = tape.inputs.detach().requires_grad_(true);
+    tape.block = forward_block(workload_, tape.inputs, a, n, tape.entry);
+    result_.counters.forward_with_grad += n;
+    loss_ += tape.block.loss.detach();
+    result_.step_losses.narrow(0, a, n).copy_(tape.block.step_losses);
+    if (b == T_) note_end(tape.block.exit);
+    tapes_[a] = std::move(tape);
+  }
+
+  // Back-propagates the tape of [a, b) seeded with δh at b; leaves δh at a.
+  void backward_op(int64_t a, int64_t b) {
+    auto it = tapes_.find(a);
+    Tape& tape = it->second;
+    backward_block(tape.block, delta_);
+    result_.counters.backward += b - a;
+    std::vector<torch::Tensor> entry_grads;  // δh at a
+    if (a > 0) {
+      for (const auto& h : tape.entry) entry_grads.push_back(h.grad());
+    }
+    delta_ = State(std::move(entry_grads));
+    // NOTE [ Steps no sequence reaches ]: when every sequence ends before a (a batch
+    // padded to a bucket length), the range's inputs feed nothing and get no gradient;
+    // their slice of dL/dx stays zero, as in full BPTT.
+    if (want_input_grad_ && tape.inputs.grad().defined()) {
+      input_grad_.narrow(0, a, b - a).copy_(tape.inputs.grad());
+    }
+    tapes_.erase(it);
+  }
+
+  // The first op to reach T fixes the final state and where one forward pass leaves the
+  // generators.
+  void note_end(const State& final_state) {
+    if (reached_end_) return;
+    reached_end_ = true;
+    result_.final_state = final_state.detached();
+    after_forward_ = RngState::capture(inputs_.device());
+  }
+
+  const Workload& workload_;
+  const torch::Tensor& inputs_;  // [T, B, F]
+  const int64_t T_;
+  const bool want_input_grad_;
+  GradientResult result_;
+  torch::Tensor loss_;
+  torch::Tensor input_grad_;  // [T, B, F]
+  std::map<int64_t, Stored> stored_;
+  std::map<int64_t, Tape> tapes_;
+  State delta_;              // δh at the start of the last back-propagated range; empty at T
+  RngState after_forward_;   // where one forward pass leaves the generators
+  bool reached_end_ = false;
+};
+
 }  // namespace
 
 GradientResult execute_schedule(const Schedule& schedule, const Workload& workload) {
-  const auto& inputs = workload.batch.inputs;  // [T, B, F]
-  const int64_t T = workload.batch.time_steps();
-  TORCH_CHECK(schedule.time_steps == T, "schedule ", schedule.name, ": made for T = ",
-              schedule.time_steps, " steps, but the batch has T = ", T);
-  schedule.validate();
-
-  GradientResult result;
-  result.step_losses = torch::zeros({T, workload.batch.batch_size()},
-                                    inputs.options().requires_grad(false));  // [T, B]
-  auto loss = torch::zeros({}, inputs.options().requires_grad(false));
-  const bool want_input_grad = inputs.requires_grad();
-  torch::Tensor input_grad;  // [T, B, F]
-  if (want_input_grad) input_grad = torch::zeros_like(inputs, torch::MemoryFormat::Contiguous);
-
-  std::map<int64_t, Stored> stored;
-  stored[0] = {workload.h0, RngState::capture(inputs.device())};
-  std::map<int64_t, Tape> tapes;
-  State delta;  // δh at the start of the last back-propagated range; empty at T
-  RngState after_forward;  // where one forward pass leaves the generators
-  bool reached_end = false;
-  const auto note_end = [&](const State& final_state) {
-    if (reached_end) return;
-    reached_end = true;
-    result.final_state = final_state.detached();
-    after_forward = RngState::capture(inputs.device());
-  };
-
-  for (const Op& op : schedule.ops) {
-    const int64_t a = op.begin, b = op.end, n = op.end - op.begin;
-    switch (op.kind) {
-      case OpKind::kForwardNoGrad: {
-        const Stored& from = stored.at(a);
-        from.rng.restore();  // re-running from a stored state draws what the first pass drew
-        State h = from.state;
-        for (int64_t t0 = a; t0 < b; t0 += kAdvanceChunk) {  // NOTE [ Chunked advance ]
-          h = advance_without_grad(workload, t0, std::min(kAdvanceChunk, b - t0), h);
-        }
-        result.counters.forward_without_grad += n;
-        if (b == T) note_end(h);
-        stored[b] = {std::move(h), RngState::capture(inputs.device())};
-        break;
-      }
-      case OpKind::kForwardGrad: {
-        const Stored& from = stored.at(a);
-        from.rng.restore();
-        Tape tape;
-        tape.end = b;
-        // Step 0 starts from the caller's h0 so its gradient lands where autograd would put
-        // it; later ranges start from detached leaves whose .grad() is δh.
-        tape.entry = a == 0 ? workload.h0 : from.state.detached_leaves();
-        tape.inputs = inputs.narrow(0, a, n);  // [n, B, F]
-        if (want_input_grad) tape.inputs = tape.inputs.detach().requires_grad_(true);
-        tape.block = forward_block(workload, tape.inputs, a, n, tape.entry);
-        result.counters.forward_with_grad += n;
-        loss += tape.block.loss.detach();
-        result.step_losses.narrow(0, a, n).copy_(tape.block.step_losses);
-        if (b == T) note_end(tape.block.exit);
-        tapes[a] = std::move(tape);
-        break;
-      }
-      case OpKind::kBackward: {
-        auto it = tapes.find(a);
-        Tape& tape = it->second;
-        backward_block(tape.block, delta);
-        result.counters.backward += n;
-        std::vector<torch::Tensor> entry_grads;  // δh at a
-        if (a > 0) {
-          for (const auto& h : tape.entry) entry_grads.push_back(h.grad());
-        }
-        delta = State(std::move(entry_grads));
-        // NOTE [ Steps no sequence reaches ]: when every sequence ends before a (a batch
-        // padded to a bucket length), the range's inputs feed nothing and get no gradient;
-        // their slice of dL/dx stays zero, as in full BPTT.
-        if (want_input_grad && tape.inputs.grad().defined()) {
-          input_grad.narrow(0, a, n).copy_(tape.inputs.grad());
-        }
-        tapes.erase(it);
-        break;
-      }
-      case OpKind::kFree:
-        stored.erase(a);
-        break;
-    }
-  }
-  stored.clear();
-  after_forward.restore();
-  if (want_input_grad) accumulate_input_grad(inputs, input_grad);
-  result.loss = loss;
-  return result;
+  Executor executor(schedule, workload);
+  for (const Op& op : schedule.ops) executor.run(op);
+  return executor.finish();
 }
 
 ScheduleMethod::ScheduleMethod(std::string name, std::string description, Scheduler scheduler)

@@ -39,7 +39,7 @@ class RngState {
 };
 
 // Copies of the generators themselves (engine objects, no tensor): cheap enough to take on
-// every gradient step and invisible to the memory meters, for putting the generators back
+// every iteration and invisible to the memory meters, for putting the generators back
 // when a method fails midway (NOTE [ Generators on failure ] in gradient_method.cpp).
 class RngCopy {
  public:

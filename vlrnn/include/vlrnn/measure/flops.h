@@ -1,5 +1,5 @@
 #pragma once
-// An analytical FLOP model of one gradient step, from the model's shape alone.
+// An analytical FLOP model of one iteration, from the model's shape alone.
 // Shapes: F = input features, H = hidden, L = layers, C = head outputs, per step and per
 // sequence; a FLOP is one multiply or one add (a GEMM of [m, k] x [k, n] costs 2·m·k·n).
 //
@@ -55,8 +55,8 @@ FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn:
                                 const std::string& head_kind, int64_t head_outputs);
 bool has_flop_model(const std::string& model_kind);  // true: flops_per_step() knows it
 
-// The FLOPs of one gradient step.
-struct StepFlops {
+// The FLOPs of one iteration.
+struct IterationFlops {
   double useful_forward = 0.0;   // forward over every valid step
   double useful_backward = 0.0;  // backward over every valid step
   double recomputed = 0.0;       // extra forward work the method spent (overhead)
@@ -69,7 +69,7 @@ struct StepFlops {
 
 // `valid_steps` is the number of (step, sequence) pairs that count: T·B, or the sum of the
 // lengths of a variable-length batch. `counters` come from the method's GradientResult.
-StepFlops step_flops(const FlopsPerStep& per_step, int64_t time_steps, int64_t batch,
+IterationFlops iteration_flops(const FlopsPerStep& per_step, int64_t time_steps, int64_t batch,
                      int64_t valid_steps, const StepCounters& counters);
 
 }  // namespace vlrnn::measure

@@ -43,7 +43,7 @@ BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs
                            int64_t n, const State& entry);
 
 // Runs the model only (no head, no autograd) on steps [t0, t0 + n): returns the exit state.
-State advance_without_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry);
+State forward_no_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry);
 
 // Back-propagates a block from both of its roots at once: its loss (seed 1) and its exit
 // state, seeded with `exit_grad` (the δh flowing back from the next block; empty for the

@@ -14,7 +14,7 @@
 
 namespace vlrnn {
 
-// One gradient step's inputs: model, head, data, initial state and reduction.
+// One iteration's inputs: model, head, data, initial state and reduction.
 struct Workload {
   RecurrentModule& model;
   OutputModule& head;
@@ -26,7 +26,7 @@ struct Workload {
 // How many steps each phase ran (summed over all blocks / segments).
 struct StepCounters {
   int64_t forward_with_grad = 0;     // steps run with autograd recording
-  int64_t forward_without_grad = 0;  // steps run under NoGradGuard (recomputation sources)
+  int64_t forward_no_grad = 0;  // steps run under NoGradGuard (recomputation sources)
   int64_t backward = 0;              // steps back-propagated through
 };
 
@@ -46,7 +46,7 @@ class GradientMethod {
 
   // Validates `workload` (shapes, dtypes, state, targets) and computes the gradients.
   GradientResult compute(const Workload& workload);
-  // NOTE [ Preparing is not the step ]: does, once and ahead of the gradient steps, what the
+  // NOTE [ Preparing is not the step ]: does, once and ahead of the iterations, what the
   // method measures about a workload (the planner's cost model), so that no measured step
   // pays for it. Drivers that measure steps call it first; compute() on a workload that was
   // not prepared prepares it itself, and that first step then includes the work.

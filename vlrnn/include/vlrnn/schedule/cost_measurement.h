@@ -1,6 +1,6 @@
 #pragma once
 // Measures a cost model (cost_model.h) on a workload, on its own device, from a few short
-// runs: exact bytes from StepMemoryScope, times from the device timer (median of repeats).
+// runs: exact bytes from IterationMemoryScope, times from the device timer (median of repeats).
 //
 // NOTE [ Fitting the cost model ]
 // Each phase (advance without grad, forward with grad, backward, and the head alone) runs on

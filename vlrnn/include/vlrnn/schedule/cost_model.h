@@ -37,7 +37,7 @@ struct CostModel {
   // buffers over as the gradients). For one-step tapes and for longer ones.
   int64_t accumulate_single_bytes = 0;
   int64_t accumulate_bytes = 0;
-  // Live for the whole gradient step: parameter gradients, per-step losses, the dL/dx
+  // Live for the whole iteration: parameter gradients, per-step losses, the dL/dx
   // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots.
   int64_t fixed_bytes = 0;
   // Parameter gradients: allocated by the first backward call, live from then on.

@@ -16,11 +16,11 @@
 namespace vlrnn::schedule {
 
 struct PlannerOptions {
-  // Budget for the measured step peak (bytes above parameters + data): a hard cap. 0 = use
+  // Budget for the measured iteration peak (bytes above parameters + data): a hard cap. 0 = use
   // budget_percent. Below the smallest budget the planner can honour, prepare() throws
   // naming that budget.
   int64_t budget_bytes = 0;
-  // Budget as a percentage of full BPTT's step peak on this batch, variable lengths included
+  // Budget as a percentage of full BPTT's iteration peak on this batch, variable lengths included
   // (used when budget_bytes is 0), raised to the smallest budget the planner can honour
   // when below it.
   double budget_percent = 10.0;

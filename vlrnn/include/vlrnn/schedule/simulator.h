@@ -20,7 +20,7 @@
 namespace vlrnn::schedule {
 
 struct Prediction {
-  int64_t peak_bytes = 0;  // the step peak (bytes above parameters + data)
+  int64_t peak_bytes = 0;  // the iteration peak (bytes above parameters + data)
   int64_t peak_op = -1;    // the op at which it happens (-1: fixed bytes alone)
   double seconds = 0.0;
   ScheduleCounts counts;

@@ -1,25 +1,25 @@
 #include "test_util.h"
 
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/core/rng.h"
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_memory.h"
 
 namespace vlrnn::measure {
 namespace {
 
-TEST(StepMemoryScope, ReportsThePeakAboveTheBytesLiveAtTheStart) {
+TEST(IterationMemoryScope, ReportsThePeakAboveTheBytesLiveAtTheStart) {
   auto before = torch::empty({1 << 18}, torch::kFloat32);  // 1 MiB live at the start
-  StepMemoryScope scope(torch::kCPU);
+  IterationMemoryScope scope(torch::kCPU);
   auto kept = torch::empty({1 << 16}, torch::kFloat32);  // 256 KiB
   { auto temporary = torch::empty({1 << 17}, torch::kFloat32); }  // 512 KiB
   const auto memory = scope.finish();
-  EXPECT_EQ(memory.step_peak_bytes, (1 << 18) + (1 << 19));
+  EXPECT_EQ(memory.iteration_peak_bytes, (1 << 18) + (1 << 19));
   EXPECT_EQ(memory.end_bytes - memory.start_bytes, 1 << 18);
-  EXPECT_EQ(memory.peak_bytes - memory.start_bytes, memory.step_peak_bytes);
+  EXPECT_EQ(memory.peak_bytes - memory.start_bytes, memory.iteration_peak_bytes);
 }
 
-TEST(StepMemoryScope, ReportsTheProcessPeakRss) {
-  StepMemoryScope scope(torch::kCPU);
+TEST(IterationMemoryScope, ReportsTheProcessPeakRss) {
+  IterationMemoryScope scope(torch::kCPU);
   const auto memory = scope.finish();
   EXPECT_GT(memory.peak_rss_bytes, 0);  // Linux: /proc/self/status has VmHWM
 }
@@ -31,7 +31,7 @@ TEST(WorkloadBytes, CountsParametersAndDataOnce) {
   EXPECT_EQ(workload_bytes(p.workload()), expected);
 }
 
-// Step peak of `spec` on an LSTM with F = 8, H = 32, C = 8, B = 4, T steps, float32.
+// Iteration peak of `spec` on an LSTM with F = 8, H = 32, C = 8, B = 4, T steps, float32.
 int64_t step_peak(const std::string& spec, int64_t steps) {
   torch::manual_seed(3);
   auto model = make_model({"lstm", 8, 32, 1});
@@ -41,30 +41,30 @@ int64_t step_peak(const std::string& spec, int64_t steps) {
   batch.targets = torch::randint(0, 8, {steps, 4}, torch::kLong);  // [T, B]
   const Workload workload{*model, *head, batch};
   auto method = make_method_from_spec(spec);
-  measure_step(*method, workload, torch::kCPU);  // warm: first-call allocations
-  return measure_step(*method, workload, torch::kCPU).memory.step_peak_bytes;
+  measure_iteration(*method, workload, torch::kCPU);  // warm: first-call allocations
+  return measure_iteration(*method, workload, torch::kCPU).memory.iteration_peak_bytes;
 }
 
 // NOTE: what this proves is that nothing of a block's graph outlives the block: with K
-// fixed, VLRNN's step peak barely moves when T grows 4x (only the stored block-entry states
+// fixed, VLRNN's iteration peak barely moves when T grows 4x (only the stored block-entry states
 // and the [T, B] per-step losses grow), while full BPTT keeps all T steps' activations.
-TEST(StepMemory, VlrnnPeakIsFlatInTWhileFullBpttGrowsLinearly) {
+TEST(IterationMemory, VlrnnPeakIsFlatInTWhileFullBpttGrowsLinearly) {
   const double vlrnn_growth =
       double(step_peak("vlrnn:block=16", 1024)) / double(step_peak("vlrnn:block=16", 256));
   const double full_growth = double(step_peak("full", 1024)) / double(step_peak("full", 256));
-  std::printf("step peak T=1024 / T=256: vlrnn(K=16) %.3f, full %.3f\n", vlrnn_growth,
+  std::printf("iteration peak T=1024 / T=256: vlrnn(K=16) %.3f, full %.3f\n", vlrnn_growth,
               full_growth);
   EXPECT_LE(vlrnn_growth, 1.5);
   EXPECT_GE(full_growth, 3.5);
   EXPECT_LE(full_growth, 4.5);
 }
 
-TEST(StepMeasurement, ClearsGradientsSoEachStepAllocatesThem) {
+TEST(IterationMeasurement, ClearsGradientsSoEachStepAllocatesThem) {
   testing::SmallProblem p;
   auto method = make_method("full");
-  const auto first = measure_step(*method, p.workload(), torch::kCPU);
-  const auto second = measure_step(*method, p.workload(), torch::kCPU);
-  EXPECT_EQ(first.memory.step_peak_bytes, second.memory.step_peak_bytes);
+  const auto first = measure_iteration(*method, p.workload(), torch::kCPU);
+  const auto second = measure_iteration(*method, p.workload(), torch::kCPU);
+  EXPECT_EQ(first.memory.iteration_peak_bytes, second.memory.iteration_peak_bytes);
   EXPECT_EQ(second.counters.forward_with_grad, 12);
   EXPECT_GT(second.seconds, 0.0);
 }
@@ -77,7 +77,7 @@ namespace {
 
 // NOTE [ Preparing is not the step ]: a cold planner's first measured step reports what its
 // later steps report, and takes no longer than a few of them (no calibration inside).
-TEST(StepMeasurement, AColdPlannersFirstStepIsLikeItsLaterSteps) {
+TEST(IterationMeasurement, AColdPlannersFirstStepIsLikeItsLaterSteps) {
   torch::manual_seed(6);
   auto model = make_model({"lstm", 4, 13, 2});
   auto head = make_head("ce", 13, 5);
@@ -87,10 +87,10 @@ TEST(StepMeasurement, AColdPlannersFirstStepIsLikeItsLaterSteps) {
   const Workload workload{*model, *head, batch};
   RngState::capture(torch::kCPU);  // the thread's first snapshot, kept for good
   auto planner = make_method("planner", {{"percent", 20}});
-  const auto first = measure_step(*planner, workload, torch::kCPU);
-  const auto second = measure_step(*planner, workload, torch::kCPU);
-  EXPECT_EQ(first.memory.step_peak_bytes, second.memory.step_peak_bytes);
-  EXPECT_EQ(first.counters.forward_without_grad, second.counters.forward_without_grad);
+  const auto first = measure_iteration(*planner, workload, torch::kCPU);
+  const auto second = measure_iteration(*planner, workload, torch::kCPU);
+  EXPECT_EQ(first.memory.iteration_peak_bytes, second.memory.iteration_peak_bytes);
+  EXPECT_EQ(first.counters.forward_no_grad, second.counters.forward_no_grad);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "vlrnn/measure/step_measurement.h"
+#include "vlrnn/measure/iteration_measurement.h"
 
 #include "vlrnn/measure/timer.h"
 
@@ -18,15 +18,15 @@ void clear_gradients(const Workload& workload) {
   drop_grad(workload.batch.inputs);
 }
 
-StepMeasurement measure_step(GradientMethod& method, const Workload& workload,
+IterationMeasurement measure_iteration(GradientMethod& method, const Workload& workload,
                              torch::Device device) {
   // NOTE [ Preparing is not the step ]: the planner's calibration, for instance, happens
   // here, outside the timer and the memory scope.
   method.prepare(workload);
   clear_gradients(workload);
-  StepMeasurement out;
+  IterationMeasurement out;
   DeviceTimer timer(device);
-  StepMemoryScope memory(device);
+  IterationMemoryScope memory(device);
   timer.start();
   {
     const GradientResult result = method.compute(workload);

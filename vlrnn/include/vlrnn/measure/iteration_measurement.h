@@ -1,16 +1,16 @@
 #pragma once
-// One measured gradient step: its time, its memory and the method's counters.
+// One measured iteration: its time, its memory and the method's counters.
 
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/methods/gradient_method.h"
 
 #include <torch/torch.h>
 
 namespace vlrnn::measure {
 
-struct StepMeasurement {
+struct IterationMeasurement {
   double seconds = 0.0;  // wall clock of compute(), device synchronized at both ends
-  StepMemory memory;
+  IterationMemory memory;
   StepCounters counters;
 };
 
@@ -23,7 +23,7 @@ void clear_gradients(const Workload& workload);
 // clear_gradients(), then one GradientMethod::compute() inside a memory scope and a timer.
 // The result tensors are released before the memory scope closes their accounting: the
 // step's peak already saw them.
-StepMeasurement measure_step(GradientMethod& method, const Workload& workload,
+IterationMeasurement measure_iteration(GradientMethod& method, const Workload& workload,
                              torch::Device device);
 
 }  // namespace vlrnn::measure

@@ -1,4 +1,4 @@
-#include "vlrnn/measure/step_memory.h"
+#include "vlrnn/measure/iteration_memory.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/process_memory.h"
@@ -30,19 +30,19 @@ CudaBytes cuda_allocated(const torch::Device& device) {
 }
 #endif
 
-// The innermost open scope (NOTE [ Nested step scopes ]).
-StepMemoryScope* innermost_scope = nullptr;
+// The innermost open scope (NOTE [ Nested iteration scopes ]).
+IterationMemoryScope* innermost_scope = nullptr;
 
 }  // namespace
 
-int64_t StepMemoryScope::device_peak_bytes() const {
+int64_t IterationMemoryScope::device_peak_bytes() const {
 #ifdef VLRNN_WITH_CUDA
   if (device_.is_cuda()) return cuda_allocated(device_).peak;
 #endif
   return CpuMemoryTracker::instance().peak_bytes();
 }
 
-void StepMemoryScope::reset_device_peak() const {
+void IterationMemoryScope::reset_device_peak() const {
 #ifdef VLRNN_WITH_CUDA
   if (device_.is_cuda()) {
     c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device_));
@@ -52,13 +52,13 @@ void StepMemoryScope::reset_device_peak() const {
   CpuMemoryTracker::instance().reset_peak();
 }
 
-StepMemoryScope::StepMemoryScope(torch::Device device) : device_(device) {
+IterationMemoryScope::IterationMemoryScope(torch::Device device) : device_(device) {
 #ifdef VLRNN_WITH_CUDA
   const bool supported = device_.is_cpu() || device_.is_cuda();
 #else
   const bool supported = device_.is_cpu();
 #endif
-  TORCH_CHECK(supported, "StepMemoryScope device: expected cpu (or cuda in a "
+  TORCH_CHECK(supported, "IterationMemoryScope device: expected cpu (or cuda in a "
               "VLRNN_WITH_CUDA build), got ", device_);
   synchronize(device_);  // work queued before the step must not land inside it
   if (device_.is_cpu()) {
@@ -87,9 +87,9 @@ StepMemoryScope::StepMemoryScope(torch::Device device) : device_(device) {
   memory_.start_bytes = CpuMemoryTracker::instance().current_bytes();
 }
 
-StepMemoryScope::~StepMemoryScope() { close(); }
+IterationMemoryScope::~IterationMemoryScope() { close(); }
 
-void StepMemoryScope::close() {
+void IterationMemoryScope::close() {
   if (!open_) return;
   open_ = false;
   if (innermost_scope == this) innermost_scope = enclosing_;
@@ -101,10 +101,10 @@ void StepMemoryScope::close() {
   if (installed_tracker_) CpuMemoryTracker::instance().uninstall();
 }
 
-StepMemory StepMemoryScope::finish() {
-  TORCH_CHECK(open_, "StepMemoryScope::finish: the scope was already finished");
+IterationMemory IterationMemoryScope::finish() {
+  TORCH_CHECK(open_, "IterationMemoryScope::finish: the scope was already finished");
   synchronize(device_);
-  StepMemory out = memory_;
+  IterationMemory out = memory_;
 #ifdef VLRNN_WITH_CUDA
   if (device_.is_cuda()) {
     out.end_bytes = cuda_allocated(device_).current;
@@ -114,7 +114,7 @@ StepMemory StepMemoryScope::finish() {
     out.end_bytes = CpuMemoryTracker::instance().current_bytes();
   }
   out.peak_bytes = std::max(carried_peak_bytes_, device_peak_bytes());
-  out.step_peak_bytes = std::max<int64_t>(0, out.peak_bytes - out.start_bytes);
+  out.iteration_peak_bytes = std::max<int64_t>(0, out.peak_bytes - out.start_bytes);
   out.peak_rss_bytes = std::max(carried_peak_rss_bytes_, peak_rss_bytes());
   close();
   return out;
