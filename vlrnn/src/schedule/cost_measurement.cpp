@@ -36,6 +36,46 @@ struct Phase {
   int64_t advance_peak = 0, tape = 0, backward_peak = 0, head_tape = 0, head_backward_peak = 0;
 };
 
+// NOTE [ One block, measured ]: block [t0, t0 + n) of `workload` run as the executor runs
+// it: an advance without grad from `entry`, then a tape from its detached leaves over
+// `inputs` [n, B, F] and the backward from both roots (seeds of ones), each timed and
+// measured in a step scope of its own.
+struct BlockRun {
+  double advance_s = 0, forward_grad_s = 0, backward_s = 0;
+  int64_t advance_peak = 0, tape = 0, backward_peak = 0;
+  State exit;  // the advance's exit
+};
+
+BlockRun run_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0, int64_t n,
+                   const State& entry, measure::DeviceTimer& timer) {
+  const auto device = workload.batch.inputs.device();
+  BlockRun run;
+  {
+    measure::IterationMemoryScope scope(device);
+    timer.start();
+    run.exit = forward_no_grad(workload, t0, n, entry);
+    run.advance_s = timer.stop();
+    run.advance_peak = scope.finish().iteration_peak_bytes;
+  }
+  const State leaves = entry.detached_leaves();
+  measure::IterationMemoryScope scope(device);
+  timer.start();
+  auto block = forward_block(workload, inputs, t0, n, leaves);
+  run.forward_grad_s = timer.stop();
+  const auto taped = scope.finish();
+  run.tape = taped.end_bytes - taped.start_bytes;
+  std::vector<torch::Tensor> seeds;
+  for (const auto& h : block.exit) seeds.push_back(torch::ones_like(h));
+  const State exit_grad(std::move(seeds));
+  measure::IterationMemoryScope back(device);
+  timer.start();
+  backward_block(block, exit_grad);
+  run.backward_s = timer.stop();
+  block = BlockForward();
+  run.backward_peak = back.finish().iteration_peak_bytes;
+  return run;
+}
+
 Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
   const auto device = workload.batch.inputs.device();
   // The first n steps, every sequence active, inputs without grad: a block in the middle of
@@ -49,36 +89,14 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
   std::vector<double> adv, fwd, bwd, hf, hb;
   measure::DeviceTimer timer(device);
   for (int64_t r = 0; r < repeats + 1; ++r) {  // the first round warms up, untimed
-    {
-      measure::IterationMemoryScope scope(device);
-      timer.start();
-      auto exit = forward_no_grad(sub, 0, n, sub.h0);
-      const double s = timer.stop();
-      exit = State();
-      if (r > 0) adv.push_back(s);
-      p.advance_peak = scope.finish().iteration_peak_bytes;
-    }
-    {
-      const State entry = sub.h0.detached_leaves();
-      measure::IterationMemoryScope scope(device);
-      timer.start();
-      auto block = forward_block(sub, batch.inputs, 0, n, entry);
-      const double s_fwd = timer.stop();
-      const auto taped = scope.finish();
-      p.tape = taped.end_bytes - taped.start_bytes;
-      std::vector<torch::Tensor> seeds;
-      for (const auto& h : block.exit) seeds.push_back(torch::ones_like(h));
-      const State exit_grad(std::move(seeds));
-      measure::IterationMemoryScope back(device);
-      timer.start();
-      backward_block(block, exit_grad);
-      const double s_bwd = timer.stop();
-      block = BlockForward();
-      p.backward_peak = back.finish().iteration_peak_bytes;
-      if (r > 0) {
-        fwd.push_back(s_fwd);
-        bwd.push_back(s_bwd);
-      }
+    const BlockRun run = run_block(sub, batch.inputs, 0, n, sub.h0, timer);
+    p.advance_peak = run.advance_peak;
+    p.tape = run.tape;
+    p.backward_peak = run.backward_peak;
+    if (r > 0) {
+      adv.push_back(run.advance_s);
+      fwd.push_back(run.forward_grad_s);
+      bwd.push_back(run.backward_s);
     }
     {
       // The head alone on outputs z [n, B, Z].
@@ -116,26 +134,7 @@ std::pair<double, double> fit(double v1, double v2, int64_t n1, int64_t n2) {
   return {slope, std::max(0.0, v1 - slope * double(n1))};
 }
 
-// Bytes a tape of n steps keeps when half of the sequences end halfway through it: the
-// packed path a variable-length batch takes in blocks where a sequence ends.
-int64_t packed_tape_bytes(const Workload& workload, int64_t n) {
-  const int64_t B = workload.batch.batch_size();
-  SequenceBatch batch;
-  batch.inputs = workload.batch.inputs.narrow(0, 0, n).detach();  // [n, B, F]
-  batch.targets = workload.batch.targets.narrow(0, 0, n);
-  auto lengths = torch::full({B}, n, torch::kLong);  // [B]
-  for (int64_t b = 1; b < B; b += 2) lengths[b] = std::max<int64_t>(1, n / 2);
-  batch.lengths = lengths;
-  const Workload sub{workload.model, workload.head, batch, workload.h0.detached(),
-                     workload.reduction};
-  const State entry = sub.h0.detached_leaves();
-  measure::IterationMemoryScope scope(workload.batch.inputs.device());
-  auto block = forward_block(sub, batch.inputs, 0, n, entry);
-  const auto mem = scope.finish();
-  return mem.end_bytes - mem.start_bytes;
-}
-
-// The iteration peak of the executor running uniform_schedule(n, k) on the first n steps, every
+// The step peak of the executor running uniform_schedule(n, k) on the first n steps, every
 // sequence active, measured as measure_iteration measures a method (gradients cleared first).
 measure::IterationMeasurement executor_step(const Workload& workload, int64_t n, int64_t k) {
   const auto& x = workload.batch.inputs;
@@ -163,177 +162,276 @@ double tape_step_seconds(const Workload& workload, int64_t n, int64_t repeats) {
   return median(seconds) / double(n);
 }
 
-}  // namespace
 
-CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions& options) {
-  const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
-  const int64_t n2 = std::min(options.long_steps, T);
-  const int64_t n1 = std::min(options.short_steps, std::max<int64_t>(1, n2 - 1));
-  TORCH_CHECK(options.repeats >= 1, "cost measurement repeats: expected >= 1, got ",
-              options.repeats);
-  const auto device = workload.batch.inputs.device();
-  const auto& x = workload.batch.inputs;
+// Per-step and per-call costs of the fused path (every sequence active), from the first n1
+// and n2 steps (NOTE [ Fitting the cost model ]).
+struct PrefixFit {
+  double advance_s = 0, forward_grad_s = 0, backward_s = 0, head_forward_s = 0,
+         head_backward_s = 0;   // seconds per step
+  double op_s = 0;              // seconds per call
+  double advance_b = 0, tape_b = 0, tape_op_b = 0;  // bytes per step; tape_op_b per tape
+  double backward_peak_b = 0, backward_peak_op_b = 0;  // measure_length's backward peak
+  int64_t n1 = 0, n2 = 0;
+};
 
-  // Parameter gradients as they were; the generators where they were.
-  std::vector<torch::Tensor> params;
-  for (const auto& p : workload.model.parameters()) params.push_back(p);
-  for (const auto& p : workload.head.parameters()) params.push_back(p);
-  std::vector<torch::Tensor> saved_grads;
-  for (auto& p : params) saved_grads.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
-  const auto rng = RngState::capture(device);
-
-  CostModel m;
-  const auto cell = [&](int64_t n) { return measure_length(workload, n, options.repeats); };
-  Phase p1, p2;
-  if (n2 > n1) {
-    p1 = cell(n1);
-    p2 = cell(n2);
-  } else {  // T = 1: one length; everything is per step
-    p2 = cell(n2);
-  }
-  const int64_t a1 = n2 > n1 ? n1 : 0;
+PrefixFit fit_prefix(const Workload& workload, const CostMeasureOptions& options) {
+  PrefixFit f;
+  const int64_t T = workload.batch.time_steps();
+  f.n2 = std::min(options.long_steps, T);
+  f.n1 = std::min(options.short_steps, std::max<int64_t>(1, f.n2 - 1));
+  const bool two = f.n2 > f.n1;  // T = 1: one length; everything is per step
+  const Phase p1 = two ? measure_length(workload, f.n1, options.repeats) : Phase();
+  const Phase p2 = measure_length(workload, f.n2, options.repeats);
   const auto line = [&](double v1, double v2) {
-    return n2 > n1 ? fit(v1, v2, a1, n2) : std::pair<double, double>{v2, 0.0};
+    return two ? fit(v1, v2, f.n1, f.n2) : std::pair<double, double>{v2, 0.0};
   };
-  const auto [adv_s, adv_op] = line(p1.advance_s, p2.advance_s);
-  const auto [fwd_s, fwd_op] = line(p1.forward_grad_s, p2.forward_grad_s);
-  const auto [bwd_s, bwd_op] = line(p1.backward_s, p2.backward_s);
-  const auto [hf_s, hf_op] = line(p1.head_forward_s, p2.head_forward_s);
-  const auto [hb_s, hb_op] = line(p1.head_backward_s, p2.head_backward_s);
-  const auto [adv_b, adv_op_b] = line(double(p1.advance_peak), double(p2.advance_peak));
-  const auto [tape_b, tape_op_b] = line(double(p1.tape), double(p2.tape));
-  const auto [bwd_b, bwd_op_b] = line(double(p1.backward_peak), double(p2.backward_peak));
-  const auto [htape_b, htape_op_b] = line(double(p1.head_tape), double(p2.head_tape));
-  const auto [hbwd_b, hbwd_op_b] = line(double(p1.head_backward_peak), double(p2.head_backward_peak));
-  m.op_seconds = (adv_op + fwd_op + bwd_op) / 3.0;
-  m.tape_op_bytes = int64_t(tape_op_b);
-  double tape_step = tape_b;  // bytes per taped step
-  if (workload.batch.has_lengths() && B >= 2 && n2 > n1) {
-    // Blocks where a sequence ends take the packed path, which copies more than it saves.
-    const auto [packed_step, packed_call] =
-        fit(double(packed_tape_bytes(workload, n1)), double(packed_tape_bytes(workload, n2)), n1, n2);
-    tape_step = std::max(tape_step, packed_step);
-    m.tape_op_bytes = std::max(m.tape_op_bytes, int64_t(packed_call));
-  }
-  (void)adv_op_b;
-  (void)htape_op_b;
-  (void)hbwd_op_b;
-  (void)hf_op;
-  (void)hb_op;
+  double adv_op = 0, fwd_op = 0, bwd_op = 0;
+  std::tie(f.advance_s, adv_op) = line(p1.advance_s, p2.advance_s);
+  std::tie(f.forward_grad_s, fwd_op) = line(p1.forward_grad_s, p2.forward_grad_s);
+  std::tie(f.backward_s, bwd_op) = line(p1.backward_s, p2.backward_s);
+  f.head_forward_s = line(p1.head_forward_s, p2.head_forward_s).first;
+  f.head_backward_s = line(p1.head_backward_s, p2.head_backward_s).first;
+  f.op_s = (adv_op + fwd_op + bwd_op) / 3.0;
+  f.advance_b = line(double(p1.advance_peak), double(p2.advance_peak)).first;
+  std::tie(f.tape_b, f.tape_op_b) = line(double(p1.tape), double(p2.tape));
+  std::tie(f.backward_peak_b, f.backward_peak_op_b) =
+      line(double(p1.backward_peak), double(p2.backward_peak));
+  return f;
+}
 
-  // Active sequences per step (NOTE [ Fitting the cost model ]).
-  std::vector<double> active(size_t(T), 1.0);
-  if (workload.batch.has_lengths()) {
-    auto lengths = workload.batch.lengths.to(torch::kCPU, torch::kLong);
-    auto counts = (torch::arange(T, torch::kLong).unsqueeze(1) < lengths.unsqueeze(0))
-                      .sum(1).to(torch::kDouble);  // [T]
-    auto acc = counts.accessor<double, 1>();
-    for (int64_t t = 0; t < T; ++t) active[size_t(t)] = acc[t] / double(B);
-  }
-  const auto split = [&](double total, double head, double frac) {
-    const double h = std::min(head, total);
-    return h + (total - h) * frac;
-  };
-  // A stored state: what an advance's exit keeps alive (its storages, which may be larger
-  // than the state's own bytes) plus a generator snapshot — but only for a model that draws
-  // random numbers: otherwise every snapshot shares one tensor (NOTE [ Shared RNG snapshots ]).
-  int64_t state = 0, rng_bytes = 0;
-  bool draws_random_numbers = false;
+// A stored state: what an advance's exit keeps alive (its storages, which may be larger
+// than the state's own bytes) plus a generator snapshot — but only for a model that draws
+// random numbers: otherwise every snapshot shares one tensor (NOTE [ Shared RNG snapshots ]).
+struct StateCost {
+  int64_t exit = 0;      // bytes an advance's exit state keeps alive
+  int64_t stored = 0;    // bytes of one stored state, snapshot included when it counts
+  int64_t snapshot = 0;  // bytes of one generator snapshot
+};
+
+StateCost measure_state(const Workload& workload) {
+  const auto device = workload.batch.inputs.device();
+  const auto before = RngState::capture(device);
+  StateCost c;
   {
-    const auto before = RngState::capture(device);
     measure::IterationMemoryScope scope(device);
     auto exit = forward_no_grad(workload, 0, 1, workload.h0.detached());
     const auto mem = scope.finish();
-    state = std::max(bytes_of(exit), mem.end_bytes - mem.start_bytes);
-    draws_random_numbers = !RngState::capture(device).shares_storage_with(before);
+    c.exit = std::max(bytes_of(exit), mem.end_bytes - mem.start_bytes);
   }
-  const int64_t snapshot_bytes = RngState::capture(device).bytes();
-  if (draws_random_numbers) rng_bytes = snapshot_bytes;
-  const auto elt = int64_t(x.element_size());
-  // Bytes per step live for the whole step: per-step losses [T, B], and with dL/dx the
-  // buffer [T, B, F] and x.grad.
-  const int64_t fixed_per_step = B * elt + (x.requires_grad() ? 2 * bytes_of(x) / T : 0);
+  const bool draws_random_numbers = !RngState::capture(device).shares_storage_with(before);
+  c.snapshot = RngState::capture(device).bytes();
+  c.stored = c.exit + (draws_random_numbers ? c.snapshot : 0);
+  return c;
+}
 
-  // NOTE [ Calibrating the peak end to end ]: the parameter gradients, autograd's buffers
-  // that sum a weight's gradient over the steps of a tape, the generator snapshots and
-  // whatever else a iteration allocates are not worth modelling one by one: the
-  // executor's own iteration peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
-  // gives the fixed bytes F0; full tapes of n1 and n2 steps give the per-call and per-step
-  // backward transient on top of the tape.
-  const int64_t e1 = executor_peak(workload, 1, 1);
-  int64_t f0 = std::max<int64_t>(0, e1 - int64_t(tape_b) - int64_t(tape_op_b) -
-                                        fixed_per_step);
-  double bwd_step = 0.0, bwd_call = 0.0;
+// NOTE [ Calibrating the peak end to end ]: the parameter gradients, autograd's buffers
+// that sum a weight's gradient over the steps of a tape, the generator snapshots and
+// whatever else a gradient step allocates are not worth modelling one by one: the
+// executor's own step peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
+// gives the fixed bytes F0; full tapes of c1 and c2 steps give the per-call and per-step
+// backward transient on top of the tape; two tapes of one and of c steps give the extra
+// bytes of a backward call after the first (gradients exist by then and are summed into).
+struct EndToEnd {
+  int64_t f0 = 0;  // fixed bytes of a one-step chain (parameter gradients among them)
+  double backward_step = 0, backward_call = 0;
+  int64_t accumulate_single = 0, accumulate = 0;
+};
+
+EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
+                              int64_t fixed_per_step) {
+  const int64_t T = workload.batch.time_steps();
+  EndToEnd e;
+  const double tape1 = f.tape_b + f.tape_op_b;
+  e.f0 = std::max<int64_t>(0, executor_peak(workload, 1, 1) - int64_t(tape1) - fixed_per_step);
+  // The residual of a chain of n steps: what the model so far does not explain.
+  const auto residual = [&](int64_t n, int64_t k) {
+    return double(executor_peak(workload, n, k) - e.f0 - fixed_per_step * n) -
+           f.tape_b * double(k) - f.tape_op_b;
+  };
   if (T >= 2) {
     // The transient grows a little faster than linearly in n: a chord between 8 and 128
     // steps over-predicts tapes between them (safe) and under-predicts longer ones by a few
-    // percent (kPlanningMargin).
-    const int64_t c2 = std::min<int64_t>(T, 128), c1 = std::max<int64_t>(2, std::min<int64_t>(8, c2 - 1));
-    const auto residual = [&](int64_t n) {
-      return double(executor_peak(workload, n, n) - f0 - fixed_per_step * n) -
-             tape_b * double(n) - tape_op_b;
-    };
-    const double r1 = residual(c1), r2 = c2 > c1 ? residual(c2) : r1;
-    std::tie(bwd_step, bwd_call) =
+    // percent (the planner's measured margin covers it: planner_method.cpp).
+    const int64_t c2 = std::min<int64_t>(T, 128);
+    const int64_t c1 = std::max<int64_t>(2, std::min<int64_t>(8, c2 - 1));
+    const double r1 = residual(c1, c1), r2 = c2 > c1 ? residual(c2, c2) : r1;
+    std::tie(e.backward_step, e.backward_call) =
         c2 > c1 ? fit(r1, r2, c1, c2) : std::pair<double, double>{0.0, std::max(0.0, r1)};
-  }
-  m.backward_op_bytes = int64_t(bwd_call);
-  // Backward calls after the first (NOTE [ Calibrating the peak end to end ]): two one-step
-  // tapes (the second's peak: F0 + a step's tape + the sums) and two tapes of c steps.
-  if (T >= 2) {
-    const double tape1 = tape_b + tape_op_b;
-    m.accumulate_single_bytes = int64_t(std::max(
-        0.0, double(executor_peak(workload, 2, 1) - f0 - 2 * fixed_per_step) - tape1));
+    e.accumulate_single = int64_t(std::max(0.0, residual(2, 1)));
   }
   if (T >= 4) {
     const int64_t c = std::min<int64_t>(16, T / 2);
-    const double tape_c = tape_b * double(c) + tape_op_b;
-    m.accumulate_bytes = int64_t(std::max(
-        0.0, double(executor_peak(workload, 2 * c, c) - f0 - 2 * c * fixed_per_step) - tape_c -
-                 bwd_call - bwd_step * double(c)));
+    e.accumulate = int64_t(std::max(
+        0.0, residual(2 * c, c) - e.backward_call - e.backward_step * double(c)));
   }
-  for (int64_t t = 0; t < T; ++t) {
-    const double f = active[size_t(t)];
-    m.forward_seconds.push_back(adv_s * f);
-    m.forward_grad_seconds.push_back(split(fwd_s, hf_s, f));
-    m.backward_seconds.push_back(split(bwd_s, hb_s, f));
-    // Bytes are not scaled by the active fraction: a partly active step runs the packed path,
-    // whose copies (inputs and states of the active sequences, outputs padded back to B)
-    // cost about what the missing sequences save — full-batch bytes are the safe bound.
-    m.tape_bytes.push_back(int64_t(tape_step));
-    m.backward_transient_bytes.push_back(int64_t(bwd_step));
-    m.advance_transient_bytes.push_back(int64_t(adv_b));
-  }
-  // Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps.
-  if (T >= 128) {
-    const int64_t l1 = 64, l2 = std::min<int64_t>(T, 512);
-    const double t1 = tape_step_seconds(workload, l1, options.repeats);
-    const double t2 = tape_step_seconds(workload, l2, options.repeats);
-    m.tape_growth_seconds = std::max(0.0, (t2 - t1) / double(l2 - l1));
-  }
-  m.state_bytes.assign(size_t(T + 1), state + rng_bytes);
-  m.state_bytes[0] = 0;
-  (void)bwd_b;
-  (void)hbwd_b;
-  (void)bwd_op_b;
+  return e;
+}
 
-  int64_t param_bytes = 0;
-  for (const auto& p : params) {
-    if (p.requires_grad()) param_bytes += bytes_of(p);
+// Fixed lengths: every step costs what the prefix fits say.
+void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e, int64_t T) {
+  m.forward_seconds.assign(size_t(T), f.advance_s);
+  m.forward_grad_seconds.assign(size_t(T), f.forward_grad_s);
+  m.backward_seconds.assign(size_t(T), f.backward_s);
+  m.tape_bytes.assign(size_t(T), int64_t(f.tape_b));
+  m.backward_transient_bytes.assign(size_t(T), int64_t(e.backward_step));
+  m.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
+}
+
+// NOTE [ Variable lengths are measured on the batch ]: where sequences have ended, a step
+// costs neither what a full step costs nor that scaled by the active fraction. The built-in
+// LibTorch modules take the packed path (copies in and out, per-step slices whose backward
+// writes zeros as large as the packed chunk), the hand-written cells mask a full batch, a
+// user's module does what it does. So the steps of a variable-length batch are not
+// modelled: they are measured, on the batch itself, in windows of kProfileWindow steps run
+// as the executor runs a block (advance without grad; forward with grad from detached
+// leaves; backward from both roots: NOTE [ One block, measured ]), each window once. A window's cost, less the per-call
+// cost the prefix fits give, is spread evenly over its steps. The backward transient of a
+// window beyond a fused window's (measured the same way, at the prefix) is added to the
+// end-to-end per-step transient. One extra pass over the batch: about one gradient step.
+constexpr int64_t kProfileWindow = 32;
+
+// NOTE [ Backward windows ] (cost_model.h), measured: tapes of 1, 2, 4 and 8 windows where
+// sequences have ended, each reversed alone. While the model's backward transient adds up
+// over a tape, it grows with the tape's length; a model that frees a chunk's transient
+// before the next reaches its largest at a tape of one chunk and stays below it beyond. So
+// the window is the length of the tape with the largest backward peak, unless that is the
+// longest tried (0: it adds up, as far as measured).
+int64_t measure_backward_window(const Workload& workload) {
+  const int64_t T = workload.batch.time_steps();
+  int64_t longest = 1;
+  while (longest < 8 && 2 * longest * kProfileWindow <= T) longest *= 2;  // in windows
+  if (longest < 2) return 0;
+  const int64_t shortest = workload.batch.lengths.min().item<int64_t>();
+  const int64_t a =
+      std::min(shortest / kProfileWindow, T / kProfileWindow - longest) * kProfileWindow;
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  State entry;
+  {
+    torch::NoGradGuard no_grad;
+    entry = a == 0 ? workload.h0.detached() : forward_no_grad(workload, 0, a, workload.h0);
   }
-  m.gradient_bytes = std::min(param_bytes, f0);
-  int64_t fixed = f0 - m.gradient_bytes + fixed_per_step * T;
+  measure::DeviceTimer timer(x.device());
+  int64_t best_peak = -1, best_steps = 0;
+  for (int64_t windows = 1; windows <= longest; windows *= 2) {
+    const int64_t L = windows * kProfileWindow;
+    const auto inputs = x.narrow(0, a, L).detach();  // [L, B, F]
+    const int64_t peak = run_block(workload, inputs, a, L, entry, timer).backward_peak;
+    if (peak > best_peak) {
+      best_peak = peak;
+      best_steps = L;
+    }
+  }
+  return best_steps == longest * kProfileWindow ? 0 : best_steps;
+}
+
+void profile_variable_length_steps(CostModel& m, const Workload& workload, const PrefixFit& f,
+                                   const EndToEnd& e, int64_t state_bytes) {
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  const int64_t T = workload.batch.time_steps();
+  const auto device = x.device();
+  measure::DeviceTimer timer(device);
+  const auto per_step = [](double total, int64_t n) { return std::max(0.0, total) / double(n); };
+  State entry = workload.h0.detached();
+  for (int64_t a = 0; a < T; a += kProfileWindow) {
+    const int64_t n = std::min(kProfileWindow, T - a);
+    auto inputs = x.narrow(0, a, n);  // [n, B, F]
+    if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
+    BlockRun run = run_block(workload, inputs, a, n, entry, timer);
+    const double fused_backward_peak = f.backward_peak_b * double(n) + f.backward_peak_op_b;
+    for (int64_t t = a; t < a + n; ++t) {
+      m.forward_seconds.push_back(per_step(run.advance_s - f.op_s, n));
+      m.forward_grad_seconds.push_back(per_step(run.forward_grad_s - f.op_s, n));
+      m.backward_seconds.push_back(per_step(run.backward_s - f.op_s, n));
+      m.tape_bytes.push_back(int64_t(per_step(double(run.tape) - f.tape_op_b, n)));
+      m.backward_transient_bytes.push_back(int64_t(
+          e.backward_step + per_step(double(run.backward_peak) - fused_backward_peak, n)));
+      m.advance_transient_bytes.push_back(
+          int64_t(per_step(double(run.advance_peak - state_bytes), n)));
+    }
+    entry = std::move(run.exit);
+  }
+  m.backward_window_steps = measure_backward_window(workload);
+}
+
+// Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps.
+double measure_tape_growth(const Workload& workload, int64_t repeats) {
+  const int64_t T = workload.batch.time_steps();
+  if (T < 128) return 0.0;
+  const int64_t l1 = 64, l2 = std::min<int64_t>(T, 512);
+  const double t1 = tape_step_seconds(workload, l1, repeats);
+  const double t2 = tape_step_seconds(workload, l2, repeats);
+  return std::max(0.0, (t2 - t1) / double(l2 - l1));
+}
+
+// Bytes live for the whole step besides what F0 holds (cost_model.h's fixed_bytes), and
+// the parameter gradients out of F0.
+void fill_fixed_bytes(CostModel& m, const Workload& workload, const EndToEnd& e,
+                      int64_t fixed_per_step, int64_t snapshot_bytes) {
+  int64_t param_bytes = 0;
+  for (const auto& p : workload.model.parameters()) param_bytes += p.requires_grad() ? bytes_of(p) : 0;
+  for (const auto& p : workload.head.parameters()) param_bytes += p.requires_grad() ? bytes_of(p) : 0;
+  m.gradient_bytes = std::min(param_bytes, e.f0);
+  int64_t fixed = e.f0 - m.gradient_bytes + fixed_per_step * workload.batch.time_steps();
   if (!workload.h0.requires_grad()) fixed += bytes_of(workload.h0);  // h0's zeros when absent
   // The calibration runs found the generator where the previous capture left it, so their
   // snapshots were shared; a step after other draws (new data, say) makes one anew.
   fixed += snapshot_bytes;
   if (workload.batch.has_lengths()) fixed += bytes_of(workload.batch.targets);  // validated copy
   m.fixed_bytes = fixed;
-  m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats)", device.str(), n1, n2,
-                         options.repeats);
+}
 
-  for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = saved_grads[i];
-  rng.restore();
+}  // namespace
+
+SideEffectGuard::SideEffectGuard(const Workload& workload)
+    : rng_(RngState::capture(workload.batch.inputs.device())) {
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : workload.model.parameters()) tensors.push_back(p);
+  for (const auto& p : workload.head.parameters()) tensors.push_back(p);
+  for (const auto& h : workload.h0) tensors.push_back(h);
+  tensors.push_back(workload.batch.inputs);
+  for (const auto& t : tensors) {
+    if (!t.defined() || !t.requires_grad() || !t.is_leaf()) continue;
+    saved_.emplace_back(t, t.grad().defined() ? t.grad().clone() : torch::Tensor());
+  }
+}
+
+SideEffectGuard::~SideEffectGuard() {
+  for (auto& [tensor, grad] : saved_) tensor.mutable_grad() = grad;
+  rng_.restore();
+}
+
+CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions& options) {
+  TORCH_CHECK(options.repeats >= 1, "cost measurement repeats: expected >= 1, got ",
+              options.repeats);
+  const SideEffectGuard guard(workload);
+  const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  const PrefixFit f = fit_prefix(workload, options);
+  const StateCost state = measure_state(workload);
+  // Bytes per step live for the whole step: per-step losses [T, B], and with dL/dx the
+  // buffer [T, B, F] and x.grad.
+  const int64_t fixed_per_step =
+      B * int64_t(x.element_size()) + (x.requires_grad() ? 2 * bytes_of(x) / T : 0);
+  const EndToEnd e = calibrate_end_to_end(workload, f, fixed_per_step);
+
+  CostModel m;
+  m.op_seconds = f.op_s;
+  m.tape_op_bytes = int64_t(f.tape_op_b);
+  m.backward_op_bytes = int64_t(e.backward_call);
+  m.accumulate_single_bytes = e.accumulate_single;
+  m.accumulate_bytes = e.accumulate;
+  if (workload.batch.has_lengths()) {
+    profile_variable_length_steps(m, workload, f, e, state.exit);
+  } else {
+    fill_fixed_length_steps(m, f, e, T);
+  }
+  m.tape_growth_seconds = measure_tape_growth(workload, options.repeats);
+  m.state_bytes.assign(size_t(T + 1), state.stored);
+  m.state_bytes[0] = 0;
+  fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
+  m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats{})",
+                         x.device().str(), f.n1, f.n2, options.repeats,
+                         workload.batch.has_lengths() ? ", lengths profiled" : "");
   m.check();
   return m;
 }

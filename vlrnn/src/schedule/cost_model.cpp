@@ -37,7 +37,8 @@ void CostModel::check() const {
       {"accumulate_single_bytes", double(accumulate_single_bytes)},
       {"accumulate_bytes", double(accumulate_bytes)},
       {"fixed_bytes", double(fixed_bytes)},
-      {"gradient_bytes", double(gradient_bytes)}};
+      {"gradient_bytes", double(gradient_bytes)},
+      {"backward_window_steps", double(backward_window_steps)}};
   for (const auto& [field, value] : scalars) {
     TORCH_CHECK(std::isfinite(value) && value >= 0, "cost model ", field,
                 ": expected a finite value >= 0, got ", value);
@@ -78,6 +79,22 @@ CostPrefix::CostPrefix(const CostModel& m) {
     tape[t + 1] = tape[t] + m.tape_bytes[t];
     backward_transient[t + 1] = backward_transient[t] + m.backward_transient_bytes[t];
   }
+  window = m.backward_window_steps;
+  if (window > 0) {
+    for (int64_t t = 0; t + window <= int64_t(T); ++t) {
+      max_window_transient = std::max(max_window_transient, backward_transient_b(t, t + window));
+    }
+    if (window > int64_t(T)) max_window_transient = backward_transient_b(0, int64_t(T));
+  }
+}
+
+int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
+  if (window <= 0 || b - a <= window) return backward_transient_b(a, b);
+  int64_t best = 0;
+  for (int64_t t = a; t + window <= b; ++t) {
+    best = std::max(best, backward_transient_b(t, t + window));
+  }
+  return best;
 }
 
 }  // namespace vlrnn::schedule

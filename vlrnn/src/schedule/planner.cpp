@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 
 namespace vlrnn::schedule {
@@ -130,108 +129,146 @@ int64_t minimum_budget(const CostModel& model) {
                       (model.time_steps() > 1 ? model.accumulate_single_bytes : 0));
 }
 
-Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
-  model.check();
-  const int64_t T = model.time_steps();
-  const int64_t N = std::min(T, kMaxSuperSteps);
-  std::vector<int64_t> p(size_t(N + 1));
-  for (int64_t i = 0; i <= N; ++i) p[size_t(i)] = i * T / N;  // super-step boundaries
-  const CostPrefix sums(model);
-  const int64_t s = std::max<int64_t>(1, max_of(model.state_bytes, 1));
-  const int64_t per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
-  const int64_t single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
-  // What tapes and stored states may use (NOTE [ Planner DP ]). An advance's transient
-  // (its largest chunk) only meets stored states, never a tape: storing the c-th state
-  // needs c·s + chunk <= available, reversing a tape with c states stored needs
-  // c·s + tape + transient <= available.
-  // Parameter gradients and the sums of later backward calls are charged throughout
-  // (conservative: they only exist from the first backward on).
-  const int64_t available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
-  const int64_t chunk = max_chunk_transient(model);
-  TORCH_CHECK(available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for tapes "
-              "and states (fixed bytes ", model.fixed_bytes, "); the minimum is ",
+namespace {
+
+// The top-level DP's inputs (NOTE [ Planner DP ]): the super-steps and what tapes and stored
+// states may use. An advance's transient (its largest chunk) only meets stored states, never
+// a tape: storing the c-th state needs c·s + chunk <= available, reversing a tape with c
+// states stored needs c·s + tape + transient <= available. Parameter gradients and the sums
+// of later backward calls are charged throughout (conservative: they only exist from the
+// first backward on).
+struct DpChain {
+  int64_t T = 0, N = 0;        // steps, super-steps
+  std::vector<int64_t> p;      // [N + 1] super-step boundaries
+  int64_t state = 1;           // s: the largest stored state
+  int64_t per_tape = 0;        // a tape of >= 2 steps, whatever its length
+  int64_t single_tape = 0;     // a one-step tape
+  int64_t available = 0;       // budget less fixed bytes and parameter gradients
+  int64_t chunk = 0;           // the largest advance chunk's transient
+  int64_t max_states = 0;      // C: states the DP may store
+  int64_t longest = 0;         // the longest super-step
+  int64_t step_bytes = 0;      // the largest step's tape + backward transient
+};
+
+DpChain make_chain(const CostModel& model, int64_t budget_bytes) {
+  DpChain d;
+  d.T = model.time_steps();
+  d.N = std::min(d.T, kMaxSuperSteps);
+  d.p.resize(size_t(d.N + 1));
+  for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
+  d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
+  d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
+  d.single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
+  d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
+  d.chunk = max_chunk_transient(model);
+  TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
+              "tapes and states (fixed bytes ", model.fixed_bytes, "); the minimum is ",
               minimum_budget(model), " bytes");
-  const int64_t C =
-      std::max<int64_t>(0, std::min({N - 1, (available - chunk) / s, kMaxStates}));
-
-  int64_t longest = 0;
-  for (int64_t i = 0; i < N; ++i) longest = std::max(longest, p[size_t(i + 1)] - p[size_t(i)]);
-  int64_t step_bytes = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    step_bytes = std::max(step_bytes, model.tape_bytes[size_t(t)] +
-                                          model.backward_transient_bytes[size_t(t)]);
+  d.max_states = std::max<int64_t>(
+      0, std::min({d.N - 1, (d.available - d.chunk) / d.state, kMaxStates}));
+  for (int64_t i = 0; i < d.N; ++i) {
+    d.longest = std::max(d.longest, d.p[size_t(i + 1)] - d.p[size_t(i)]);
   }
-  const InnerDp inner(longest, available, step_bytes, s, per_tape, chunk, single_tape);
+  for (int64_t t = 0; t < d.T; ++t) {
+    d.step_bytes = std::max(d.step_bytes, model.tape_bytes[size_t(t)] +
+                                              model.backward_transient_bytes[size_t(t)]);
+  }
+  return d;
+}
 
-  const auto W = size_t(C + 1);
-  const auto idx = [&](int64_t i, int64_t j, int64_t c) {
-    return (size_t(i) * size_t(N + 1) + size_t(j)) * W + size_t(c);
-  };
-  std::vector<double> cost(size_t(N + 1) * size_t(N + 1) * W, kInf);
-  std::vector<int16_t> choice(cost.size(), -2);  // -1 leaf, 0 inner, k > 0 split at k
-  const auto advance_s = [&](int64_t a, int64_t b) {
-    return sums.forward_s(a, b) +
-           model.op_seconds * double((b - a + kAdvanceChunk - 1) / kAdvanceChunk);
-  };
-  for (int64_t c = C; c >= 0; --c) {
-    for (int64_t len = 1; len <= N; ++len) {
-      for (int64_t i = 0; i + len <= N; ++i) {
-        const int64_t j = i + len, a = p[size_t(i)], b = p[size_t(j)];
-        double best = kInf;
-        int16_t how = -2;
-        const int64_t room = available - c * s;
-        const int64_t leaf_bytes = sums.tape_b(a, b) + sums.backward_transient_b(a, b) +
-                                   (b - a >= 2 ? per_tape : single_tape);
-        if (leaf_bytes <= room) {
-          best = sums.forward_grad_s(a, b) + sums.backward_s(a, b) + 2 * model.op_seconds +
-                 model.tape_growth_seconds * double(b - a) * double(b - a);
-          how = -1;
-        } else if (len == 1) {
-          const double recompute = inner.cost(b - a, c);
-          if (std::isfinite(recompute)) {
-            best = sums.forward_grad_s(a, b) + sums.backward_s(a, b) +
-                   recompute / double(b - a) * sums.forward_s(a, b) + 4 * model.op_seconds;
-            how = 0;
-          }
-        }
-        if (c < C) {
-          for (int64_t k = i + 1; k < j; ++k) {
-            const double v = advance_s(a, p[size_t(k)]) + cost[idx(k, j, c + 1)] + cost[idx(i, k, c)];
-            if (v < best) {
-              best = v;
-              how = int16_t(k);
-            }
-          }
-        }
-        cost[idx(i, j, c)] = best;
-        choice[idx(i, j, c)] = how;
+// C(i, j, c) of NOTE [ Planner DP ] over the super-steps, filled for every c from the most
+// states down, and the schedule it chose.
+class OuterDp {
+ public:
+  OuterDp(const CostModel& model, const DpChain& d)
+      : model_(model), d_(d), sums_(model),
+        inner_(d.longest, d.available, d.step_bytes, d.state, d.per_tape, d.chunk,
+               d.single_tape),
+        cost_(size_t(d.N + 1) * size_t(d.N + 1) * size_t(d.max_states + 1), kInf),
+        choice_(cost_.size(), -2) {
+    for (int64_t c = d.max_states; c >= 0; --c) {
+      for (int64_t len = 1; len <= d.N; ++len) {
+        for (int64_t i = 0; i + len <= d.N; ++i) fill(i, i + len, c);
       }
     }
   }
-  TORCH_CHECK(std::isfinite(cost[idx(0, N, 0)]), "planner budget: no schedule found within ",
-              budget_bytes, " bytes; the minimum is ", minimum_budget(model), " bytes");
-
-  Schedule out;
-  out.time_steps = T;
-  out.name = fmt::format("dp(budget={})", budget_bytes);
+  bool feasible() const { return std::isfinite(cost_[idx(0, d_.N, 0)]); }
   // Emits [i, j) with c states stored, last to first (recursion depth <= N + inner depth).
-  std::function<void(int64_t, int64_t, int64_t)> emit = [&](int64_t i, int64_t j, int64_t c) {
-    const int64_t a = p[size_t(i)], b = p[size_t(j)];
-    const int16_t how = choice[idx(i, j, c)];
+  void emit(int64_t i, int64_t j, int64_t c, std::vector<Op>& ops) const {
+    const int64_t a = d_.p[size_t(i)], b = d_.p[size_t(j)];
+    const int16_t how = choice_[idx(i, j, c)];
     if (how == -1) {
-      out.ops.push_back(Op::forward_grad(a, b));
-      out.ops.push_back(Op::backward(a, b));
+      ops.push_back(Op::forward_grad(a, b));
+      ops.push_back(Op::backward(a, b));
     } else if (how == 0) {
-      inner.emit(a, b - a, c, out.ops);
+      inner_.emit(a, b - a, c, ops);
     } else {
-      const int64_t m = p[size_t(how)];
-      out.ops.push_back(Op::forward_no_grad(a, m));
-      emit(how, j, c + 1);
-      out.ops.push_back(Op::free(m));
-      emit(i, how, c);
+      const int64_t m = d_.p[size_t(how)];
+      ops.push_back(Op::forward_no_grad(a, m));
+      emit(how, j, c + 1, ops);
+      ops.push_back(Op::free(m));
+      emit(i, how, c, ops);
     }
-  };
-  emit(0, N, 0);
+  }
+
+ private:
+  size_t idx(int64_t i, int64_t j, int64_t c) const {
+    return (size_t(i) * size_t(d_.N + 1) + size_t(j)) * size_t(d_.max_states + 1) + size_t(c);
+  }
+  double advance_s(int64_t a, int64_t b) const {
+    return sums_.forward_s(a, b) +
+           model_.op_seconds * double((b - a + kAdvanceChunk - 1) / kAdvanceChunk);
+  }
+  // The three choices for [i, j) with c states stored: tape it whole (-1), reverse its one
+  // super-step with the inner DP (0), or advance to a split k, store it and recurse (k).
+  void fill(int64_t i, int64_t j, int64_t c) {
+    const int64_t a = d_.p[size_t(i)], b = d_.p[size_t(j)];
+    double best = kInf;
+    int16_t how = -2;
+    const int64_t leaf_bytes = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
+                               (b - a >= 2 ? d_.per_tape : d_.single_tape);
+    if (leaf_bytes <= d_.available - c * d_.state) {
+      best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) + 2 * model_.op_seconds +
+             model_.tape_growth_seconds * double(b - a) * double(b - a);
+      how = -1;
+    } else if (j - i == 1 && std::isfinite(inner_.cost(b - a, c))) {
+      best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
+             inner_.cost(b - a, c) / double(b - a) * sums_.forward_s(a, b) +
+             4 * model_.op_seconds;
+      how = 0;
+    }
+    for (int64_t k = i + 1; c < d_.max_states && k < j; ++k) {
+      const double v = advance_s(a, d_.p[size_t(k)]) + cost_[idx(k, j, c + 1)] +
+                       cost_[idx(i, k, c)];
+      if (v < best) {
+        best = v;
+        how = int16_t(k);
+      }
+    }
+    cost_[idx(i, j, c)] = best;
+    choice_[idx(i, j, c)] = how;
+  }
+
+  const CostModel& model_;
+  const DpChain& d_;
+  const CostPrefix sums_;
+  const InnerDp inner_;
+  std::vector<double> cost_;
+  std::vector<int16_t> choice_;  // -2 none, -1 leaf, 0 inner, k > 0 split at super-step k
+};
+
+}  // namespace
+
+Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
+  model.check();
+  const DpChain chain = make_chain(model, budget_bytes);
+  const OuterDp dp(model, chain);
+  TORCH_CHECK(dp.feasible(), "planner budget: no schedule found within ", budget_bytes,
+              " bytes; the minimum is ", minimum_budget(model), " bytes");
+  Schedule out;
+  out.time_steps = chain.T;
+  out.name = fmt::format("dp(budget={})", budget_bytes);
+  dp.emit(0, chain.N, 0, out.ops);
   return out;
 }
 

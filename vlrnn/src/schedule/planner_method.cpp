@@ -1,5 +1,6 @@
 #include "vlrnn/schedule/planner_method.h"
 
+#include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/schedule_method.h"
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <list>
 #include <mutex>
@@ -90,33 +92,119 @@ PlannerMethod::PlannerMethod(PlannerOptions options) : options_(options) {
 
 std::string PlannerMethod::describe() const {
   if (options_.budget_bytes > 0) return fmt::format("planner(budget={})", options_.budget_bytes);
+  // Once prepared, a percentage raised to the smallest budget the planner can honour says so.
+  if (!signature_.empty() && budget_ > budget_for(model_)) {
+    return fmt::format("planner({}% of full, raised to {} bytes: the smallest it can honour)",
+                       options_.budget_percent, budget_);
+  }
   return fmt::format("planner({}% of full)", options_.budget_percent);
 }
 
 int64_t PlannerMethod::budget_for(const CostModel& model) const {
   if (options_.budget_bytes > 0) return options_.budget_bytes;
-  const auto full = simulate(uniform_schedule(model.time_steps(), model.time_steps()), model);
-  // A percentage is a convenience (verify, quick comparisons): it never goes below the
-  // smallest feasible budget. A budget in bytes is taken as given and may be refused.
-  return std::max(minimum_budget(model),
-                  int64_t(double(full.peak_bytes) * options_.budget_percent / 100.0));
+  return int64_t(double(full_bptt_reference(model)) * options_.budget_percent / 100.0);
+}
+
+// NOTE [ Percent of full BPTT ]: percent=P promises at most P % of full BPTT's measured
+// peak on this very batch. With every sequence T steps long the simulator predicts full's
+// peak to a few percent, a little under (tests/schedule). Where the model runs a long tape
+// in chunks (NOTE [ Backward windows ]: the built-in modules on a variable-length batch)
+// the cost model bounds full's backward transient only loosely, so the reference there is
+// what full certainly holds at once early in its backward: the fixed bytes, its whole tape
+// but one step (measured on the batch window by window: NOTE [ Variable lengths are
+// measured on the batch ]) and autograd's buffers that sum each weight's gradient over the
+// steps, as large as the gradients, which appear with the first step reversed. A lower bound
+// of its peak, so the budget is at most P % of full's measured peak.
+int64_t full_bptt_reference(const CostModel& model) {
+  const int64_t T = model.time_steps();
+  if (model.backward_window_steps == 0) {
+    return simulate(uniform_schedule(T, T), model).peak_bytes;
+  }
+  int64_t tape = model.tape_op_bytes, largest_step = 0;
+  for (const int64_t bytes : model.tape_bytes) {
+    tape += bytes;
+    largest_step = std::max(largest_step, bytes);
+  }
+  return model.fixed_bytes + model.gradient_bytes + tape - largest_step;
+}
+
+namespace {
+
+// The measured step peak of `schedule` on `workload`, measured as measure_iteration measures a
+// method (gradients cleared first), leaving gradients and generators as they were. The
+// caller's step does what this one would not on an already validated workload: it makes
+// h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
+// at its start may be new where this one's shares the last capture's storage (counted).
+// Inputs and h0 that come out of the caller's graph (an embedding, an encoder) are cut
+// from it: the check must not back-propagate into it, nor free it before the real step.
+int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
+  const SideEffectGuard guard(workload);
+  ScheduleMethod method("planner check", schedule.name,
+                        [&schedule](const Workload&) { return schedule; });
+  Workload as_called = workload;
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  as_called.batch.inputs = x.detach().requires_grad_(x.requires_grad());
+  std::vector<torch::Tensor> h0;
+  for (const auto& h : workload.h0) h0.push_back(h.detach().requires_grad_(h.requires_grad()));
+  as_called.h0 = workload.h0.requires_grad() ? State(std::move(h0)) : State();
+  const auto device = workload.batch.inputs.device();
+  return measure::measure_iteration(method, as_called, device).memory.iteration_peak_bytes +
+         RngState::capture(device).bytes();
+}
+
+}  // namespace
+
+// NOTE [ A budget is a promise ]: the budget caps the step peak as measured, not as
+// predicted, and the simulator's peak is a prediction. So the planner measures its own
+// error on this workload: it plans for budget / (1 + margin), runs the chosen schedule once
+// (outside any measured step: prepare(); gradients and generators left as they were) and
+// keeps it when its measured peak fits the budget. Otherwise the overshoot it saw, over
+// the prediction, becomes the margin (never smaller than before) and it plans again, at
+// most kPlanChecks times. The smallest budget it can honour is the smallest schedule's
+// predicted peak (minimum_budget) plus that margin: a budget in bytes below it is refused
+// naming it; a percentage is raised to it (a percentage is a convenience: verify's matrix
+// asks for 1 %).
+void PlannerMethod::plan_within(const Workload& workload, int64_t budget) {
+  const int64_t minimum = minimum_budget(model_);
+  const bool may_raise = options_.budget_bytes == 0;
+  margin_ = 0.0;
+  for (int64_t check = 0; check < kPlanChecks; ++check) {
+    const auto smallest = int64_t(std::ceil(double(minimum) * (1.0 + margin_)));
+    if (budget < smallest && may_raise) budget = smallest;
+    TORCH_CHECK(budget >= smallest, "planner budget: ", budget, " bytes is below the "
+                "smallest budget the planner can honour on this workload, ", smallest,
+                " bytes (the smallest schedule's predicted peak, ", minimum, " bytes, plus the ",
+                fmt::format("{:.1f}", 100.0 * margin_), " % its predictions missed by here); "
+                "raise budget to at least ", smallest);
+    plan_ = plan(model_, std::max(minimum, int64_t(double(budget) / (1.0 + margin_))));
+    budget_ = budget;
+    checked_peak_ = measured_peak(plan_.schedule, workload);
+    if (checked_peak_ <= budget) return;
+    // The miss over the prediction, and at least the overshoot over the budget on top of
+    // the margin used (the planning budget then shrinks by the overshoot at least, even
+    // when the plan was predicted well below it); +0.5 %: a schedule planned for a smaller
+    // budget may miss by a little more.
+    margin_ = std::max({margin_,
+                        double(checked_peak_) / double(plan_.prediction.peak_bytes) - 1.0,
+                        (1.0 + margin_) * double(checked_peak_) / double(budget) - 1.0}) +
+              0.005;
+  }
+  TORCH_CHECK(false, "planner budget: ", budget, " bytes: after ", kPlanChecks, " plans the "
+              "last one (", plan_.schedule.name, ") still measured ", checked_peak_,
+              " bytes; the smallest budget it can honour is about ",
+              int64_t(std::ceil(double(minimum) * (1.0 + margin_))), " bytes");
 }
 
 void PlannerMethod::prepare_impl(const Workload& workload) {
   const auto sig = signature(workload);
-  if (sig != signature_) {
-    model_ = measured_cost_model(workload);
-    const int64_t budget = budget_for(model_);
-    // NOTE: a budget in bytes is checked against the minimum as given, then planned with
-    // kPlanningMargin (the simulator's error); never below the minimum.
-    TORCH_CHECK(budget >= minimum_budget(model_), "planner budget: ", budget,
-                " bytes is below the smallest feasible schedule, which needs ",
-                minimum_budget(model_), " bytes; raise budget to at least ",
-                minimum_budget(model_));
-    plan_ = plan(model_, std::max(minimum_budget(model_),
-                                  int64_t(kPlanningMargin * double(budget))));
-    signature_ = sig;
-  }
+  if (sig == signature_) return;
+  signature_.clear();  // a failed plan leaves nothing behind
+  model_ = options_.cost_model ? *options_.cost_model : measured_cost_model(workload);
+  TORCH_CHECK(model_.time_steps() == workload.batch.time_steps(), "planner cost_model: "
+              "expected one for T = ", workload.batch.time_steps(), " steps, got T = ",
+              model_.time_steps());
+  plan_within(workload, budget_for(model_));
+  signature_ = sig;
 }
 
 GradientResult PlannerMethod::compute_impl(const Workload& workload) {

@@ -57,7 +57,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
                       (!first_backward ? 0
                        : b - a >= 2    ? model.accumulate_bytes
                                        : model.accumulate_single_bytes) +
-                      sums.backward_transient_b(a, b), i);
+                      sums.tape_transient_b(a, b), i);
         first_backward = true;
         live -= sums.tape_b(a, b) + model.tape_op_bytes;
         break;

@@ -6,13 +6,14 @@
 // Each phase (advance without grad, forward with grad, backward, and the head alone) runs on
 // the first n1 and n2 steps of the batch, every sequence active. Per-step costs are the
 // slopes between the two lengths; the intercepts are per-call costs (op_seconds,
-// tape_op_bytes, backward_op_bytes). A step with A of B sequences active (variable lengths)
-// takes head + cell · A / B seconds: the built-in models run only the active sequences, while
-// the head runs on the padded batch. Its bytes stay those of a full step (the packed path's
-// copies eat the saving; see the .cpp). Bytes that live for the whole step and the
-// backward's per-call buffers are calibrated end to end on the executor itself
-// (NOTE [ Calibrating the peak end to end ] in the .cpp).
+// tape_op_bytes, backward_op_bytes). Bytes that live for the whole step and the backward's
+// per-call buffers are calibrated end to end on the executor itself (NOTE [ Calibrating the
+// peak end to end ] in the .cpp). A variable-length batch's steps are not fitted but
+// measured on the batch itself, window by window (NOTE [ Variable lengths are measured on
+// the batch ] in the .cpp): what a step with some sequences ended costs depends on how the
+// model handles lengths (packed, masked, ...), in time and in bytes.
 
+#include "vlrnn/core/rng.h"
 #include "vlrnn/methods/gradient_method.h"
 #include "vlrnn/schedule/cost_model.h"
 
@@ -22,6 +23,21 @@ struct CostMeasureOptions {
   int64_t short_steps = 4;  // n1
   int64_t long_steps = 12;  // n2 (> n1)
   int64_t repeats = 3;      // timed runs per phase (median)
+};
+
+// Leaves the gradients of the workload's leaves (parameters, h0, inputs) and the generators
+// as they were when it was made: calibration and plan checks run gradient steps of their
+// own inside a caller's (NOTE [ Preparing is not the step ]).
+class SideEffectGuard {
+ public:
+  explicit SideEffectGuard(const Workload& workload);
+  ~SideEffectGuard();
+  SideEffectGuard(const SideEffectGuard&) = delete;
+  SideEffectGuard& operator=(const SideEffectGuard&) = delete;
+
+ private:
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_;  // (leaf, its .grad() copy)
+  RngState rng_;
 };
 
 // `workload` as GradientMethod::compute_impl sees it (validated, h0 filled in). Leaves the

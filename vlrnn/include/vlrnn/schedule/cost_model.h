@@ -5,6 +5,7 @@
 // Shapes: T steps; per-step vectors have T entries, state_bytes has T + 1 (state 0 = h0 is
 // the caller's and costs nothing to store).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ struct CostModel {
   int64_t fixed_bytes = 0;
   // Parameter gradients: allocated by the first backward call, live from then on.
   int64_t gradient_bytes = 0;
+  // NOTE [ Backward windows ]: 0 = a tape's backward transient is the sum of its steps'.
+  // n > 0 = a model that runs a long tape in chunks (the built-in LibTorch modules on a
+  // variable-length batch: NOTE [ Packed chunks ]) frees one chunk's transient before the
+  // next: a tape longer than n steps needs the largest sum over n consecutive steps of it.
+  int64_t backward_window_steps = 0;
 
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
@@ -67,6 +73,16 @@ struct CostPrefix {
   int64_t backward_transient_b(int64_t a, int64_t b) const {
     return backward_transient[b] - backward_transient[a];
   }
+  // The backward transient of a tape [a, b) (NOTE [ Backward windows ]), exact: O(b - a).
+  int64_t tape_transient_b(int64_t a, int64_t b) const;
+  // An upper bound of it in O(1), for the planner's inner loops: beyond a window, the
+  // largest window sum anywhere in the chain.
+  int64_t tape_transient_bound(int64_t a, int64_t b) const {
+    const int64_t sum = backward_transient_b(a, b);
+    return window <= 0 || b - a <= window ? sum : std::min(sum, max_window_transient);
+  }
+  int64_t window = 0;                // backward_window_steps
+  int64_t max_window_transient = 0;  // the largest sum over `window` consecutive steps
 };
 
 }  // namespace vlrnn::schedule

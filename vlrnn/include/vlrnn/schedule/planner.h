@@ -29,9 +29,11 @@
 namespace vlrnn::schedule {
 
 constexpr int64_t kMaxSuperSteps = 128;
-// Callers planning for a measured budget (the "planner" method, `vlrnn budget`) plan for this
-// fraction of it: the simulator's peak is within a few percent of the measured one
-// (tests/schedule), not exact.
+// Drivers that predict without running (`vlrnn budget`'s "chosen" columns) plan for this
+// fraction of a measured budget: the simulator's peak is within a few percent of the
+// measured one (tests/schedule), not exact. The "planner" method does not use it: it
+// measures its own margin on the workload (NOTE [ A budget is a promise ],
+// planner_method.cpp).
 constexpr double kPlanningMargin = 0.97;
 constexpr int64_t kMaxStates = 127;
 constexpr int64_t kMaxInnerStates = 48;

@@ -1,23 +1,34 @@
 #pragma once
-// "planner": the fastest exact BPTT predicted to fit a memory budget. prepare() measures the
-// workload's cost model (cost_measurement.h) and plans (planner.h); compute() runs the plan
-// with the schedule executor (schedule_method.h), preparing first only when prepare() has
-// not seen a workload of this signature.
+// "planner": the fastest exact BPTT that fits a memory budget. prepare() measures the
+// workload's cost model (cost_measurement.h), plans (planner.h) and checks the plan's
+// measured peak against the budget, planning again with the error it measured until it
+// fits (NOTE [ A budget is a promise ] in the .cpp); compute() runs the plan with the
+// schedule executor (schedule_method.h), preparing first only when prepare() has not seen a
+// workload of this signature.
 
 #include "vlrnn/methods/gradient_method.h"
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/planner.h"
 
+#include <optional>
 #include <string>
 
 namespace vlrnn::schedule {
 
 struct PlannerOptions {
-  // Budget for the iteration peak (bytes above parameters + data). 0 = use budget_percent.
+  // Budget for the measured iteration peak (bytes above parameters + data): a hard cap. 0 = use
+  // budget_percent. Below the smallest budget the planner can honour, prepare() throws
+  // naming that budget.
   int64_t budget_bytes = 0;
-  // Budget as a percentage of full BPTT's predicted iteration peak (used when budget_bytes is 0),
-  // raised to minimum_budget() when below it.
+  // Budget as a percentage of full BPTT's iteration peak on this batch, variable lengths included
+  // (used when budget_bytes is 0), raised to the smallest budget the planner can honour
+  // when below it.
   double budget_percent = 10.0;
+  // Plan with this cost model instead of measuring the workload's (a synthetic one, or one
+  // measured elsewhere); its T must be the workload's. The plan's measured peak is checked
+  // all the same (NOTE [ A budget is a promise ]), so a wrong model costs speed, never the
+  // budget.
+  std::optional<CostModel> cost_model;
 };
 
 // The cost model of `workload` (validated), measured on first use in this process and then
@@ -29,14 +40,29 @@ CostModel measured_cost_model(const Workload& workload);
 // How many cost models the cache holds now (at most a fixed bound).
 size_t cached_cost_models();
 
+// The full-BPTT peak percent=P refers to (NOTE [ Percent of full BPTT ] in the .cpp).
+int64_t full_bptt_reference(const CostModel& model);
+
+// Plans and measured checks per prepare() before the planner gives up.
+constexpr int64_t kPlanChecks = 6;
+
 class PlannerMethod : public GradientMethod {
  public:
   explicit PlannerMethod(PlannerOptions options = {});
   std::string name() const override { return "planner"; }
   std::string describe() const override;
 
-  // The budget in bytes for `model` (budget_bytes, or the percentage of full's peak).
+  // The budget in bytes for `model` (budget_bytes, or the percentage of full's peak) as
+  // asked, before any raise to the smallest the planner can honour.
   int64_t budget_for(const CostModel& model) const;
+
+  // After prepare(): the plan, the budget it was checked against (a percentage's, raised
+  // when needed), its measured step peak and the margin the planner measured (the
+  // relative amount by which the simulator under-predicted on this workload, 0 if never).
+  const Plan& current_plan() const { return plan_; }
+  int64_t checked_budget_bytes() const { return budget_; }
+  int64_t checked_peak_bytes() const { return checked_peak_; }
+  double margin() const { return margin_; }
 
  protected:
   // Measures the workload's cost model (or takes it from the cache) and plans.
@@ -44,10 +70,15 @@ class PlannerMethod : public GradientMethod {
   GradientResult compute_impl(const Workload& workload) override;
 
  private:
+  // Plans within `budget`, checking measured peaks (NOTE [ A budget is a promise ]).
+  void plan_within(const Workload& workload, int64_t budget);
+
   PlannerOptions options_;
   std::string signature_;  // the workload the cached model and plan were made for
   CostModel model_;
   Plan plan_;
+  int64_t budget_ = 0, checked_peak_ = 0;
+  double margin_ = 0.0;
 };
 
 }  // namespace vlrnn::schedule

@@ -8,7 +8,8 @@
 //   forward_grad(a, b):    live grows by the tape of [a, b)
 //   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
 //                          + accumulate_(single_)bytes after the first backward
-//                          + Σ transient over [a, b);
+//                          + Σ transient over [a, b) (or its largest window:
+//                            NOTE [ Backward windows ]);
 //                          then the tape is freed
 //   time = Σ per-step seconds of every op + op_seconds per call (one per advance chunk)
 //          + tape_growth_seconds · n² per tape of n steps
