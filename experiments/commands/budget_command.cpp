@@ -120,12 +120,13 @@ json budget_meta(const BudgetArgs& args, const BudgetLists& lists) {
 // One sequence length: the problem, its cost model and full BPTT's peak, which fractions
 // refer to.
 struct LengthContext {
+  const experiments::Problem* problem = nullptr;
   experiments::ProblemSpec spec;
   int64_t T = 0;
   schedule::CostModel model;
   schedule::Prediction full_predicted;
   int64_t full_peak = 0;  // measured, or predicted under --no-full
-  int64_t minimum = 0;    // the smallest budget the planner honours
+  int64_t minimum = 0;    // the smallest peak the cost model predicts for any schedule
 };
 
 // Full's measured iteration peak (one iteration), or its prediction under --no-full.
@@ -191,16 +192,26 @@ struct Choices {
   json chosen = json::object();
 };
 
+// The planner as `planner:budget=B` will run it: prepared on the workload, so the record
+// holds the schedule it checked against the budget (NOTE [ A budget is a promise ]), its
+// measured peak and margin, or its refusal naming the smallest budget it can honour.
 void choose_planner(const LengthContext& at, int64_t budget, Choices& out) {
-  if (budget < at.minimum) {
-    out.chosen["planner"] = {{"error", fmt::format("budget below the minimum {}", at.minimum)}};
+  schedule::PlannerOptions options;
+  options.budget_bytes = budget;
+  schedule::PlannerMethod planner(options);
+  try {
+    planner.prepare(at.problem->workload());
+  } catch (const c10::Error& e) {
+    out.chosen["planner"] = {{"error", e.what_without_backtrace()}};
     return;
   }
-  const auto p = schedule::plan(
-      at.model, std::max(at.minimum, int64_t(schedule::kPlanningMargin * double(budget))));
+  const auto& p = planner.current_plan();
   out.specs.push_back(fmt::format("planner:budget={}", budget));
-  out.chosen["planner"] = {{"schedule", p.schedule.name}, {"chosen_by", p.chosen_by},
-                           {"predicted", prediction_json(p.prediction)}};
+  out.chosen["planner"] = {{"schedule", p.schedule.name},
+                           {"chosen_by", p.chosen_by},
+                           {"predicted", prediction_json(p.prediction)},
+                           {"checked_peak_bytes", planner.checked_peak_bytes()},
+                           {"margin", planner.margin()}};
 }
 
 void choose_uniform(const LengthContext& at, int64_t budget, Choices& out) {
@@ -346,6 +357,7 @@ void run_length(experiments::ResultsStore& store, const BudgetArgs& args,
   at.spec.time_steps = T;
   at.T = T;
   const auto problem = experiments::make_problem(at.spec);
+  at.problem = &problem;
   std::cerr << fmt::format("vlrnn budget: {}: measuring the cost model...\n", at.spec.describe());
   // The same (cached) cost model the planner method will plan with.
   at.model = schedule::measured_cost_model(validated(problem.workload()));

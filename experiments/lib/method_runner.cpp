@@ -163,6 +163,8 @@ std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std
   }
   std::vector<MethodRun> runs;
   for (auto& c : contenders) {
+    // After prepare(): a method may now say more (a planner's raised percentage).
+    c.run.description = c.method->describe();
     if (c.run.status == "ok") {
       c.run.time_samples = c.seconds;
       c.run.time = measure::summarize(c.seconds);
