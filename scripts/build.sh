@@ -4,8 +4,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+# ccache, where a developer installed it, makes rebuilds in fresh clones and worktrees
+# cheap; a machine without it builds as usual.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 if [[ ! -f build/CMakeCache.txt ]]; then
-  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
 elif (($#)); then
   cmake -S . -B build "$@"
 fi
