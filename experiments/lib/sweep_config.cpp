@@ -226,6 +226,18 @@ std::map<std::string, std::string> parse_block_options(const json& config) {
   return out;
 }
 
+// "model_file" brings its own model, F and H: the same object giving "models", "input" or
+// "hidden" too would be overridden by one or the other in key order, so it is an error.
+void check_model_file_alone(const json& object, const std::string& path) {
+  if (!object.contains("model_file")) return;
+  for (const char* key : {"models", "input", "hidden"}) {
+    if (object.contains(key)) {
+      fail(path + "." + key, fmt::format("\"model_file\" gives the model and its input and hidden "
+                                         "sizes: expected no \"{}\" beside it", key));
+    }
+  }
+}
+
 // The experiments of the config with their JSON paths: the "experiments" list, or the top
 // level as the one experiment.
 std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
@@ -242,6 +254,7 @@ std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
     const std::string path = fmt::format("$.experiments[{}]", i);
     if (!list[i].is_object()) fail(path, fmt::format("expected an object, got {}", type_of(list[i])));
     check_keys(list[i], path, kExperimentKeys);
+    check_model_file_alone(list[i], path);
     out.emplace_back(list[i], path);
   }
   return out;
@@ -270,6 +283,7 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
   top_keys.insert(top_keys.end(), kTopOnlyKeys.begin(), kTopOnlyKeys.end());
   check_keys(config, "$", top_keys);
 
+  check_model_file_alone(config, "$");
   SweepConfig out;
   out.raw = config;
   out.name = config.contains("name") ? read_string(config["name"], "$.name") : name;

@@ -22,7 +22,8 @@
 //                  default ["lstm"]
 //   model_file     a TorchScript model file (vlrnn/core/script_model.h), relative to the
 //                  working directory: the experiment's one model, instead of "models";
-//                  its own F and H replace "input" and "hidden"
+//                  its own F and H replace "input" and "hidden" (giving any of those three
+//                  in the same object is an error)
 //   T, batch, block, hidden, layers
 //                  lists of positive integers; block may be empty (no K-dependent methods)
 //   input, classes F and C; head "ce" or "mse"

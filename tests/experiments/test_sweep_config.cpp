@@ -99,6 +99,13 @@ TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
   expect_error_mentions([] { parse(R"({"experiments": [{"name": "x"}, {"name": "x"}]})"); },
                         {"$.experiments[1].name", "duplicate"});
   expect_error_mentions([] { parse(R"([1, 2])"); }, {"$", "object"});
+  // A model file gives its own model and sizes: nothing beside it may say otherwise (checked
+  // before the file is read, so the path need not exist).
+  expect_error_mentions([] { parse(R"({"model_file": "cell.pt", "models": ["lstm"]})"); },
+                        {"$.models", "model_file", "no \"models\""});
+  expect_error_mentions(
+      [] { parse(R"({"experiments": [{"model_file": "cell.pt", "hidden": [8]}]})"); },
+      {"$.experiments[0].hidden", "model_file"});
 #ifndef VLRNN_WITH_CUDA
   expect_error_mentions([] { parse(R"({"device": "cuda"})"); }, {"$.device", "CUDA build"});
 #endif
