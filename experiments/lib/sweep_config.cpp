@@ -24,7 +24,7 @@ const std::vector<std::string> kExperimentKeys = {
     "name",   "description", "kind",    "figures", "methods", "models",        "T",
     "batch",  "block",       "hidden",  "layers",  "input",   "head",          "classes",
     "dtype",  "device",      "repeats", "warmup",  "seed",    "gradient_error", "budget_mib",
-    "batch_start", "batch_max", "batch_multiple", "model_file"};
+    "batch_start", "batch_max", "batch_multiple", "model_file", "until_stable", "max_repeats"};
 const std::vector<std::string> kTopOnlyKeys = {"memory_limit_mib", "block_options",
                                                "experiments"};
 // What scripts/plot.py draws (see its docstring).
@@ -135,6 +135,11 @@ void apply_key(ExperimentSpec& e, PendingMethods& methods, const std::string& ke
   else if (key == "warmup") e.warmup = read_int(v, path, 0);
   else if (key == "seed") e.seed = uint64_t(read_int(v, path, 0));
   else if (key == "gradient_error") e.gradient_error = read_bool(v, path);
+  else if (key == "until_stable") {
+    e.until_stable = read_positive_number(v, path);
+    if (e.until_stable >= 1) fail(path, fmt::format("expected a fraction below 1 (e.g. 0.05), got {}", e.until_stable));
+  }
+  else if (key == "max_repeats") e.max_repeats = read_int(v, path, 1);
   else if (key == "budget_mib") e.budget_bytes = int64_t(std::llround(read_positive_number(v, path) * 1048576.0));
   else if (key == "batch_start") e.batch_start = read_int(v, path, 1);
   else if (key == "batch_max") e.batch_max = read_int(v, path, 1);
@@ -264,6 +269,9 @@ std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
 void check_experiment(const ExperimentSpec& e, const json& object, const std::string& path) {
   if (e.head == "ce" && e.classes < 2) {
     fail(path + ".classes", fmt::format("expected >= 2 classes for a ce head, got {}", e.classes));
+  }
+  if (e.until_stable > 0 && e.max_repeats < e.repeats) {
+    fail(path + ".max_repeats", fmt::format("expected >= repeats ({}), got {}", e.repeats, e.max_repeats));
   }
   if (e.kind == "max_batch") {
     if (e.budget_bytes <= 0) fail(path + ".budget_mib", "kind max_batch needs a memory budget (MiB)");

@@ -29,6 +29,8 @@
 //   input, classes F and C; head "ce" or "mse"
 //   dtype          "float32" | "float64";  device "cpu" | "cuda" | "cuda:N"
 //   repeats, warmup, seed, gradient_error (bool: compare each point's gradients with full)
+//   until_stable   a fraction (e.g. 0.05): after `repeats`, rounds until every time ratio to
+//                  full has its 95 % interval within ±until_stable, at most max_repeats
 //   budget_mib, batch_start, batch_max, batch_multiple      (kind "max_batch" only)
 //
 // NOTE [ Which methods get K ]: a method spec with {K} or {N} (vlrnn/.../method_specs.h)
@@ -64,6 +66,10 @@ struct ExperimentSpec {
   std::string device = "cpu";
   int64_t repeats = 3;
   int64_t warmup = 1;
+  // Until stable (RunOptions::stable_within): more rounds after `repeats` until every time
+  // ratio to full is known within ±until_stable, at most max_repeats rounds. 0: off.
+  double until_stable = 0.0;
+  int64_t max_repeats = 50;
   uint64_t seed = 1;
   bool gradient_error = false;
   // kind "max_batch": the largest batch whose workload + iteration peak fits in budget_bytes,

@@ -277,6 +277,8 @@ void run_grid_group(const std::vector<const SweepPoint*>& group, const Experimen
     RunOptions run_options;
     run_options.warmup = e.warmup;
     run_options.repeats = e.repeats;
+    run_options.stable_within = e.until_stable;
+    run_options.max_repeats = e.max_repeats;
     run_options.peak_flops_per_second = peak;
     run_options.gradient_error = e.gradient_error;
     runs = run_methods(problem, specs, run_options);

@@ -76,6 +76,12 @@ TEST(SweepConfig, MaxBatchNeedsABudget) {
                         {"$.experiments[0].budget_mib", "max_batch"});
 }
 
+TEST(SweepConfig, UntilStableReachesTheExperiment) {
+  const auto config = parse(R"({"until_stable": 0.05, "repeats": 3, "max_repeats": 12})");
+  EXPECT_DOUBLE_EQ(config.experiments[0].until_stable, 0.05);
+  EXPECT_EQ(config.experiments[0].max_repeats, 12);
+}
+
 TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
   expect_error_mentions([] { parse(R"({"Tee": [1]})"); }, {"$.Tee", "unknown key", "T, batch"});
   expect_error_mentions([] { parse(R"({"experiments": [{"T": [16, "long"]}]})"); },
@@ -99,6 +105,9 @@ TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
   expect_error_mentions([] { parse(R"({"experiments": [{"name": "x"}, {"name": "x"}]})"); },
                         {"$.experiments[1].name", "duplicate"});
   expect_error_mentions([] { parse(R"([1, 2])"); }, {"$", "object"});
+  expect_error_mentions([] { parse(R"({"until_stable": 2})"); }, {"$.until_stable", "fraction"});
+  expect_error_mentions([] { parse(R"({"until_stable": 0.05, "repeats": 5, "max_repeats": 3})"); },
+                        {"$.max_repeats", ">= repeats (5)", "3"});
   // A model file gives its own model and sizes: nothing beside it may say otherwise (checked
   // before the file is read, so the path need not exist).
   expect_error_mentions([] { parse(R"({"model_file": "cell.pt", "models": ["lstm"]})"); },
