@@ -18,13 +18,18 @@ Problem small_problem() {
   return make_problem(spec);
 }
 
-TEST(MethodRunner, PairedRatiosCarryAnIntervalAndANoisyFlag) {
-  const auto problem = small_problem();
+// No warm-up, no gradient comparison: only the timed rounds matter here.
+RunOptions rounds_only(int64_t repeats) {
   RunOptions options;
   options.warmup = 0;
-  options.repeats = 5;
+  options.repeats = repeats;
   options.gradient_error = false;
-  const auto runs = run_methods(problem, {"full", "vlrnn:block=4"}, options);
+  return options;
+}
+
+TEST(MethodRunner, PairedRatiosCarryAnIntervalAndANoisyFlag) {
+  const auto problem = small_problem();
+  const auto runs = run_methods(problem, {"full", "vlrnn:block=4"}, rounds_only(5));
   const auto* full = find_full(runs);
   ASSERT_NE(full, nullptr);
   const auto record = ratio_json(runs[1], full);
@@ -39,10 +44,7 @@ TEST(MethodRunner, PairedRatiosCarryAnIntervalAndANoisyFlag) {
 
 TEST(MethodRunner, UntilStableAddsRoundsUpToTheCap) {
   const auto problem = small_problem();
-  RunOptions options;
-  options.warmup = 0;
-  options.repeats = 1;
-  options.gradient_error = false;
+  auto options = rounds_only(1);
   options.max_repeats = 6;
   // A tolerance no two timings meet: rounds are added until the cap.
   options.stable_within = 1e-12;
