@@ -94,6 +94,11 @@ ScriptModel::ScriptModel(torch::jit::Module module, std::string origin)
 }
 
 void ScriptModel::probe() {
+  check_signature();
+  probe_forward(probe_initial_state());
+}
+
+void ScriptModel::check_signature() {
   // The signature (NOTE [ The TorchScript model signature ] in script_model.h).
   auto forward_method = module_.find_method("forward");
   if (!forward_method) {
@@ -118,7 +123,9 @@ void ScriptModel::probe() {
               module_.hasattr("input_size") ? type_string(module_.attr("input_size")) : "none");
   input_size_ = module_.attr("input_size").toInt();
   TORCH_CHECK(input_size_ >= 1, origin_, ": input_size: expected >= 1, found ", input_size_);
+}
 
+std::vector<torch::Tensor> ScriptModel::probe_initial_state() {
   auto init = module_.find_method("initial_state");
   TORCH_CHECK(init, origin_, ": expected a method initial_state(self, batch: int) -> "
               "Tuple[Tensor, ...] (the zero state of `batch` sequences), found none");
@@ -146,7 +153,10 @@ void ScriptModel::probe() {
     spec.shape[size_t(batch_dims[0])] = -1;
     state_spec_.push_back(spec);
   }
+  return s2;
+}
 
+void ScriptModel::probe_forward(const std::vector<torch::Tensor>& s2) {
   // A tiny call: T = 3 steps, B = 2 sequences (T != B, so a transposed z shows), the second
   // ending after one step; in eval
   // mode (no dropout draws) and with deterministic data, so the probe leaves the

@@ -61,6 +61,11 @@ class ScriptModel : public RecurrentModule {
  private:
   ScriptModel(torch::jit::Module module, std::string origin);
   void probe();
+  // probe()'s steps: forward's schema and input_size; initial_state and the state layout
+  // (returns the state for 2 sequences); one forward call and its shapes and lengths.
+  void check_signature();
+  std::vector<torch::Tensor> probe_initial_state();
+  void probe_forward(const std::vector<torch::Tensor>& state_of_two);
 
   torch::jit::Module module_;
   std::string origin_;  // the file, or what the module came from, for messages
