@@ -51,10 +51,7 @@ struct Inputs {
 };
 
 void set_counters(benchmark::State& state, int64_t hidden, int64_t batch) {
-  const double flops = flops_forward_backward(hidden, batch);
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GFLOP"] = flops / 1e9;
-  state.counters["T"] = static_cast<double>(kSteps);
+  vlrnn::bench::set_flop_counters(state, flops_forward_backward(hidden, batch), kSteps);
 }
 
 void BM_BlockGru(benchmark::State& state, GruVariant variant) {

@@ -57,14 +57,8 @@ struct Inputs {
 };
 
 void set_counters(benchmark::State& state, int64_t hidden, int64_t batch) {
-  const double flops = flops_forward_backward(hidden, batch);
-  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  if (g_peak_flops_per_second > 0) {
-    state.counters["util"] = benchmark::Counter(flops / g_peak_flops_per_second,
-                                                benchmark::Counter::kIsIterationInvariantRate);
-  }
-  state.counters["GFLOP"] = flops / 1e9;
-  state.counters["T"] = static_cast<double>(kSteps);
+  vlrnn::bench::set_flop_counters(state, flops_forward_backward(hidden, batch), kSteps,
+                                  g_peak_flops_per_second);
 }
 
 void BM_LstmBlock(benchmark::State& state, LstmSave save) {

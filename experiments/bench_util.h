@@ -80,4 +80,18 @@ void run(benchmark::State& state, torch::nn::Module& module, torch::Tensor& x,
   state.counters["peak_MB"] = peak;
 }
 
+// The counters every block benchmark reports for a forward + backward of `flops` useful
+// FLOPs over `steps` time steps: the rate, and (when peak_flops_per_second > 0) the
+// utilization of the measured peak GEMM rate.
+inline void set_flop_counters(benchmark::State& state, double flops, int64_t steps,
+                              double peak_flops_per_second = 0.0) {
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  if (peak_flops_per_second > 0) {
+    state.counters["util"] = benchmark::Counter(flops / peak_flops_per_second,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  }
+  state.counters["GFLOP"] = flops / 1e9;
+  state.counters["T"] = static_cast<double>(steps);
+}
+
 }  // namespace vlrnn::bench
