@@ -131,8 +131,8 @@ void print_report(const CompareArgs& args, const experiments::Problem& problem,
                            s.describe(), measure::describe_device(s.device), blas_vendor,
                            load_start, measure::load_average());
   std::cout << fmt::format(
-      "peak GEMM (1024^2 {}): {} | useful work per step: {:.2f} GFLOP (forward + backward, "
-      "{:.3g} MFLOP per step and sequence)\n",
+      "peak GEMM (1024^2 {}): {} | useful work per iteration: {:.2f} GFLOP (forward + backward, "
+      "{:.3g} MFLOP per time step and sequence)\n",
       args.dtype, format_rate(peak_flops),
       problem.flops.forward() * 3.0 * double(s.time_steps * s.batch) * 1e-9,
       problem.flops.forward() * 3.0 * 1e-6);

@@ -35,7 +35,7 @@ struct MaxBatchOutcome {
   std::optional<MethodRun> run;  // timed at `batch`
 };
 
-// Probes one step per batch (on CPU the tracking allocator's limit stops a probe as soon as
+// Probes one iteration per batch (on CPU the tracking allocator's limit stops a probe as soon as
 // it passes the budget, so failed probes are cheap), then times `method` at the best batch
 // with `experiment`'s warm-up and repeats.
 MaxBatchOutcome find_max_batch(const ProblemSpec& base, const std::string& method,

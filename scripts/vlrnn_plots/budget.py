@@ -132,7 +132,7 @@ def draw(records, meta, directory, written, skipped):
                          ls="-" if method in BUDGETED else "none",
                          label=style["label"].split(",")[0].split(" (")[0])
         ax.set_xscale("log")
-        ax.set_ylabel("time per step / full BPTT's")
+        ax.set_ylabel("time per iteration / full BPTT's")
         ax.set_title(f"T = {T}")
         ax.grid(True, which="both", alpha=0.3)
         handles, labels = ax.get_legend_handles_labels()

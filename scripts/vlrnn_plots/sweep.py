@@ -98,7 +98,7 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, directory, name, meta, written,
-         "Exact bytes of live tensors during one step (a tracking allocator); no time is drawn.")
+         "Exact bytes of live tensors during one iteration (a tracking allocator); no time is drawn.")
 
 
 def plot_time_vs_block(records, meta, directory, written, skipped, order):
