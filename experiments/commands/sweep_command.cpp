@@ -1,15 +1,14 @@
 #include "commands/command.h"
 #include "commands/measuring_options.h"
+#include "commands/stop_signal.h"
 
 #include "lib/sweep_runner.h"
 
 #include <fmt/format.h>
 
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <unistd.h>
 
 namespace vlrnn::cli {
 namespace {
@@ -23,24 +22,6 @@ struct SweepArgs {
   MeasuringArgs measuring;
 };
 
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-// NOTE [ Stopping a sweep ]: the first SIGINT / SIGTERM lets the point being measured finish
-// and be recorded, then the sweep ends cleanly (results.csv and meta.json say
-// "interrupted"); a second one kills at once. Either way every point already written stays
-// in results.jsonl, and --resume carries on from there.
-extern "C" void on_stop_signal(int signal) {
-  if (g_stop_signal != 0) {
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
-    return;
-  }
-  g_stop_signal = signal;
-  const char message[] =
-      "\nvlrnn sweep: stopping after the current point (send it again to stop now)\n";
-  [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof(message) - 1);
-}
-
 int run_sweep_command(const SweepArgs& args) {
   apply_threads(args.measuring);
   const auto config = experiments::load_sweep_config(args.config_path);
@@ -53,7 +34,7 @@ int run_sweep_command(const SweepArgs& args) {
                         : args.out_dir;
   options.resume = args.resume;
   options.command_line = command_line();
-  options.stop_requested = [] { return g_stop_signal != 0; };
+  options.stop_requested = [] { return StopOnSignal::requested(); };
 
   std::cerr << fmt::format("vlrnn sweep: {} ({} experiments, {} points{}) -> {}\n", config.name,
                            config.experiments.size(), points.size(),
@@ -66,11 +47,11 @@ int run_sweep_command(const SweepArgs& args) {
     return 0;
   }
   check_clean_tree(args.measuring, "vlrnn sweep");
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
-  const auto summary = experiments::run_sweep(config, options);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  // NOTE [ Stopping a long run ]
+  const auto summary = [&] {
+    StopOnSignal stop("\nvlrnn sweep: stopping after the current point (send it again to stop now)\n");
+    return experiments::run_sweep(config, options);
+  }();
 
   std::cerr << fmt::format(
       "vlrnn sweep: {}: {} points measured ({} out of memory or failed), {} already recorded, "

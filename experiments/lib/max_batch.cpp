@@ -40,42 +40,48 @@ int64_t search_max_batch(int64_t start, int64_t limit, int64_t multiple,
   return lo;
 }
 
+BatchProbe probe_budget(GradientMethod& method, const Workload& workload, int64_t budget_bytes,
+                        torch::Device device) {
+  auto& tracker = measure::CpuMemoryTracker::instance();
+  BatchProbe probe;
+  probe.batch = workload.batch.batch_size();
+  const int64_t saved_limit = tracker.limit();
+  try {
+    const int64_t data = measure::workload_bytes(workload);
+    if (data > budget_bytes) {
+      probe.total_bytes = data;  // the data alone is over budget
+      return probe;
+    }
+    if (device.is_cpu()) {
+      // The step may add at most budget - data on top of what is live now.
+      int64_t cap = tracker.current_bytes() + (budget_bytes - data) + 1;
+      if (saved_limit > 0) cap = std::min(cap, saved_limit);
+      tracker.set_limit(cap);
+    }
+    const auto measured = measure::measure_iteration(method, workload, device);
+    tracker.set_limit(saved_limit);
+    probe.total_bytes = data + measured.memory.iteration_peak_bytes;
+    probe.fits = probe.total_bytes <= budget_bytes;
+  } catch (const std::exception& e) {
+    tracker.set_limit(saved_limit);
+    if (!measure::is_out_of_memory(e)) throw;
+    probe.fits = false;  // total_bytes stays -1: it ran out before finishing
+  }
+  return probe;
+}
+
 MaxBatchOutcome find_max_batch(const ProblemSpec& base, const std::string& method,
                                const ExperimentSpec& experiment, double peak_flops_per_second,
                                const std::function<void(const std::string&)>& progress) {
   MaxBatchOutcome out;
   const int64_t budget = experiment.budget_bytes;
-  auto& tracker = measure::CpuMemoryTracker::instance();
   auto fits = [&](int64_t batch) {
     ProblemSpec spec = base;
     spec.batch = batch;
-    BatchProbe probe;
+    const auto problem = make_problem(spec);
+    auto m = make_method_from_spec(method);
+    auto probe = probe_budget(*m, problem.workload(), budget, spec.device);
     probe.batch = batch;
-    const int64_t saved_limit = tracker.limit();
-    try {
-      const auto problem = make_problem(spec);
-      const auto workload = problem.workload();
-      const int64_t data = measure::workload_bytes(workload);
-      if (data <= budget) {
-        auto m = make_method_from_spec(method);
-        if (spec.device.is_cpu()) {
-          // The step may add at most budget - data on top of what is live now.
-          int64_t cap = tracker.current_bytes() + (budget - data) + 1;
-          if (saved_limit > 0) cap = std::min(cap, saved_limit);
-          tracker.set_limit(cap);
-        }
-        const auto measured = measure::measure_iteration(*m, workload, spec.device);
-        tracker.set_limit(saved_limit);
-        probe.total_bytes = data + measured.memory.iteration_peak_bytes;
-        probe.fits = probe.total_bytes <= budget;
-      } else {
-        probe.total_bytes = data;  // the data alone is over budget
-      }
-    } catch (const std::exception& e) {
-      tracker.set_limit(saved_limit);
-      if (!measure::is_out_of_memory(e)) throw;
-      probe.fits = false;  // total_bytes stays -1: it ran out before finishing
-    }
     if (progress) {
       progress(fmt::format("  probe B={}: {} {}", batch,
                            probe.total_bytes >= 0 ? format_bytes(double(probe.total_bytes))

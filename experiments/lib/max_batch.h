@@ -28,6 +28,12 @@ struct BatchProbe {
   bool fits = false;
 };
 
+// One iteration of `method` on `workload`, judged against `budget_bytes` (the workload's
+// own bytes plus the iteration peak). On CPU the tracking allocator's limit stops the
+// iteration as soon as it passes the budget; running out of memory means it does not fit.
+BatchProbe probe_budget(GradientMethod& method, const Workload& workload, int64_t budget_bytes,
+                        torch::Device device);
+
 struct MaxBatchOutcome {
   int64_t batch = 0;  // 0: not even batch_start fits
   std::vector<BatchProbe> probes;

@@ -95,8 +95,12 @@ std::set<std::string> ResultsStore::recorded_keys() const {
   return keys;
 }
 
-void ResultsStore::append(const json& record) {
-  std::string line = record.dump() + "\n";
+void ResultsStore::append(const json& record) { append_all({record}); }
+
+void ResultsStore::append_all(const std::vector<json>& records) {
+  if (records.empty()) return;
+  std::string line;
+  for (const auto& record : records) line += record.dump() + "\n";
   const int fd = ::open(jsonl_path().c_str(), O_RDWR | O_CREAT | O_APPEND, 0644);
   TORCH_CHECK(fd >= 0, "results: cannot open \"", jsonl_path(), "\": ", std::strerror(errno));
   // A torn last line from an earlier crash must not swallow this record.

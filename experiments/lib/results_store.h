@@ -34,6 +34,9 @@ class ResultsStore {
   std::set<std::string> recorded_keys() const;
 
   void append(const nlohmann::json& record);
+  // Several records in one write and one fsync (a training run logs a step at a time and
+  // flushes them together).
+  void append_all(const std::vector<nlohmann::json>& records);
   // Replaces results.jsonl with `records` (temp file + rename), for a merged result set.
   void replace_records(const std::vector<nlohmann::json>& records) const;
   // Rewrites results.csv from results.jsonl (temp file + rename: never half-written).

@@ -30,13 +30,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buffer;
-}
-
 std::string host_name() {
   char buffer[256] = {};
   return ::gethostname(buffer, sizeof(buffer) - 1) == 0 ? std::string(buffer) : std::string("unknown");
@@ -140,14 +133,6 @@ PeakRates measure_peak_rates(const std::vector<SweepPoint>& points, const SweepO
                        {"threads", peak.threads}, {"time_s", to_json(peak.time)}};
   }
   return peaks;
-}
-
-void warn_if_reference_blas(const json& env) {
-  if (!env["blas"]["reference"].get<bool>()) return;
-  std::cerr << "vlrnn sweep: WARNING: LibTorch runs on the REFERENCE BLAS ("
-            << env["blas"]["loaded"].get<std::string>()
-            << "), ~30x slower than OpenBLAS: times and utilization measure the wrong thing. "
-               "Install libopenblas0-pthread (scripts/install_deps.sh does).\n";
 }
 
 // Step 3: meta.json as the run starts (status "running"); finish_meta completes it.
@@ -307,6 +292,21 @@ void finish_meta(json& meta, const SweepSummary& summary, const ResultsStore& st
 }
 }  // namespace
 
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buffer;
+}
+
+void warn_if_reference_blas(const json& env, const std::string& who) {
+  if (!env["blas"]["reference"].get<bool>()) return;
+  std::cerr << who << ": WARNING: LibTorch runs on the REFERENCE BLAS ("
+            << env["blas"]["loaded"].get<std::string>()
+            << "), ~30x slower than OpenBLAS: times and utilization measure the wrong thing. "
+               "Install libopenblas0-pthread (scripts/install_deps.sh does).\n";
+}
+
 json environment_json() {
   const auto blas = measure::detect_blas();
   const auto threads = measure::current_threads();
@@ -334,7 +334,7 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   auto& tracker = measure::CpuMemoryTracker::instance();
   tracker.install();
   const json env = environment_json();
-  warn_if_reference_blas(env);
+  warn_if_reference_blas(env, "vlrnn sweep");
   const auto peaks = measure_peak_rates(plan.points, options);
   json meta = start_meta(config, options, summary, plan, peaks, env);
   store.write_meta(meta);

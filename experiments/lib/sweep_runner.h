@@ -35,5 +35,10 @@ SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options);
 
 // What meta.json holds about the machine and code (without the sweep-specific fields).
 nlohmann::json environment_json();
+// Warns on stderr, as `who`, when `env` (environment_json()) says LibTorch runs on the
+// reference BLAS: times measured there mean little.
+void warn_if_reference_blas(const nlohmann::json& env, const std::string& who);
+// "2026-11-23T01:02:03Z"
+std::string utc_now();
 
 }  // namespace vlrnn::experiments

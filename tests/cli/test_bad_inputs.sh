@@ -117,5 +117,20 @@ expect "cannot read" verify --model-file "$work/missing.pt"
 expect "torch::jit::load failed" compare --model-file "$work/broken.json" --T 8
 expect "model_file" sweep "$work/bad_model_file.json" --out "$work/o6" --allow-dirty
 
+# vlrnn train
+echo '{"task": {"kind": "copy", "delay": 4}, "methods": ["nosuch"]}' > "$work/train_bad_method.json"
+echo '{"task": {"kind": "copy"}, "methods": ["full"]}' > "$work/train_no_delay.json"
+echo '{"task": {"kind": "text", "path": "/no/such.txt", "steps": 8}, "methods": ["full"]}' > "$work/train_no_text.json"
+echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["full"], "optimizer": {"lr": -1}}' > "$work/train_bad_lr.json"
+echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["full"], "steps": 2}' > "$work/train_ok.json"
+echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["vlrnn"], "steps": 2}' > "$work/train_other.json"
+expect "methods[0]" train "$work/train_bad_method.json" --out "$work/t1" --allow-dirty
+expect "task.delay" train "$work/train_no_delay.json" --out "$work/t2" --allow-dirty
+expect "cannot read the text file" train "$work/train_no_text.json" --out "$work/t3" --allow-dirty
+expect "optimizer.lr" train "$work/train_bad_lr.json" --out "$work/t4" --allow-dirty
+expect "config" train "$work/missing.json"
+(cd "$source_dir" && "$vlrnn" train "$work/train_ok.json" --out "$work/t5" --allow-dirty > /dev/null 2>&1)
+expect "different config" train "$work/train_other.json" --out "$work/t5" --resume --allow-dirty
+
 echo "cli: $((total - failures)) passed, $failures failed"
 ((failures == 0))

@@ -73,6 +73,23 @@ void RngState::restore() const {
   if (cuda_state_.defined()) last.cuda = cuda_state_;
 }
 
+void RngState::save(torch::serialize::OutputArchive& archive) const {
+  TORCH_CHECK(captured(), "RngState::save: nothing was captured");
+  archive.write("cpu", cpu_state_);
+  if (cuda_state_.defined()) archive.write("cuda", cuda_state_);
+}
+
+RngState RngState::load(torch::serialize::InputArchive& archive, const torch::Device& device) {
+  RngState snapshot;
+  archive.read("cpu", snapshot.cpu_state_);
+  if (device.is_cuda()) {
+    snapshot.cuda_index_ = device.has_index() ? device.index() : c10::DeviceIndex(0);
+    TORCH_CHECK(archive.try_read("cuda", snapshot.cuda_state_), "RngState::load: the snapshot "
+                "holds no CUDA generator state (it was saved for a CPU run)");
+  }
+  return snapshot;
+}
+
 RngCopy RngCopy::take(const torch::Device& device) {
   RngCopy copy;
   copy.cpu_ = copy_of(at::detail::getDefaultCPUGenerator());

@@ -31,6 +31,7 @@ IterationMeasurement measure_iteration(GradientMethod& method, const Workload& w
   {
     const GradientResult result = method.compute(workload);
     out.counters = result.counters;
+    out.loss = result.loss;
   }
   out.seconds = timer.stop();
   out.memory = memory.finish();

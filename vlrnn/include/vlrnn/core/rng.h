@@ -27,6 +27,10 @@ class RngState {
     return int64_t(cpu_state_.defined() ? cpu_state_.nbytes() : 0) +
            int64_t(cuda_state_.defined() ? cuda_state_.nbytes() : 0);
   }
+  // For training checkpoints: writes the snapshot into `archive`, and reads one back (a
+  // CUDA generator's state only when `device` is a CUDA device).
+  void save(torch::serialize::OutputArchive& archive) const;
+  static RngState load(torch::serialize::InputArchive& archive, const torch::Device& device);
   // True when both snapshots hold the same tensor (NOTE [ Shared RNG snapshots ]).
   bool shares_storage_with(const RngState& other) const {
     return cpu_state_.is_same(other.cpu_state_);

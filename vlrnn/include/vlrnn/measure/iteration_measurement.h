@@ -12,6 +12,7 @@ struct IterationMeasurement {
   double seconds = 0.0;  // wall clock of compute(), device synchronized at both ends
   IterationMemory memory;
   StepCounters counters;
+  torch::Tensor loss;  // the iteration's loss (GradientResult::loss): a detached scalar
 };
 
 // Drops every gradient the workload's tensors hold (parameters, h0, inputs), so that the

@@ -1,0 +1,108 @@
+#include "lib/json_fields.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <fstream>
+
+namespace vlrnn::experiments::json_fields {
+
+json read_json_file(const std::string& path) {
+  std::ifstream file(path);
+  TORCH_CHECK(file, "config: cannot read \"", path, "\"");
+  try {
+    return json::parse(file, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    TORCH_CHECK(false, "config \"", path, "\": not valid JSON: ", e.what());
+  }
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+  TORCH_CHECK(false, "config ", path, ": ", message);
+}
+
+std::string type_of(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number_float()) return "a number with a fraction";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "a list";
+  return "an object";
+}
+
+std::string shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+int64_t read_int(const json& v, const std::string& path, int64_t min) {
+  if (!(v.is_number_integer() || v.is_number_unsigned())) {
+    fail(path, fmt::format("expected an integer >= {}, got {} ({})", min, type_of(v), shown(v)));
+  }
+  const auto value = v.get<int64_t>();
+  if (value < min) fail(path, fmt::format("expected an integer >= {}, got {}", min, value));
+  return value;
+}
+
+double read_positive_number(const json& v, const std::string& path) {
+  if (!v.is_number()) fail(path, fmt::format("expected a positive number, got {} ({})", type_of(v), shown(v)));
+  const double value = v.get<double>();
+  if (!(value > 0)) fail(path, fmt::format("expected a positive number, got {}", value));
+  return value;
+}
+
+double read_number(const json& v, const std::string& path, double min, double max) {
+  if (!v.is_number() || !(v.get<double>() >= min && v.get<double>() <= max)) {
+    fail(path, fmt::format("expected a number in [{}, {}], got {} ({})", min, max, type_of(v),
+                           shown(v)));
+  }
+  return v.get<double>();
+}
+
+std::vector<int64_t> read_int_list(const json& v, const std::string& path, int64_t min,
+                                   bool allow_empty) {
+  if (!v.is_array()) return {read_int(v, path, min)};
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(read_int(v[i], fmt::format("{}[{}]", path, i), min));
+  if (out.empty() && !allow_empty) fail(path, "expected at least one value, got an empty list");
+  return out;
+}
+
+std::string read_string(const json& v, const std::string& path,
+                        const std::vector<std::string>& allowed) {
+  if (!v.is_string()) fail(path, fmt::format("expected a string, got {} ({})", type_of(v), shown(v)));
+  const auto s = v.get<std::string>();
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+    fail(path, fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), s));
+  }
+  return s;
+}
+
+std::vector<std::string> read_string_list(const json& v, const std::string& path,
+                                          const std::vector<std::string>& allowed) {
+  if (!v.is_array()) return {read_string(v, path, allowed)};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    out.push_back(read_string(v[i], fmt::format("{}[{}]", path, i), allowed));
+  }
+  return out;
+}
+
+bool read_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) fail(path, fmt::format("expected true or false, got {} ({})", type_of(v), shown(v)));
+  return v.get<bool>();
+}
+
+void check_keys(const json& object, const std::string& path, const std::vector<std::string>& known) {
+  for (const auto& item : object.items()) {
+    if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
+      fail(path + "." + item.key(),
+           fmt::format("unknown key; known keys: {}", fmt::join(known, ", ")));
+    }
+  }
+}
+
+}  // namespace vlrnn::experiments::json_fields

@@ -1,0 +1,43 @@
+#pragma once
+// Reading a JSON config one field at a time, with errors that name the field's path
+// ("config experiments[0].T: expected an integer >= 1, got a string ("64")"): the sweep
+// configs and the training configs read their values through these.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlrnn::experiments::json_fields {
+
+using json = nlohmann::json;
+
+// The JSON in the file at `path` (comments allowed); throws naming the file when it cannot
+// be read or is not valid JSON.
+json read_json_file(const std::string& path);
+
+// Throws "config PATH: MESSAGE".
+[[noreturn]] void fail(const std::string& path, const std::string& message);
+// "an integer", "a string", ...: what a value is, for error messages.
+std::string type_of(const json& v);
+// The value as JSON text, cut to 60 characters.
+std::string shown(const json& v);
+
+int64_t read_int(const json& v, const std::string& path, int64_t min);
+double read_positive_number(const json& v, const std::string& path);
+// A number in [min, max].
+double read_number(const json& v, const std::string& path, double min, double max);
+// A list of integers, or one integer read as a list of one.
+std::vector<int64_t> read_int_list(const json& v, const std::string& path, int64_t min,
+                                   bool allow_empty);
+// A string, one of `allowed` when that is not empty.
+std::string read_string(const json& v, const std::string& path,
+                        const std::vector<std::string>& allowed = {});
+std::vector<std::string> read_string_list(const json& v, const std::string& path,
+                                          const std::vector<std::string>& allowed = {});
+bool read_bool(const json& v, const std::string& path);
+// Throws naming the first key of `object` that is not in `known`.
+void check_keys(const json& object, const std::string& path, const std::vector<std::string>& known);
+
+}  // namespace vlrnn::experiments::json_fields

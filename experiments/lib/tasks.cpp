@@ -1,0 +1,270 @@
+#include "lib/tasks.h"
+
+#include "lib/json_fields.h"
+
+#include "vlrnn/core/heads.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+namespace vlrnn::experiments {
+namespace {
+
+using json = nlohmann::json;
+using namespace json_fields;
+
+// SplitMix64's finaliser: decorrelates the seeds of neighbouring batch indices.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// [B] lengths in [shortest, longest], one of them `longest` so that the batch spans all T
+// steps; undefined when every sequence has `longest` steps.
+torch::Tensor draw_lengths(int64_t shortest, int64_t longest, int64_t batch,
+                           at::Generator& generator) {
+  if (shortest >= longest) return {};
+  auto lengths = torch::randint(shortest, longest + 1, {batch}, generator, torch::kLong);  // [B]
+  lengths[0] = longest;
+  return lengths;
+}
+
+int64_t shortest_of(double min_fraction, int64_t longest, int64_t at_least) {
+  return std::max<int64_t>(at_least, int64_t(std::ceil(min_fraction * double(longest))));
+}
+
+// The adding problem (Hochreiter & Schmidhuber 1997, in the form of Le et al. 2015): each
+// step carries a value in [0, 1) and a marker; exactly two steps are marked, one in each
+// half of the sequence, and the last step's target is the sum of the two marked values.
+// Predicting 1 whatever the inputs scores Var(U + U) = 1/6.
+class AddingTask : public Task {
+ public:
+  AddingTask(int64_t steps, double min_length) : steps_(steps), min_length_(min_length) {}
+  std::string describe() const override {
+    return fmt::format("adding(T={}, min_length={})", steps_, min_length_);
+  }
+  std::string kind() const override { return "adding"; }
+  int64_t input_size() const override { return 2; }
+  std::string head_kind() const override { return "mse"; }
+  int64_t head_outputs() const override { return 1; }
+  int64_t time_steps() const override { return steps_; }
+  double chance_loss() const override { return 1.0 / 6.0; }
+
+ protected:
+  SequenceBatch draw(Split, int64_t batch, at::Generator& generator) const override {
+    SequenceBatch out;
+    out.lengths = draw_lengths(shortest_of(min_length_, steps_, 2), steps_, batch, generator);
+    auto length = out.has_lengths() ? out.lengths : torch::full({batch}, steps_, torch::kLong);
+    auto values = torch::rand({steps_, batch}, generator, torch::kFloat);  // [T, B]
+    auto half = torch::div(length, 2, "floor");                            // [B]
+    auto first = (torch::rand({batch}, generator, torch::kFloat) * half).to(torch::kLong);
+    auto second = half + (torch::rand({batch}, generator, torch::kFloat) * (length - half))
+                             .to(torch::kLong);
+    auto marked = torch::stack({first, second});                          // [2, B]
+    auto markers = torch::zeros({steps_, batch}).scatter_(0, marked, 1.0);  // [T, B]
+    auto sum = values.gather(0, marked).sum(0, /*keepdim=*/true);          // [1, B]
+    auto targets = torch::full({steps_, batch}, std::numeric_limits<float>::quiet_NaN());
+    targets.scatter_(0, (length - 1).unsqueeze(0), sum);                   // scored: last step
+    out.inputs = torch::stack({values, markers}, -1);                      // [T, B, 2]
+    out.targets = targets.unsqueeze(-1);                                   // [T, B, 1]
+    return out;
+  }
+
+ private:
+  int64_t steps_;
+  double min_length_;
+};
+
+// The copy task (Arjovsky et al. 2016) with a delay of D steps: S symbols from an alphabet
+// of A, then D - 1 blanks, a delimiter, and S steps in which the model must repeat the S
+// symbols in order. Only those S recall steps are scored, so a model that has not carried
+// the symbols across the delay scores log(A). With S = 1 it is delayed recall.
+// Inputs are one-hot over blank, the A symbols and the delimiter (A + 2); T = 2S + D.
+// With min_length < 1 each sequence's delay is drawn from [min_length * D, D].
+class CopyTask : public Task {
+ public:
+  CopyTask(int64_t delay, int64_t symbols, int64_t alphabet, double min_length)
+      : delay_(delay), symbols_(symbols), alphabet_(alphabet), min_length_(min_length) {}
+  std::string describe() const override {
+    return fmt::format("copy(delay={}, symbols={}, alphabet={}, min_length={})", delay_,
+                       symbols_, alphabet_, min_length_);
+  }
+  std::string kind() const override { return "copy"; }
+  int64_t input_size() const override { return alphabet_ + 2; }
+  std::string head_kind() const override { return "ce"; }
+  int64_t head_outputs() const override { return alphabet_; }
+  int64_t time_steps() const override { return 2 * symbols_ + delay_; }
+  double chance_loss() const override { return std::log(double(alphabet_)); }
+
+ protected:
+  SequenceBatch draw(Split, int64_t batch, at::Generator& generator) const override {
+    SequenceBatch out;
+    const int64_t steps = time_steps();
+    auto delays = draw_lengths(shortest_of(min_length_, delay_, 1), delay_, batch, generator);
+    if (!delays.defined()) delays = torch::full({batch}, delay_, torch::kLong);  // [B]
+    if (min_length_ < 1.0) out.lengths = 2 * symbols_ + delays;
+    auto symbols = torch::randint(1, alphabet_ + 1, {symbols_, batch}, generator,
+                                  torch::kLong);                          // [S, B]
+    auto codes = torch::zeros({steps, batch}, torch::kLong);               // [T, B], 0 = blank
+    codes.slice(0, 0, symbols_).copy_(symbols);
+    codes.scatter_(0, (symbols_ + delays - 1).unsqueeze(0), alphabet_ + 1);  // the delimiter
+    auto recall = symbols_ + delays.unsqueeze(0) +
+                  torch::arange(symbols_, torch::kLong).unsqueeze(1);      // [S, B] steps
+    auto targets = torch::full({steps, batch}, kNoTarget, torch::kLong);   // [T, B]
+    targets.scatter_(0, recall, symbols - 1);
+    out.inputs = torch::one_hot(codes, alphabet_ + 2).to(torch::kFloat);   // [T, B, A + 2]
+    out.targets = targets;
+    return out;
+  }
+
+ private:
+  int64_t delay_, symbols_, alphabet_;
+  double min_length_;
+};
+
+// Character-level language modelling: windows of T + 1 characters of a text file; each
+// step reads one character (one-hot over the file's distinct bytes) and predicts the next.
+// The first (1 - eval_fraction) of the file trains, the rest evaluates. Chance is the
+// unigram entropy of the training part: what a model that ignores its inputs can reach.
+class TextTask : public Task {
+ public:
+  TextTask(std::string path, int64_t steps, double min_length, double eval_fraction)
+      : path_(std::move(path)), steps_(steps), min_length_(min_length) {
+    load(eval_fraction);
+  }
+  std::string describe() const override {
+    return fmt::format("text({}, T={}, vocabulary={}, min_length={})", path_, steps_,
+                       vocabulary_size_, min_length_);
+  }
+  std::string kind() const override { return "text"; }
+  int64_t input_size() const override { return vocabulary_size_; }
+  std::string head_kind() const override { return "ce"; }
+  int64_t head_outputs() const override { return vocabulary_size_; }
+  int64_t time_steps() const override { return steps_; }
+  double chance_loss() const override { return unigram_entropy_; }
+
+ protected:
+  SequenceBatch draw(Split split, int64_t batch, at::Generator& generator) const override {
+    const auto& text = split == Split::kTrain ? train_ : eval_;  // [N] token ids
+    SequenceBatch out;
+    out.lengths = draw_lengths(shortest_of(min_length_, steps_, 1), steps_, batch, generator);
+    auto starts = torch::randint(0, text.size(0) - steps_, {1, batch}, generator,
+                                 torch::kLong);                                  // [1, B]
+    auto window = text.index({starts + torch::arange(steps_ + 1).unsqueeze(1)});  // [T + 1, B]
+    out.inputs = torch::one_hot(window.slice(0, 0, steps_), vocabulary_size_)
+                     .to(torch::kFloat);  // [T, B, V]
+    out.targets = window.slice(0, 1).contiguous();  // [T, B]
+    return out;
+  }
+
+ private:
+  void load(double eval_fraction);
+
+  std::string path_;
+  int64_t steps_;
+  double min_length_;
+  int64_t vocabulary_size_ = 0;
+  double unigram_entropy_ = 0.0;
+  torch::Tensor train_, eval_;  // [N] int64 token ids
+};
+
+void TextTask::load(double eval_fraction) {
+  std::ifstream file(path_, std::ios::binary);
+  TORCH_CHECK(file, "config task.path: cannot read the text file \"", path_, "\"");
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  auto raw = torch::from_blob(const_cast<char*>(bytes.data()), {int64_t(bytes.size())},
+                              torch::kUInt8).to(torch::kLong);  // [N] bytes
+  auto [vocabulary, ids] = torch::_unique(raw, /*sorted=*/true, /*return_inverse=*/true);
+  vocabulary_size_ = vocabulary.size(0);
+  TORCH_CHECK(vocabulary_size_ >= 2, "config task.path: \"", path_, "\" has ",
+              vocabulary_size_, " distinct characters; a language model needs at least 2");
+  const auto eval_size = int64_t(double(ids.size(0)) * eval_fraction);
+  train_ = ids.slice(0, 0, ids.size(0) - eval_size);
+  eval_ = ids.slice(0, ids.size(0) - eval_size);
+  TORCH_CHECK(eval_.size(0) > steps_ + 1 && train_.size(0) > steps_ + 1, "config task: \"",
+              path_, "\" has ", ids.size(0), " characters, too few for windows of steps + 1 = ",
+              steps_ + 1, " in both its training part (", train_.size(0), ") and its "
+              "evaluation part (", eval_.size(0), "); lower steps or use a longer text");
+  auto p = torch::bincount(train_, {}, vocabulary_size_).to(torch::kDouble) / double(train_.size(0));
+  unigram_entropy_ = -(p * torch::log(p.clamp_min(1e-300))).sum().item<double>();
+}
+
+const std::vector<std::string> kAddingKeys = {"kind", "steps", "min_length"};
+const std::vector<std::string> kCopyKeys = {"kind", "delay", "symbols", "alphabet", "min_length"};
+const std::vector<std::string> kTextKeys = {"kind", "path", "steps", "min_length",
+                                            "eval_fraction"};
+
+double min_length_of(const json& config) {
+  return config.contains("min_length")
+             ? read_number(config["min_length"], "task.min_length", 1e-9, 1.0)
+             : 1.0;
+}
+
+}  // namespace
+
+SequenceBatch Task::batch(Split split, int64_t index, int64_t batch_size, uint64_t seed) const {
+  TORCH_CHECK(batch_size >= 1, "batch: expected >= 1 sequences, got ", batch_size);
+  auto generator = at::detail::createCPUGenerator(
+      mix(mix(seed) ^ mix(uint64_t(index) * 2 + (split == Split::kEval ? 1 : 0))));
+  return draw(split, batch_size, generator);
+}
+
+torch::Tensor scored_mask(const SequenceBatch& batch) {
+  const auto& y = batch.targets;  // [T, B] or [T, B, O]
+  auto scored = y.is_floating_point() ? ~torch::isnan(y).any(-1) : y != kNoTarget;  // [T, B]
+  if (batch.has_lengths()) {
+    auto steps = torch::arange(y.size(0), torch::dtype(torch::kLong).device(y.device()));
+    scored &= steps.unsqueeze(1) < batch.lengths.to(y.device()).unsqueeze(0);
+  }
+  return scored;
+}
+
+int64_t scored_steps(const SequenceBatch& batch) {
+  return scored_mask(batch).sum().item<int64_t>();
+}
+
+std::vector<std::string> task_kinds() { return {"adding", "copy", "text"}; }
+
+std::unique_ptr<Task> make_task(const json& config) {
+  if (!config.is_object()) fail("task", "expected an object with a \"kind\", got " + type_of(config));
+  TORCH_CHECK(config.contains("kind"), "config task.kind: missing; known kinds: ",
+              fmt::format("{}", fmt::join(task_kinds(), ", ")));
+  const auto kind = read_string(config["kind"], "task.kind", task_kinds());
+  auto required = [&](const char* key) -> const json& {
+    TORCH_CHECK(config.contains(key), "config task.", key, ": missing (the ", kind,
+                " task needs it)");
+    return config[key];
+  };
+  if (kind == "adding") {
+    check_keys(config, "task", kAddingKeys);
+    return std::make_unique<AddingTask>(read_int(required("steps"), "task.steps", 2),
+                                        min_length_of(config));
+  }
+  if (kind == "copy") {
+    check_keys(config, "task", kCopyKeys);
+    auto optional_int = [&](const char* key, int64_t fallback, int64_t min) {
+      return config.contains(key) ? read_int(config[key], std::string("task.") + key, min)
+                                  : fallback;
+    };
+    return std::make_unique<CopyTask>(read_int(required("delay"), "task.delay", 1),
+                                      optional_int("symbols", 10, 1),
+                                      optional_int("alphabet", 8, 2), min_length_of(config));
+  }
+  check_keys(config, "task", kTextKeys);
+  const double eval_fraction = config.contains("eval_fraction")
+      ? read_number(config["eval_fraction"], "task.eval_fraction", 0.01, 0.5)
+      : 0.1;
+  return std::make_unique<TextTask>(read_string(required("path"), "task.path"),
+                                    read_int(required("steps"), "task.steps", 1),
+                                    min_length_of(config), eval_fraction);
+}
+
+}  // namespace vlrnn::experiments

@@ -1,0 +1,174 @@
+#include "lib/train_config.h"
+
+#include "lib/json_fields.h"
+#include "lib/method_specs.h"
+#include "lib/problem.h"
+#include "lib/tasks.h"
+
+#include "vlrnn/registry/models.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace vlrnn::experiments {
+namespace {
+
+using json = nlohmann::json;
+using namespace json_fields;
+
+const std::vector<std::string> kKeys = {
+    "name", "description", "task", "model", "methods", "seeds", "batch", "steps",
+    "time_limit_s", "optimizer", "schedule", "eval_every", "eval_batches", "eval_batch",
+    "checkpoint_every", "memory_budget_mib", "batch_max", "dtype", "device"};
+
+ModelConfig parse_model(const json& v, double& carry_bias) {
+  if (!v.is_object()) fail("model", "expected an object with a \"kind\", got " + type_of(v));
+  check_keys(v, "model", {"kind", "hidden", "layers", "dropout", "carry_bias"});
+  ModelConfig model;
+  if (v.contains("kind")) model.kind = read_string(v["kind"], "model.kind", model_kinds());
+  if (v.contains("hidden")) model.hidden_size = read_int(v["hidden"], "model.hidden", 1);
+  if (v.contains("layers")) model.num_layers = read_int(v["layers"], "model.layers", 1);
+  if (v.contains("dropout")) model.dropout = read_number(v["dropout"], "model.dropout", 0.0, 0.99);
+  if (v.contains("carry_bias")) {
+    carry_bias = read_number(v["carry_bias"], "model.carry_bias", -20, 20);
+    if (model.kind != "lstm" && model.kind != "lstm_block" && model.kind != "gru" &&
+        model.kind.rfind("gru_v", 0) != 0) {
+      fail("model.carry_bias", "only LSTM and GRU models (lstm, lstm_block, gru, gru_v1..4) have "
+           "a gate that keeps the state; the model is \"" + model.kind + "\"");
+    }
+  }
+  return model;
+}
+
+OptimizerConfig parse_optimizer(const json& v) {
+  if (!v.is_object()) fail("optimizer", "expected an object, got " + type_of(v));
+  check_keys(v, "optimizer", {"kind", "lr", "momentum", "weight_decay", "clip"});
+  OptimizerConfig out;
+  if (v.contains("kind")) out.kind = read_string(v["kind"], "optimizer.kind", {"adam", "sgd"});
+  if (v.contains("lr")) out.lr = read_positive_number(v["lr"], "optimizer.lr");
+  if (v.contains("momentum")) out.momentum = read_number(v["momentum"], "optimizer.momentum", 0, 0.999);
+  if (v.contains("weight_decay")) {
+    out.weight_decay = read_number(v["weight_decay"], "optimizer.weight_decay", 0, 1);
+  }
+  if (v.contains("clip")) out.clip = read_number(v["clip"], "optimizer.clip", 0, 1e9);
+  return out;
+}
+
+LrSchedule parse_schedule(const json& v) {
+  if (!v.is_object()) fail("schedule", "expected an object, got " + type_of(v));
+  check_keys(v, "schedule", {"kind", "warmup", "final_fraction"});
+  LrSchedule out;
+  if (v.contains("kind")) out.kind = read_string(v["kind"], "schedule.kind", {"constant", "cosine"});
+  if (v.contains("warmup")) out.warmup = read_int(v["warmup"], "schedule.warmup", 0);
+  if (v.contains("final_fraction")) {
+    out.final_fraction = read_number(v["final_fraction"], "schedule.final_fraction", 0, 1);
+  }
+  return out;
+}
+
+// "methods": a list of specs, or of {"method": spec, "batch": N | "max"}.
+std::vector<std::pair<std::string, int64_t>> parse_methods(const json& v, int64_t batch) {
+  if (!v.is_array() || v.empty()) {
+    fail("methods", "expected a non-empty list of method specs, got " + type_of(v));
+  }
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto path = fmt::format("methods[{}]", i);
+    if (v[i].is_string()) {
+      out.emplace_back(read_string(v[i], path), batch);
+    } else {
+      if (!v[i].is_object() || !v[i].contains("method")) {
+        fail(path, "expected a method spec or {\"method\": spec, \"batch\": N or \"max\"}, got " +
+                       shown(v[i]));
+      }
+      check_keys(v[i], path, {"method", "batch"});
+      int64_t own = batch;
+      if (v[i].contains("batch")) {
+        own = v[i]["batch"] == "max" ? 0 : read_int(v[i]["batch"], path + ".batch", 1);
+      }
+      out.emplace_back(read_string(v[i]["method"], path + ".method"), own);
+    }
+    try {
+      check_method_specs({out.back().first});
+    } catch (const c10::Error& error) {
+      fail(path, error.what_without_backtrace());
+    }
+  }
+  return out;
+}
+
+void read_counts(TrainConfig& out, const json& config) {
+  auto count = [&](const char* key, int64_t& field, int64_t min) {
+    if (config.contains(key)) field = read_int(config[key], key, min);
+  };
+  count("steps", out.steps, 1);
+  count("eval_every", out.eval_every, 1);
+  count("eval_batches", out.eval_batches, 1);
+  count("eval_batch", out.eval_batch, 1);
+  count("checkpoint_every", out.checkpoint_every, 1);
+  count("batch_max", out.batch_max, 1);
+  if (config.contains("time_limit_s")) {
+    out.time_limit_s = read_positive_number(config["time_limit_s"], "time_limit_s");
+  }
+  if (config.contains("memory_budget_mib")) {
+    out.memory_budget_bytes =
+        int64_t(read_positive_number(config["memory_budget_mib"], "memory_budget_mib") * 1048576);
+  }
+}
+
+}  // namespace
+
+double LrSchedule::lr_at(double base_lr, int64_t step, int64_t total_steps) const {
+  if (step < warmup) return base_lr * double(step + 1) / double(warmup);
+  if (kind == "constant") return base_lr;
+  const double span = double(std::max<int64_t>(1, total_steps - warmup));
+  const double progress = std::min(1.0, double(step - warmup) / span);
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
+  return base_lr * (final_fraction + (1.0 - final_fraction) * cosine);
+}
+
+std::string TrainRunSpec::label() const { return fmt::format("{}|seed={}", method, seed); }
+
+TrainConfig parse_train_config(const json& config, const std::string& name) {
+  if (!config.is_object()) fail("(top level)", "expected an object, got " + type_of(config));
+  check_keys(config, "(top level)", kKeys);
+  TrainConfig out;
+  out.source = config;
+  out.name = config.contains("name") ? read_string(config["name"], "name") : name;
+  TORCH_CHECK(config.contains("task"), "config task: missing (which task to train on)");
+  out.task = config["task"];
+  make_task(out.task);  // checks it now, before any run
+  TORCH_CHECK(config.contains("methods"), "config methods: missing (which gradient methods)");
+  if (config.contains("model")) out.model = parse_model(config["model"], out.carry_bias);
+  if (config.contains("optimizer")) out.optimizer = parse_optimizer(config["optimizer"]);
+  if (config.contains("schedule")) out.schedule = parse_schedule(config["schedule"]);
+  read_counts(out, config);
+  int64_t batch = 32;
+  if (config.contains("batch")) batch = read_int(config["batch"], "batch", 1);
+  std::vector<int64_t> seeds = {1};
+  if (config.contains("seeds")) seeds = read_int_list(config["seeds"], "seeds", 0, false);
+  if (config.contains("dtype")) {
+    out.dtype = parse_dtype(read_string(config["dtype"], "dtype", {"float32", "float64"}));
+  }
+  if (config.contains("device")) out.device = parse_device(read_string(config["device"], "device"));
+  const auto methods = parse_methods(config["methods"], batch);
+  for (const auto seed : seeds) {
+    for (const auto& [method, method_batch] : methods) {
+      out.runs.push_back({method, uint64_t(seed), method_batch});
+      if (method_batch == 0 && out.memory_budget_bytes == 0) {
+        fail("memory_budget_mib", "missing: method \"" + method + "\" asks for batch \"max\", "
+             "the largest batch that fits a memory budget");
+      }
+    }
+  }
+  return out;
+}
+
+TrainConfig load_train_config(const std::string& path) {
+  return parse_train_config(read_json_file(path), std::filesystem::path(path).stem().string());
+}
+
+}  // namespace vlrnn::experiments

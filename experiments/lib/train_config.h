@@ -1,0 +1,88 @@
+#pragma once
+// A training config (`vlrnn train CONFIG`): one task, one model, and the runs to train on
+// it — every method in `methods` with every seed in `seeds`. Runs with the same seed start
+// from the same weights and see the same batches in the same order (NOTE [ Batches are a
+// function of their index ] in lib/tasks.h), so their curves differ only by the method.
+//
+// {
+//   "name": "train-copy",
+//   "task": {"kind": "copy", "delay": 100, "symbols": 1},     (lib/tasks.h)
+//   "model": {"kind": "lstm", "hidden": 64, "layers": 1, "dropout": 0},
+//   "methods": ["full", "vlrnn:block=16", {"method": "tbptt:k=16", "batch": 64}],
+//   "seeds": [1, 2, 3], "batch": 32, "steps": 1000,
+//   "optimizer": {"kind": "adam", "lr": 0.003, "clip": 1.0},
+//   "schedule": {"kind": "cosine", "warmup": 50},
+//   "eval_every": 50, "eval_batches": 4, "checkpoint_every": 100
+// }
+// A method's "batch" may be "max": the largest batch whose iteration fits
+// "memory_budget_mib" (found once per method on the first training batch).
+
+#include "vlrnn/core/models.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlrnn::experiments {
+
+struct OptimizerConfig {
+  std::string kind = "adam";  // "adam" | "sgd" (with momentum)
+  double lr = 1e-3;
+  double momentum = 0.9;       // sgd only
+  double weight_decay = 0.0;
+  double clip = 0.0;           // max global gradient norm; 0: no clipping
+};
+
+// The learning rate at each step: constant, or cosine decay to final_fraction * lr; both
+// after a linear warm-up of `warmup` steps.
+struct LrSchedule {
+  std::string kind = "constant";  // "constant" | "cosine"
+  int64_t warmup = 0;
+  double final_fraction = 0.0;
+  double lr_at(double base_lr, int64_t step, int64_t total_steps) const;
+};
+
+// One training run: a method and a seed at a batch size.
+struct TrainRunSpec {
+  std::string method;  // a registry spec, e.g. "vlrnn:block=32"
+  uint64_t seed = 1;
+  int64_t batch = 32;  // 0: the largest that fits the memory budget
+  // "vlrnn:block=32|seed=1": the run's key in results and its checkpoint folder's name.
+  std::string label() const;
+};
+
+struct TrainConfig {
+  std::string name = "train";
+  nlohmann::json source;  // the config as written (meta.json; --resume checks it is unchanged)
+  nlohmann::json task;  // built by make_task (lib/tasks.h)
+  ModelConfig model;    // input_size comes from the task
+  // "model": {"carry_bias": b}: the gate that keeps the state (an LSTM's forget gate, a
+  // GRU's update gate z) starts at bias b, set after the default initialisation (NaN: left
+  // alone). A bias of a few units carries the state across long delays from the first step,
+  // where the default (about 0: half the state kept per step) forgets it within a few dozen
+  // steps (Gers et al. 2000; Jozefowicz et al. 2015).
+  double carry_bias = std::nan("");
+  std::vector<TrainRunSpec> runs;  // seeds x methods, seed-major
+  int64_t steps = 1000;
+  double time_limit_s = 0.0;  // > 0: a run also stops after this much training wall clock
+  OptimizerConfig optimizer;
+  LrSchedule schedule;
+  int64_t eval_every = 50;    // evaluate after every n-th step (and after the last)
+  int64_t eval_batches = 4;   // evaluation batches (fixed: the same for every run)
+  int64_t eval_batch = 64;    // their batch size
+  int64_t checkpoint_every = 100;
+  int64_t memory_budget_bytes = 0;  // for "batch": "max"
+  int64_t batch_max = 4096;
+  torch::ScalarType dtype = torch::kFloat32;
+  torch::Device device = torch::kCPU;
+};
+
+// Throws "config PATH: ..." naming the first field that is missing, unknown or invalid.
+TrainConfig parse_train_config(const nlohmann::json& config, const std::string& name);
+TrainConfig load_train_config(const std::string& path);
+
+}  // namespace vlrnn::experiments

@@ -1,0 +1,179 @@
+// Training runs: every exact method follows full BPTT's trajectory, truncation does not,
+// a killed run resumes bit-for-bit, and a budget picks the batch.
+#include "lib/trainer.h"
+
+#include "vlrnn/registry/methods.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace vlrnn::experiments {
+namespace {
+
+using json = nlohmann::json;
+
+std::string fresh_dir(const std::string& name) {
+  const auto dir = ::testing::TempDir() + "/vlrnn_trainer_" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+TrainConfig small_config(json overrides = json::object()) {
+  json config = {{"task", {{"kind", "adding"}, {"steps", 24}, {"min_length", 0.5}}},
+                 {"model", {{"kind", "lstm"}, {"hidden", 8}}},
+                 {"methods", {"full"}},
+                 {"batch", 4},
+                 {"steps", 12},
+                 {"optimizer", {{"kind", "adam"}, {"lr", 0.01}, {"clip", 1.0}}},
+                 {"schedule", {{"kind", "cosine"}, {"warmup", 2}}},
+                 {"eval_every", 5},
+                 {"eval_batches", 1},
+                 {"eval_batch", 4},
+                 {"checkpoint_every", 3},
+                 {"dtype", "float64"}};
+  config.merge_patch(overrides);
+  return parse_train_config(config, "test");
+}
+
+// The step records of one run (the whole run, no resume).
+std::vector<json> train(const TrainConfig& config, const TrainRunSpec& run, const std::string& dir,
+                        int64_t stop_after = 0, bool resume = false) {
+  std::vector<json> records;
+  TrainHooks hooks;
+  hooks.log = [&](const std::vector<json>& r) { records.insert(records.end(), r.begin(), r.end()); };
+  hooks.stop_after_step = stop_after;
+  const auto task = make_task(config.task);
+  train_run(config, *task, run, dir, resume, hooks);
+  std::vector<json> steps;
+  for (const auto& r : records) {
+    if (r["kind"] == "train_step") steps.push_back(r);
+  }
+  return steps;
+}
+
+double relative_difference(double a, double b) {
+  return std::abs(a - b) / std::max(std::abs(b), 1e-300);
+}
+
+// Figure (a)'s assertion: from one seed, every exact method's losses agree with full BPTT's
+// to float64 rounding over the first 200 steps (same weights, same batches, same updates).
+TEST(Trainer, EveryExactMethodFollowsFullBpttsTrajectoryFor200Steps) {
+  auto config = small_config({{"steps", 200}, {"eval_every", 200}, {"checkpoint_every", 200},
+                              {"model", {{"kind", "lstm"}, {"hidden", 8}, {"dropout", 0.0}}}});
+  const auto dir = fresh_dir("exact");
+  const auto reference = train(config, {"full", 7, 4}, dir);
+  ASSERT_EQ(reference.size(), 200u);
+  const std::vector<std::string> exact = {"vlrnn:block=5", "checkpoint:segments=4",
+                                          "revolve:slots=3", "planner:percent=30"};
+  for (const auto& method : exact) {
+    const auto steps = train(config, {method, 7, 4}, dir);
+    ASSERT_EQ(steps.size(), reference.size()) << method;
+    double worst = 0.0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      worst = std::max(worst, relative_difference(steps[i]["loss"].get<double>(),
+                                                  reference[i]["loss"].get<double>()));
+    }
+    EXPECT_LT(worst, 1e-10) << method << ": the loss left full BPTT's trajectory";
+  }
+  // Truncation is not exact: its trajectory leaves full BPTT's (the comparison can fail).
+  const auto truncated = train(config, {"tbptt:k=4", 7, 4}, dir);
+  EXPECT_GT(relative_difference(truncated.back()["loss"].get<double>(),
+                                reference.back()["loss"].get<double>()), 1e-6);
+}
+
+void expect_same_trajectory(const std::vector<json>& resumed, const std::vector<json>& straight) {
+  ASSERT_EQ(resumed.size(), straight.size());
+  for (size_t i = 0; i < straight.size(); ++i) {
+    for (const char* key : {"step", "loss", "grad_norm", "lr", "eval_loss"}) {
+      EXPECT_EQ(resumed[i].value(key, json()), straight[i].value(key, json()))
+          << key << " at record " << i;
+    }
+  }
+}
+
+// NOTE [ Resuming is bit-for-bit ]: killed after step 7 (checkpoint at 6), the resumed run
+// logs steps 7.. again and ends exactly where the run that never stopped ends — with dropout
+// (the generators) and Adam's moments in play.
+TEST(Trainer, AKilledRunResumesBitForBit) {
+  for (const std::string optimizer : {"adam", "sgd"}) {
+    SCOPED_TRACE(optimizer);
+    auto config = small_config({{"optimizer", {{"kind", optimizer}, {"lr", 0.05}}},
+                                {"model", {{"kind", "lstm"}, {"hidden", 8}, {"layers", 2},
+                                           {"dropout", 0.3}}}});
+    const TrainRunSpec run{"vlrnn:block=5", 3, 4};
+    const auto straight = train(config, run, fresh_dir("straight"));
+    const auto dir = fresh_dir("killed");
+    const auto before_kill = train(config, run, dir, /*stop_after=*/7);
+    EXPECT_EQ(before_kill.size(), 6u);  // flushed at step 5 (evaluation) and 6 (checkpoint)
+    EXPECT_EQ(checkpoint_step(dir, run.label()), 6);
+    auto resumed = records_up_to(before_kill, run.label(), checkpoint_step(dir, run.label()));
+    const auto rest = train(config, run, dir, 0, /*resume=*/true);
+    EXPECT_EQ(rest.front()["step"], 7);
+    resumed.insert(resumed.end(), rest.begin(), rest.end());
+    expect_same_trajectory(resumed, straight);
+  }
+}
+
+TEST(Trainer, RecordsUpToKeepsOtherRunsAndEarlierSteps) {
+  const std::vector<json> records = {
+      {{"run", "a"}, {"kind", "train_step"}, {"step", 1}},
+      {{"run", "b"}, {"kind", "train_step"}, {"step", 5}},
+      {{"run", "a"}, {"kind", "train_step"}, {"step", 2}},
+      {{"run", "a"}, {"kind", "train_run"}}};
+  const auto kept = records_up_to(records, "a", 1);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0]["step"], 1);
+  EXPECT_EQ(kept[1]["run"], "b");
+}
+
+TEST(Trainer, BatchMaxIsTheLargestThatFitsTheBudget) {
+  auto config = small_config({{"steps", 1}, {"memory_budget_mib", 0.25}, {"batch_max", 256},
+                              {"methods", {{{"method", "full"}, {"batch", "max"}},
+                                           {{"method", "vlrnn:block=5"}, {"batch", "max"}}}}});
+  const auto task = make_task(config.task);
+  std::vector<json> runs;
+  TrainHooks hooks;
+  hooks.log = [&](const std::vector<json>& r) {
+    for (const auto& x : r) {
+      if (x["kind"] == "train_run") runs.push_back(x);
+    }
+  };
+  for (const auto& run : config.runs) train_run(config, *task, run, fresh_dir("max"), false, hooks);
+  ASSERT_EQ(runs.size(), 2u);
+  const int64_t full = runs[0]["batch"], blocks = runs[1]["batch"];
+  EXPECT_GE(full, 1);
+  EXPECT_LT(full, 256);
+  EXPECT_GT(blocks, full);  // VLRNN needs less per sequence: a larger batch fits
+}
+
+TEST(Trainer, BadConfigsNameTheField) {
+  auto error_of = [](json overrides) -> std::string {
+    try {
+      small_config(overrides);
+    } catch (const c10::Error& e) {
+      return e.what_without_backtrace();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of({{"optimizer", {{"kind", "adagrad"}}}}).find("optimizer.kind"), std::string::npos);
+  EXPECT_NE(error_of({{"methods", {"nope"}}}).find("methods[0]"), std::string::npos);
+  EXPECT_NE(error_of({{"methods", {{{"method", "full"}, {"batch", "max"}}}}})
+                .find("memory_budget_mib"), std::string::npos);
+  EXPECT_NE(error_of({{"model", {{"kind", "rnn"}, {"carry_bias", 2}}}}).find("model.carry_bias"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"stepz", 3}}).find("stepz: unknown key"), std::string::npos);
+}
+
+TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFinalFraction) {
+  LrSchedule schedule{"cosine", 10, 0.1};
+  EXPECT_DOUBLE_EQ(schedule.lr_at(1.0, 0, 110), 0.1);
+  EXPECT_DOUBLE_EQ(schedule.lr_at(1.0, 9, 110), 1.0);
+  EXPECT_DOUBLE_EQ(schedule.lr_at(1.0, 10, 110), 1.0);
+  EXPECT_NEAR(schedule.lr_at(1.0, 60, 110), 0.55, 1e-12);
+  EXPECT_NEAR(schedule.lr_at(1.0, 110, 110), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ((LrSchedule{"constant", 0, 0}.lr_at(0.5, 99, 100)), 0.5);
+}
+
+}  // namespace
+}  // namespace vlrnn::experiments
