@@ -10,7 +10,9 @@ Chooses the figures from what the records hold and writes DIR/figures/<name>.png
   bench records   (Google Benchmark programs, converted by scripts/bench_to_records.py;
                   kind "bench"): relative_speed_b{B}, gflops, memory
   verify records  (`vlrnn verify --out DIR`; kind "verify"): verify_max_rel
-The figures are described in scripts/vlrnn_plots/{sweep,budget,bench,verify}.py. Every time
+  train records   (`vlrnn train CONFIG --out DIR`; kind "train_step", "train_run"):
+                  loss_vs_step, loss_vs_time, deviation_from_full
+The figures are described in scripts/vlrnn_plots/{sweep,budget,bench,verify,train}.py. Every time
 point carries its spread (IQR with 5 or more repeats, else min-max); every ratio its 95 %
 interval, hollow where it is wider than ±10 % (noisy). Every footer names the command or
 config and the commit, and says DIRTY TREE in red for a run from uncommitted code. A figure
@@ -31,9 +33,9 @@ except ModuleNotFoundError:
     raise
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vlrnn_plots import bench, budget, common, sweep, verify  # noqa: E402
+from vlrnn_plots import bench, budget, common, sweep, train, verify  # noqa: E402
 
-KINDS = (sweep, budget, bench, verify)
+KINDS = (sweep, budget, bench, verify, train)
 
 
 def main(argv):

@@ -84,6 +84,7 @@ json start_meta(const TrainArgs& args, const experiments::TrainConfig& config,
   meta["kind"] = "train";
   meta["command"] = command_line();
   meta["config_path"] = args.config_path;
+  meta["config_name"] = config.name;
   meta["config"] = config.source;
   meta["task"] = task.describe();
   meta["chance_loss"] = task.chance_loss();

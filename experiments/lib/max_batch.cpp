@@ -52,6 +52,9 @@ BatchProbe probe_budget(GradientMethod& method, const Workload& workload, int64_
       probe.total_bytes = data;  // the data alone is over budget
       return probe;
     }
+    // What the method measures about the workload (the planner's cost model and its check
+    // of the budget) is not the iteration: it runs before the cap, which it would trip.
+    method.prepare(workload);
     if (device.is_cpu()) {
       // The step may add at most budget - data on top of what is live now.
       int64_t cap = tracker.current_bytes() + (budget_bytes - data) + 1;

@@ -1,0 +1,188 @@
+"""Figures of a `vlrnn train CONFIG --out DIR` folder: records of kind "train_step" (one per
+optimizer step) and "train_run" (one per finished run).
+
+  loss_vs_step       training loss (mean of 10 steps) and held-out loss against the step, per
+                     method: the median over seeds, the band from the best to the worst seed;
+                     chance (the task's loss without the long-range information) dashed. Each
+                     legend entry names the batch and the median iteration peak memory.
+  loss_vs_time       held-out loss against the training clock (steps only; evaluation not
+                     counted), median and band over seeds on a common time grid.
+  deviation_from_full  when full BPTT and other exact methods ran: per exact method, the largest
+                     relative difference of its training loss from full BPTT's at the same seed
+                     and step, up to each step (float rounding, amplified by training).
+"""
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from .common import MIB, method_style, order_key, plt, save
+
+SMOOTH_STEPS = 10
+
+
+def accepts(record):
+    return record.get("kind") in ("train_step", "train_run")
+
+
+def _family(method):
+    return method.split(":")[0]
+
+
+def _style(method, order):
+    return method_style(_family(method), order)
+
+
+def _runs(records):
+    """{method: {seed: [step records in step order]}}"""
+    runs = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("kind") == "train_step":
+            runs[r["method"]][r["seed"]].append(r)
+    for seeds in runs.values():
+        for steps in seeds.values():
+            steps.sort(key=lambda r: r["step"])
+    return runs
+
+
+def _smooth(values, width):
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v
+        if i >= width:
+            total -= values[i - width]
+        out.append(total / min(i + 1, width))
+    return out
+
+
+def _label(method, seeds):
+    batches = sorted({r["batch"] for steps in seeds.values() for r in steps})
+    peaks = sorted(r["iteration_peak_bytes"] for steps in seeds.values() for r in steps)
+    peak = peaks[len(peaks) // 2] / MIB
+    batch = "/".join(str(b) for b in batches)
+    return f"{method} (B={batch}, {peak:.3g} MiB, {len(seeds)} seed{'s' * (len(seeds) > 1)})"
+
+
+def _band(ax, xs, series, color, label):
+    """Median line and min-max band of equally long series over xs."""
+    stacked = np.array(series)
+    ax.fill_between(xs, stacked.min(axis=0), stacked.max(axis=0), color=color, alpha=0.18, lw=0)
+    ax.plot(xs, np.median(stacked, axis=0), color=color, lw=1.4, label=label)
+
+
+def _chance(ax, records):
+    chances = {r["chance_loss"] for r in records if r.get("kind") == "train_run"}
+    if chances:
+        ax.axhline(min(chances), color="0.4", ls="--", lw=1, label="chance")
+
+
+def _common_steps(seeds, key):
+    """Steps present (with `key`) in every seed's run."""
+    sets = [{r["step"] for r in steps if key in r} for steps in seeds.values()]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def _draw_loss_vs_step(runs, records, meta, directory, written, order):
+    fig, (train_ax, eval_ax) = plt.subplots(1, 2, figsize=(11, 4.4))
+    for method in sorted(runs, key=lambda m: order_key(_family(m), order)):
+        seeds = runs[method]
+        color = _style(method, order)[0]
+        steps = _common_steps(seeds, "loss")
+        series = []
+        for run in seeds.values():
+            by_step = {r["step"]: r["loss"] for r in run}
+            series.append(_smooth([by_step[s] for s in steps], SMOOTH_STEPS))
+        _band(train_ax, steps, series, color, _label(method, seeds))
+        evals = _common_steps(seeds, "eval_loss")
+        if evals:
+            series = [[{r["step"]: r.get("eval_loss") for r in run}[s] for s in evals]
+                      for run in seeds.values()]
+            _band(eval_ax, evals, series, color, method)
+    for ax, title in ((train_ax, f"training loss (mean of {SMOOTH_STEPS} steps)"),
+                      (eval_ax, "held-out loss")):
+        _chance(ax, records)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("loss per scored step")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    train_ax.legend(fontsize=7)
+    fig.suptitle(f"{meta.get('task', '')}", fontsize=10)
+    save(fig, directory, "loss_vs_step", meta, written,
+         note="Median over seeds; the band spans the best and the worst seed.")
+
+
+def _draw_loss_vs_time(runs, records, meta, directory, written, order):
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    for method in sorted(runs, key=lambda m: order_key(_family(m), order)):
+        seeds = runs[method]
+        curves = []
+        for run in seeds.values():
+            points = [(r["wall_s"], r["eval_loss"]) for r in run if "eval_loss" in r]
+            if len(points) >= 2:
+                curves.append(points)
+        if not curves:
+            continue
+        end = min(c[-1][0] for c in curves)
+        start = max(c[0][0] for c in curves)
+        grid = np.linspace(start, end, 100)
+        series = [np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves]
+        _band(ax, grid, series, _style(method, order)[0], _label(method, seeds))
+    _chance(ax, records)
+    ax.set_xlabel("training wall clock (s; evaluation not counted)")
+    ax.set_ylabel("held-out loss per scored step")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(f"{meta.get('task', '')}", fontsize=9)
+    save(fig, directory, "loss_vs_time", meta, written,
+         note="Median over seeds on a common time grid (linear between evaluations); the band "
+              "spans the best and the worst seed.")
+
+
+def _draw_deviation(runs, meta, directory, written, skipped, order, exact_methods):
+    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    floor = 1e-18
+    for method in sorted(exact_methods, key=lambda m: order_key(_family(m), order)):
+        worst_by_step = defaultdict(float)
+        for seed, run in runs[method].items():
+            reference = {r["step"]: r["loss"] for r in runs["full"].get(seed, [])}
+            for r in run:
+                if r["step"] in reference:
+                    rel = abs(r["loss"] - reference[r["step"]]) / max(abs(reference[r["step"]]),
+                                                                       1e-300)
+                    worst_by_step[r["step"]] = max(worst_by_step[r["step"]], rel)
+        if not worst_by_step:
+            continue
+        steps = sorted(worst_by_step)
+        running, worst = [], 0.0
+        for s in steps:
+            worst = max(worst, worst_by_step[s])
+            running.append(max(worst, floor))
+        ax.plot(steps, running, color=_style(method, order)[0], lw=1.4,
+                label=f"{method} (max {worst:.1e})")
+    if not ax.lines:
+        plt.close(fig)
+        return skipped.append("deviation_from_full (no exact method shares a seed with full)")
+    ax.set_yscale("log")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("max relative difference of the loss from full BPTT's, so far")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    dtype = (meta.get("config") or {}).get("dtype", "float32")
+    save(fig, directory, "deviation_from_full", meta, written,
+         note=f"Same weights, same batches, {dtype}: an exact method differs from full BPTT only "
+              "by the order of floating-point sums, which training then amplifies. The float64 "
+              "test (tests/experiments/test_trainer.cpp) holds it under 1e-10 for 200 steps.")
+
+
+def draw(records, meta, directory, written, skipped):
+    order = meta.get("methods_in_registry", ["full", "vlrnn", "checkpoint", "tbptt"])
+    runs = _runs(records)
+    if not runs:
+        return skipped.append("train figures (no train_step records)")
+    _draw_loss_vs_step(runs, records, meta, directory, written, order)
+    _draw_loss_vs_time(runs, records, meta, directory, written, order)
+    exact = {r["method"] for r in records
+             if r.get("kind") == "train_run" and r.get("exact") and r["method"] != "full"}
+    if "full" in runs and exact:
+        _draw_deviation(runs, meta, directory, written, skipped, order, exact)
+    return None
