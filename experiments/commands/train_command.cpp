@@ -46,12 +46,17 @@ class ProgressLine {
     const double since = std::chrono::duration<double>(Clock::now() - shown_).count();
     if (!last && since < (terminal_ ? 0.2 : 30.0)) return;
     shown_ = Clock::now();
-    const double eta = p.step > 0 ? p.wall_s / double(p.step) * double(p.total_steps - p.step) : -1;
     std::cerr << fmt::format("{}[{}/{} {}] step {}/{}  loss {:.4f}  eval {}  ETA {}   {}",
                              terminal_ ? "\r" : "", index + 1, runs, p.run, p.step, p.total_steps,
                              p.loss, p.eval_loss >= 0 ? fmt::format("{:.4f}", p.eval_loss) : "-",
-                             format_duration(eta), terminal_ && !last ? "" : "\n")
+                             format_duration(p.eta_s()), terminal_ && !last ? "" : "\n")
               << std::flush;
+  }
+
+  // Ends a run's line on a terminal (a run stopped by its time limit never shows its last
+  // step as step == total).
+  void finish() const {
+    if (terminal_) std::cerr << "\n";
   }
 
  private:
@@ -159,6 +164,7 @@ int run_train_command(const TrainArgs& args) {
     hooks.stop_requested = [] { return StopOnSignal::requested(); };
     const auto outcome =
         experiments::train_run(config, *task, run, checkpoints, args.resume, hooks);
+    progress_line.finish();
     interrupted = !outcome.finished;
     if (outcome.finished) summaries.push_back(outcome.summary);
   }

@@ -45,7 +45,8 @@ ModelConfig parse_model(const json& v, double& carry_bias) {
 
 OptimizerConfig parse_optimizer(const json& v) {
   if (!v.is_object()) fail("optimizer", "expected an object, got " + type_of(v));
-  check_keys(v, "optimizer", {"kind", "lr", "momentum", "weight_decay", "clip"});
+  check_keys(v, "optimizer", {"kind", "lr", "momentum", "weight_decay", "clip", "batch_scaling",
+                              "reference_batch"});
   OptimizerConfig out;
   if (v.contains("kind")) out.kind = read_string(v["kind"], "optimizer.kind", {"adam", "sgd"});
   if (v.contains("lr")) out.lr = read_positive_number(v["lr"], "optimizer.lr");
@@ -54,6 +55,13 @@ OptimizerConfig parse_optimizer(const json& v) {
     out.weight_decay = read_number(v["weight_decay"], "optimizer.weight_decay", 0, 1);
   }
   if (v.contains("clip")) out.clip = read_number(v["clip"], "optimizer.clip", 0, 1e9);
+  if (v.contains("batch_scaling")) {
+    out.batch_scaling = read_string(v["batch_scaling"], "optimizer.batch_scaling",
+                                    {"none", "sqrt", "linear"});
+  }
+  if (v.contains("reference_batch")) {
+    out.reference_batch = read_int(v["reference_batch"], "optimizer.reference_batch", 1);
+  }
   return out;
 }
 
@@ -130,6 +138,12 @@ double LrSchedule::lr_at(double base_lr, int64_t step, int64_t total_steps) cons
   return base_lr * (final_fraction + (1.0 - final_fraction) * cosine);
 }
 
+double OptimizerConfig::lr_for_batch(int64_t batch) const {
+  if (batch_scaling == "none") return lr;
+  const double ratio = double(batch) / double(reference_batch);
+  return lr * (batch_scaling == "sqrt" ? std::sqrt(ratio) : ratio);
+}
+
 std::string TrainRunSpec::label() const { return fmt::format("{}|seed={}", method, seed); }
 
 TrainConfig parse_train_config(const json& config, const std::string& name) {
@@ -148,6 +162,7 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
   read_counts(out, config);
   int64_t batch = 32;
   if (config.contains("batch")) batch = read_int(config["batch"], "batch", 1);
+  if (out.optimizer.reference_batch == 0) out.optimizer.reference_batch = batch;
   std::vector<int64_t> seeds = {1};
   if (config.contains("seeds")) seeds = read_int_list(config["seeds"], "seeds", 0, false);
   if (config.contains("dtype")) {

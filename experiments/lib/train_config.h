@@ -35,6 +35,12 @@ struct OptimizerConfig {
   double momentum = 0.9;       // sgd only
   double weight_decay = 0.0;
   double clip = 0.0;           // max global gradient norm; 0: no clipping
+  // How lr follows a run's batch B when runs train at different batches ("batch": "max"):
+  // lr * (B / reference_batch)^p with p = 0 ("none"), 1/2 ("sqrt", the usual rule for Adam)
+  // or 1 ("linear", for SGD). reference_batch 0: the config's "batch".
+  std::string batch_scaling = "none";
+  int64_t reference_batch = 0;
+  double lr_for_batch(int64_t batch) const;
 };
 
 // The learning rate at each step: constant, or cosine decay to final_fraction * lr; both

@@ -281,6 +281,12 @@ json run_record(const TrainConfig& config, const Task& task, const TrainRunSpec&
 
 }  // namespace
 
+double TrainProgress::eta_s() const {
+  double eta = step > 0 ? wall_s / double(step) * double(total_steps - step) : -1.0;
+  if (time_limit_s > 0) eta = eta < 0 ? time_limit_s - wall_s : std::min(eta, time_limit_s - wall_s);
+  return eta < 0 ? -1.0 : eta;
+}
+
 std::vector<json> records_up_to(const std::vector<json>& records, const std::string& run,
                                 int64_t step) {
   std::vector<json> kept;
@@ -316,6 +322,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
   }
   spec.batch = at.batch;
   TrainProgress progress{spec.label(), at.step, config.steps};
+  progress.time_limit_s = config.time_limit_s;
   std::vector<json> pending;
   auto flush = [&] {
     if (hooks.log) hooks.log(pending);
@@ -324,7 +331,8 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
   while (at.step < config.steps && !(config.time_limit_s > 0 && at.wall_s >= config.time_limit_s)) {
     const auto start = Clock::now();
     const auto batch = on_device(task.batch(Split::kTrain, at.step, at.batch, spec.seed), config);
-    const double lr = config.schedule.lr_at(config.optimizer.lr, at.step, config.steps);
+    const double lr = config.schedule.lr_at(config.optimizer.lr_for_batch(at.batch), at.step,
+                                            config.steps);
     const auto result = train_step(t, batch, lr, config, at.step);
     at.wall_s += seconds_since(start);  // the training clock: steps, not evaluations
     auto record = step_record(spec, ++at.step, lr, result);

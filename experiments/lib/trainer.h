@@ -35,6 +35,9 @@ struct TrainProgress {
   double loss = 0.0;
   double eval_loss = -1.0;  // the last evaluation's loss; -1 before the first
   double wall_s = 0.0;      // training clock of this run
+  double time_limit_s = 0.0;  // TrainConfig::time_limit_s
+  // Seconds of training clock left: by the steps' rate, or the time limit when sooner.
+  double eta_s() const;
 };
 
 struct TrainHooks {

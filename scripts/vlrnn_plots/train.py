@@ -8,7 +8,7 @@ optimizer step) and "train_run" (one per finished run).
   loss_vs_time       held-out loss against the training clock (steps only; evaluation not
                      counted), median and band over seeds on a common time grid.
   deviation_from_full  when full BPTT and other exact methods ran: per exact method, the largest
-                     relative difference of its training loss from full BPTT's at the same seed
+                     absolute difference of its training loss from full BPTT's at the same seed
                      and step, up to each step (float rounding, amplified by training).
 """
 import math
@@ -16,9 +16,13 @@ from collections import defaultdict
 
 import numpy as np
 
-from .common import MIB, method_style, order_key, plt, save
+from .common import FALLBACK, MIB, method_style, order_key, plt, save
 
 SMOOTH_STEPS = 10
+# Exact methods' curves lie on top of each other: each later one is drawn thinner and dashed
+# over the earlier ones, so that every one stays visible where they coincide.
+DASHES = [(None, 3.2), ((6, 2), 2.4), ((3, 2), 1.9), ((1, 1.5), 1.6), ((8, 2, 1, 2), 1.3),
+          ((2, 3), 1.1), ((4, 4), 1.0)]
 
 
 def accepts(record):
@@ -29,8 +33,18 @@ def _family(method):
     return method.split(":")[0]
 
 
-def _style(method, order):
-    return method_style(_family(method), order)
+def _styles(methods, order):
+    """{method: (colour, dashes, width)}: the shared colour of its family, unless an earlier
+    method took that colour (tbptt and revolve share one elsewhere)."""
+    out, used = {}, set()
+    for i, method in enumerate(sorted(methods, key=lambda m: order_key(_family(m), order))):
+        color = method_style(_family(method), order)[0]
+        if color in used:
+            color = next(c for c in FALLBACK if c not in used)
+        used.add(color)
+        dashes, width = DASHES[min(i, len(DASHES) - 1)]
+        out[method] = (color, dashes, width)
+    return out
 
 
 def _runs(records):
@@ -63,11 +77,14 @@ def _label(method, seeds):
     return f"{method} (B={batch}, {peak:.3g} MiB, {len(seeds)} seed{'s' * (len(seeds) > 1)})"
 
 
-def _band(ax, xs, series, color, label):
+def _band(ax, xs, series, style, label):
     """Median line and min-max band of equally long series over xs."""
+    color, dashes, width = style
     stacked = np.array(series)
-    ax.fill_between(xs, stacked.min(axis=0), stacked.max(axis=0), color=color, alpha=0.18, lw=0)
-    ax.plot(xs, np.median(stacked, axis=0), color=color, lw=1.4, label=label)
+    ax.fill_between(xs, stacked.min(axis=0), stacked.max(axis=0), color=color, alpha=0.1, lw=0)
+    line, = ax.plot(xs, np.median(stacked, axis=0), color=color, lw=width, label=label)
+    if dashes:
+        line.set_dashes(dashes)
 
 
 def _chance(ax, records):
@@ -84,20 +101,21 @@ def _common_steps(seeds, key):
 
 def _draw_loss_vs_step(runs, records, meta, directory, written, order):
     fig, (train_ax, eval_ax) = plt.subplots(1, 2, figsize=(11, 4.4))
+    styles = _styles(runs, order)
     for method in sorted(runs, key=lambda m: order_key(_family(m), order)):
         seeds = runs[method]
-        color = _style(method, order)[0]
+        style = styles[method]
         steps = _common_steps(seeds, "loss")
         series = []
         for run in seeds.values():
             by_step = {r["step"]: r["loss"] for r in run}
             series.append(_smooth([by_step[s] for s in steps], SMOOTH_STEPS))
-        _band(train_ax, steps, series, color, _label(method, seeds))
+        _band(train_ax, steps, series, style, _label(method, seeds))
         evals = _common_steps(seeds, "eval_loss")
         if evals:
             series = [[{r["step"]: r.get("eval_loss") for r in run}[s] for s in evals]
                       for run in seeds.values()]
-            _band(eval_ax, evals, series, color, method)
+            _band(eval_ax, evals, series, style, method)
     for ax, title in ((train_ax, f"training loss (mean of {SMOOTH_STEPS} steps)"),
                       (eval_ax, "held-out loss")):
         _chance(ax, records)
@@ -113,6 +131,7 @@ def _draw_loss_vs_step(runs, records, meta, directory, written, order):
 
 def _draw_loss_vs_time(runs, records, meta, directory, written, order):
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    styles = _styles(runs, order)
     for method in sorted(runs, key=lambda m: order_key(_family(m), order)):
         seeds = runs[method]
         curves = []
@@ -126,7 +145,7 @@ def _draw_loss_vs_time(runs, records, meta, directory, written, order):
         start = max(c[0][0] for c in curves)
         grid = np.linspace(start, end, 100)
         series = [np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves]
-        _band(ax, grid, series, _style(method, order)[0], _label(method, seeds))
+        _band(ax, grid, series, styles[method], _label(method, seeds))
     _chance(ax, records)
     ax.set_xlabel("training wall clock (s; evaluation not counted)")
     ax.set_ylabel("held-out loss per scored step")
@@ -140,6 +159,7 @@ def _draw_loss_vs_time(runs, records, meta, directory, written, order):
 
 def _draw_deviation(runs, meta, directory, written, skipped, order, exact_methods):
     fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    styles = _styles(runs, order)
     floor = 1e-18
     for method in sorted(exact_methods, key=lambda m: order_key(_family(m), order)):
         worst_by_step = defaultdict(float)
@@ -147,9 +167,8 @@ def _draw_deviation(runs, meta, directory, written, skipped, order, exact_method
             reference = {r["step"]: r["loss"] for r in runs["full"].get(seed, [])}
             for r in run:
                 if r["step"] in reference:
-                    rel = abs(r["loss"] - reference[r["step"]]) / max(abs(reference[r["step"]]),
-                                                                       1e-300)
-                    worst_by_step[r["step"]] = max(worst_by_step[r["step"]], rel)
+                    gap = abs(r["loss"] - reference[r["step"]])
+                    worst_by_step[r["step"]] = max(worst_by_step[r["step"]], gap)
         if not worst_by_step:
             continue
         steps = sorted(worst_by_step)
@@ -157,14 +176,14 @@ def _draw_deviation(runs, meta, directory, written, skipped, order, exact_method
         for s in steps:
             worst = max(worst, worst_by_step[s])
             running.append(max(worst, floor))
-        ax.plot(steps, running, color=_style(method, order)[0], lw=1.4,
+        ax.plot(steps, running, color=styles[method][0], lw=1.4,
                 label=f"{method} (max {worst:.1e})")
     if not ax.lines:
         plt.close(fig)
         return skipped.append("deviation_from_full (no exact method shares a seed with full)")
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("max relative difference of the loss from full BPTT's, so far")
+    ax.set_ylabel("largest |loss - full BPTT's loss| so far")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     dtype = (meta.get("config") or {}).get("dtype", "float32")

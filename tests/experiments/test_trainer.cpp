@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 
 namespace vlrnn::experiments {
 namespace {
@@ -115,6 +117,37 @@ TEST(Trainer, AKilledRunResumesBitForBit) {
   }
 }
 
+// Every task with every registered method (variable lengths on each), a few steps each: the
+// loss is finite, every step is logged, and each run ends with its summary.
+TEST(Trainer, EveryTaskTrainsWithEveryMethod) {
+  const std::string text_path = ::testing::TempDir() + "/vlrnn_trainer_text.txt";
+  {
+    std::ofstream text(text_path);
+    for (int i = 0; i < 40; ++i) text << "the quick brown fox jumps over the lazy dog. ";
+  }
+  const std::vector<json> tasks = {
+      {{"kind", "adding"}, {"steps", 20}, {"min_length", 0.5}},
+      {{"kind", "copy"}, {"delay", 9}, {"symbols", 2}, {"min_length", 0.5}},
+      {{"kind", "text"}, {"path", text_path}, {"steps", 16}, {"min_length", 0.5}}};
+  for (const auto& task : tasks) {
+    for (const auto& method : method_names()) {
+      SCOPED_TRACE(task.dump() + " " + method);
+      auto config = small_config({{"task", task}, {"steps", 3}, {"eval_every", 2},
+                                  {"dtype", "float32"}});
+      std::vector<json> records;
+      TrainHooks hooks;
+      hooks.log = [&](const std::vector<json>& r) { records.insert(records.end(), r.begin(), r.end()); };
+      const auto made = make_task(config.task);
+      const auto outcome = train_run(config, *made, {method, 1, 4}, fresh_dir("every"), false, hooks);
+      EXPECT_TRUE(outcome.finished);
+      ASSERT_EQ(records.size(), 4u);  // 3 steps and the run's summary
+      for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isfinite(records[i]["loss"].get<double>()));
+      EXPECT_EQ(records[3]["kind"], "train_run");
+      EXPECT_TRUE(std::isfinite(records[3]["final_eval_loss"].get<double>()));
+    }
+  }
+}
+
 TEST(Trainer, RecordsUpToKeepsOtherRunsAndEarlierSteps) {
   const std::vector<json> records = {
       {{"run", "a"}, {"kind", "train_step"}, {"step", 1}},
@@ -163,6 +196,18 @@ TEST(Trainer, BadConfigsNameTheField) {
   EXPECT_NE(error_of({{"model", {{"kind", "rnn"}, {"carry_bias", 2}}}}).find("model.carry_bias"),
             std::string::npos);
   EXPECT_NE(error_of({{"stepz", 3}}).find("stepz: unknown key"), std::string::npos);
+}
+
+TEST(Trainer, LearningRateFollowsTheBatchWhenAskedTo) {
+  const auto config = small_config({{"batch", 8}, {"optimizer", {{"lr", 0.01},
+                                                                  {"batch_scaling", "sqrt"}}}});
+  EXPECT_EQ(config.optimizer.reference_batch, 8);
+  EXPECT_NEAR(config.optimizer.lr_for_batch(32), 0.02, 1e-15);
+  EXPECT_NEAR(config.optimizer.lr_for_batch(8), 0.01, 1e-15);
+  auto linear = config.optimizer;
+  linear.batch_scaling = "linear";
+  EXPECT_NEAR(linear.lr_for_batch(32), 0.04, 1e-15);
+  EXPECT_DOUBLE_EQ(small_config().optimizer.lr_for_batch(1000), 0.01);  // "none" by default
 }
 
 TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFinalFraction) {
