@@ -34,7 +34,7 @@ TrainConfig small_config(json overrides = json::object()) {
                  {"eval_batch", 4},
                  {"checkpoint_every", 3},
                  {"dtype", "float64"}};
-  config.merge_patch(overrides);
+  for (const auto& item : overrides.items()) config[item.key()] = item.value();  // whole values
   return parse_train_config(config, "test");
 }
 
