@@ -57,15 +57,17 @@ def fraction(record):
 
 def annotate_planner(ax, xs, qs, rs, T):
     """Under each planner point, what its schedule spends the budget on: the steps it
-    recomputes as a share of T and, when it keeps tapes (NOTE [ Kept tapes ]), how many."""
-    for x, q, r in zip(xs, qs, rs):
+    recomputes as a share of T and, when it keeps tapes (NOTE [ Kept tapes ]), how many.
+    Every other label sits lower, so that neighbours on the log axis do not overlap."""
+    for i, (x, q, r) in enumerate(zip(xs, qs, rs)):
         predicted = (r.get("chosen") or {}).get("predicted") or {}
         if "forward_no_grad_steps" not in predicted or q["value"] is None:
             continue
         text = f"{predicted['forward_no_grad_steps'] / T:.0%}"
         if predicted.get("kept_tapes"):
             text += f"\n{predicted['kept_tapes']} kept"
-        ax.annotate(text, (x, q["value"]), textcoords="offset points", xytext=(0, -16),
+        ax.annotate(text, (x, q["value"]), textcoords="offset points",
+                    xytext=(0, -16 - 18 * (i % 2)),
                     ha="center", va="top", fontsize=6, color=STYLE["planner"]["color"])
 
 
