@@ -102,7 +102,8 @@ def draw(records, meta, directory, written, skipped):
         # peak: the same two quantities as the measured points, predicted instead of measured.
         theory = sorted((r for r in records if r.get("kind") == "theory" and r["T"] == T),
                         key=lambda r: r["predicted"]["peak_bytes"])
-        if theory and full_median:
+        # Only beside measured revolve points: alone it sets the axis for nothing to compare.
+        if theory and full_median and any(r["method"] == "revolve" for r in at_t):
             # What `budget` itself does at a budget b: the fastest predicted slot count whose
             # predicted peak fits b. So the curve is the lower envelope over the slot counts,
             # a step at each predicted peak, held up to the largest budget measured.
