@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the tests.
 
+#include "vlrnn/schedule/schedule.h"
 #include "vlrnn/vlrnn.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,16 @@
 #include <vector>
 
 namespace vlrnn::testing {
+
+// A schedule of T steps named "test" from its ops, for the validator, the simulator and
+// the executor.
+inline schedule::Schedule make_schedule(int64_t T, std::vector<schedule::Op> ops) {
+  schedule::Schedule s;
+  s.time_steps = T;
+  s.name = "test";
+  s.ops = std::move(ops);
+  return s;
+}
 
 // Expects `fn` to throw, with a message holding every one of `fragments` (the argument's
 // name, what was expected, what came).

@@ -71,7 +71,8 @@ json prediction_json(const schedule::Prediction& p) {
           {"seconds", p.seconds},
           {"forward_no_grad_steps", p.counts.forward_no_grad_steps},
           {"max_stored_states", p.counts.max_stored_states},
-          {"max_tape_steps", p.counts.max_tape_steps}};
+          {"max_tape_steps", p.counts.max_tape_steps},
+          {"kept_tapes", p.counts.kept_tapes}};
 }
 
 // The three lists of the command line, parsed once: bad lists fail before the first cost

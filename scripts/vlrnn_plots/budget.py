@@ -55,6 +55,22 @@ def fraction(record):
     return record.get("budget_fraction") or record["budget_bytes"] / record["full_peak_bytes"]
 
 
+def annotate_planner(ax, xs, qs, rs, T):
+    """Under each planner point, what its schedule spends the budget on: the steps it
+    recomputes as a share of T and, when it keeps tapes (NOTE [ Kept tapes ]), how many.
+    Every other label sits lower, so that neighbours on the log axis do not overlap."""
+    for i, (x, q, r) in enumerate(zip(xs, qs, rs)):
+        predicted = (r.get("chosen") or {}).get("predicted") or {}
+        if "forward_no_grad_steps" not in predicted or q["value"] is None:
+            continue
+        text = f"{predicted['forward_no_grad_steps'] / T:.0%}"
+        if predicted.get("kept_tapes"):
+            text += f"\n{predicted['kept_tapes']} kept"
+        ax.annotate(text, (x, q["value"]), textcoords="offset points",
+                    xytext=(0, -16 - 18 * (i % 2)),
+                    ha="center", va="top", fontsize=6, color=STYLE["planner"]["color"])
+
+
 def draw(records, meta, directory, written, skipped):
     name = "budget"
     measured = [r for r in records if r.get("kind") == "measured"
@@ -86,7 +102,8 @@ def draw(records, meta, directory, written, skipped):
         # peak: the same two quantities as the measured points, predicted instead of measured.
         theory = sorted((r for r in records if r.get("kind") == "theory" and r["T"] == T),
                         key=lambda r: r["predicted"]["peak_bytes"])
-        if theory and full_median:
+        # Only beside measured revolve points: alone it sets the axis for nothing to compare.
+        if theory and full_median and any(r["method"] == "revolve" for r in at_t):
             # What `budget` itself does at a budget b: the fastest predicted slot count whose
             # predicted peak fits b. So the curve is the lower envelope over the slot counts,
             # a step at each predicted peak, held up to the largest budget measured.
@@ -122,6 +139,8 @@ def draw(records, meta, directory, written, skipped):
                         if method in BUDGETED and r.get("fits_budget") is False]
                 if over:
                     ax.plot([p[0] for p in over], [p[1] for p in over], "x", color="k", ms=11)
+                if method == "planner":
+                    annotate_planner(ax, xs, qs, rs, T)
                 if method == "revolve":
                     capped |= {r["chosen"]["slots"] for r in rs
                                if (r.get("chosen") or {}).get("slots") == 64}
@@ -167,6 +186,9 @@ def draw(records, meta, directory, written, skipped):
              + "bars: " + ("; ".join(bars[s] for s in ("record", "bootstrap", "spread")
                                    if s in sources) or "none (one repeat: no interval)")
              + f"; hollow: wider than ±{stats.NOISY_HALF_WIDTH:.0%} or no interval, not a finding."]
+    if any(m["method"] == "planner" for m in measured):
+        notes.append("Under each planner point: the steps its schedule recomputes, as a share "
+                     "of T, and the tapes it keeps instead of recomputing them, if any.")
     if theory_drawn:
         notes.append("Dashed (not measured): the cost model's predicted seconds of the fastest "
                      "revolve schedule whose predicted peak fits the budget, over the measured "

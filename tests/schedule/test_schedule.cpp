@@ -17,17 +17,13 @@ namespace vlrnn::schedule {
 namespace {
 
 using testing::expect_error_mentions;
-
-Schedule make(int64_t T, std::vector<Op> ops) {
-  Schedule s;
-  s.time_steps = T;
-  s.name = "test";
-  s.ops = std::move(ops);
-  return s;
-}
+using testing::make_schedule;
 
 TEST(ScheduleValidation, AcceptsTheSimplestSchedules) {
-  EXPECT_EQ(make(3, {Op::forward_grad(0, 3), Op::backward(0, 3)}).validate().forward_grad_steps, 3);
+  EXPECT_EQ(make_schedule(3, {Op::forward_grad(0, 3), Op::backward(0, 3)})
+                .validate()
+                .forward_grad_steps,
+            3);
   const auto c = uniform_schedule(10, 3).validate();
   EXPECT_EQ(c.forward_no_grad_steps, 9);  // entries 3, 6, 9
   EXPECT_EQ(c.backward_steps, 10);
@@ -36,29 +32,34 @@ TEST(ScheduleValidation, AcceptsTheSimplestSchedules) {
 }
 
 TEST(ScheduleValidation, NamesTheBrokenOp) {
-  expect_error_mentions([] { make(4, {Op::forward_grad(2, 4), Op::backward(2, 4)}).validate(); },
+  expect_error_mentions(
+      [] { make_schedule(4, {Op::forward_grad(2, 4), Op::backward(2, 4)}).validate(); },
                         {"op [0] forward_grad(2, 4)", "state 2", "not stored"});
-  expect_error_mentions([] { make(4, {Op::backward(0, 4)}).validate(); },
+  expect_error_mentions([] { make_schedule(4, {Op::backward(0, 4)}).validate(); },
                         {"op [0] backward(0, 4)", "tape"});
   expect_error_mentions(
       [] {
-        make(4, {Op::forward_no_grad(0, 2), Op::forward_grad(0, 2), Op::backward(0, 2)}).validate();
+        make_schedule(4, {Op::forward_no_grad(0, 2), Op::forward_grad(0, 2), Op::backward(0, 2)})
+            .validate();
       },
       {"op [2] backward(0, 2)", "δh at state 2", "state 4"});
-  expect_error_mentions([] { make(4, {Op::free(0)}).validate(); }, {"op [0] free(0)", "h0"});
+  expect_error_mentions([] { make_schedule(4, {Op::free(0)}).validate(); },
+                        {"op [0] free(0)", "h0"});
   expect_error_mentions(
       [] {
-        make(2, {Op::forward_grad(0, 2), Op::forward_grad(0, 1), Op::backward(0, 2)}).validate();
+        make_schedule(2, {Op::forward_grad(0, 2), Op::forward_grad(0, 1), Op::backward(0, 2)})
+            .validate();
       },
       {"op [1]", "step 0", "exactly once"});
   expect_error_mentions(
       [] {
-        make(4, {Op::forward_no_grad(0, 2), Op::forward_grad(2, 4), Op::backward(2, 4)}).validate();
+        make_schedule(4, {Op::forward_no_grad(0, 2), Op::forward_grad(2, 4), Op::backward(2, 4)})
+            .validate();
       },
       {"δh reached state 2", "state 0"});
-  expect_error_mentions([] { make(4, {Op::forward_grad(0, 5)}).validate(); },
+  expect_error_mentions([] { make_schedule(4, {Op::forward_grad(0, 5)}).validate(); },
                         {"op [0]", "0 <= a < b <= T = 4"});
-  expect_error_mentions([] { make(4, {Op::forward_grad(0, 4)}).validate(); },
+  expect_error_mentions([] { make_schedule(4, {Op::forward_grad(0, 4)}).validate(); },
                         {"never back-propagated"});
 }
 

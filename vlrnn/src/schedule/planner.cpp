@@ -48,15 +48,8 @@ class InnerDp {
     split_.assign(size_t(max_length + 1) * W, -1);
     capacity_.assign(W + 1, 0);
     for (int64_t c = 0; c <= states_ + 1; ++c) {
-      const int64_t room = available - c * state_bytes - per_tape_bytes;
-      capacity_[size_t(c)] = room < 0         ? 0
-                             : step_bytes <= 0 ? max_length
-                                               : std::min(max_length, room / step_bytes);
-      // A one-step tape needs no per-call backward bytes (cost_model.h).
-      if (capacity_[size_t(c)] == 0 &&
-          available - c * state_bytes - single_tape_bytes - step_bytes >= 0) {
-        capacity_[size_t(c)] = 1;
-      }
+      capacity_[size_t(c)] = capacity(available - c * state_bytes, max_length, step_bytes,
+                                      per_tape_bytes, single_tape_bytes);
     }
     for (int64_t c = states_; c >= 0; --c) {
       for (int64_t l = 1; l <= max_length; ++l) {
@@ -85,6 +78,18 @@ class InnerDp {
     }
   }
   double cost(int64_t l, int64_t c) const { return c > states_ ? kInf : cost_[index(l, c)]; }
+  // The longest L such that a tape of every length 1..L fits `room` bytes: a one-step tape
+  // has its own per-call bytes (cost_model.h), larger than a longer one's on small models
+  // (its gradient sums are not handed over), so both are checked.
+  static int64_t capacity(int64_t room, int64_t max_length, int64_t step_bytes,
+                          int64_t per_tape_bytes, int64_t single_tape_bytes) {
+    if (room - single_tape_bytes - step_bytes < 0) return 0;
+    const int64_t longer = room - per_tape_bytes;
+    const int64_t most = longer < 0        ? 0
+                         : step_bytes <= 0 ? max_length
+                                           : std::min(max_length, longer / step_bytes);
+    return most >= 2 ? most : 1;
+  }
   // Emits the schedule of [a, a + l) with c states stored.
   void emit(int64_t a, int64_t l, int64_t c, std::vector<Op>& ops) const {
     const int64_t y = split_[index(l, c)];
@@ -132,11 +137,11 @@ int64_t minimum_budget(const CostModel& model) {
 namespace {
 
 // The top-level DP's inputs (NOTE [ Planner DP ]): the super-steps and what tapes and stored
-// states may use. An advance's transient (its largest chunk) only meets stored states, never
-// a tape: storing the c-th state needs c·s + chunk <= available, reversing a tape with c
-// states stored needs c·s + tape + transient <= available. Parameter gradients and the sums
-// of later backward calls are charged throughout (conservative: they only exist from the
-// first backward on).
+// states may use, counted in memory units. An advance's transient (its largest chunk) meets
+// stored states and kept tapes, never a tape being reversed: storing a state with m units
+// held needs (m + 1)·u + chunk <= available, reversing a tape with m units held needs
+// m·u + tape + transient <= available. Parameter gradients and the sums of later backward
+// calls are charged throughout (conservative: they only exist from the first backward on).
 struct DpChain {
   int64_t T = 0, N = 0;        // steps, super-steps
   std::vector<int64_t> p;      // [N + 1] super-step boundaries
@@ -145,15 +150,17 @@ struct DpChain {
   int64_t single_tape = 0;     // a one-step tape
   int64_t available = 0;       // budget less fixed bytes and parameter gradients
   int64_t chunk = 0;           // the largest advance chunk's transient
-  int64_t max_states = 0;      // C: states the DP may store
+  int64_t unit = 1;            // u: bytes per memory unit, >= s (one state = one unit)
+  int64_t max_units = 0;       // M: units that stored states and kept tapes may hold
+  bool keep_tapes = true;      // whether the DP may keep tapes (NOTE [ Kept tapes ])
   int64_t longest = 0;         // the longest super-step
   int64_t step_bytes = 0;      // the largest step's tape + backward transient
 };
 
-DpChain make_chain(const CostModel& model, int64_t budget_bytes) {
+DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes) {
   DpChain d;
   d.T = model.time_steps();
-  d.N = std::min(d.T, kMaxSuperSteps);
+  d.N = std::min(d.T, keep_tapes ? kMaxKeptSuperSteps : kMaxSuperSteps);
   d.p.resize(size_t(d.N + 1));
   for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
   d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
@@ -164,8 +171,15 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes) {
   TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
               "tapes and states (fixed bytes ", model.fixed_bytes, "); the minimum is ",
               minimum_budget(model), " bytes");
-  d.max_states = std::max<int64_t>(
-      0, std::min({d.N - 1, (d.available - d.chunk) / d.state, kMaxStates}));
+  d.keep_tapes = keep_tapes;
+  if (keep_tapes) {
+    d.unit = std::max(d.state, (d.available + kMaxMemoryUnits - 1) / kMaxMemoryUnits);
+    d.max_units = std::min(d.available / d.unit, kMaxMemoryUnits);
+  } else {  // states only: a unit is a state, and no more than one per super-step boundary
+    d.unit = d.state;
+    d.max_units = std::max<int64_t>(
+        0, std::min({d.N - 1, (d.available - d.chunk) / d.state, kMaxStates}));
+  }
   for (int64_t i = 0; i < d.N; ++i) {
     d.longest = std::max(d.longest, d.p[size_t(i + 1)] - d.p[size_t(i)]);
   }
@@ -176,98 +190,143 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes) {
   return d;
 }
 
-// C(i, j, c) of NOTE [ Planner DP ] over the super-steps, filled for every c from the most
-// states down, and the schedule it chose.
+// C(i, j, m) of NOTE [ Planner DP ] over the super-steps, filled for every m from the most
+// units down, and the schedule it chose.
 class OuterDp {
  public:
   OuterDp(const CostModel& model, const DpChain& d)
       : model_(model), d_(d), sums_(model),
         inner_(d.longest, d.available, d.step_bytes, d.state, d.per_tape, d.chunk,
                d.single_tape),
-        cost_(size_t(d.N + 1) * size_t(d.N + 1) * size_t(d.max_states + 1), kInf),
-        choice_(cost_.size(), -2) {
-    for (int64_t c = d.max_states; c >= 0; --c) {
+        cost_(size_t((d.N + 1) * (d.N + 2) / 2) * size_t(d.max_units + 1), kInf),
+        choice_(cost_.size(), kNone) {
+    for (int64_t m = d.max_units; m >= 0; --m) {
       for (int64_t len = 1; len <= d.N; ++len) {
-        for (int64_t i = 0; i + len <= d.N; ++i) fill(i, i + len, c);
+        for (int64_t i = 0; i + len <= d.N; ++i) fill(i, i + len, m);
       }
     }
   }
   bool feasible() const { return std::isfinite(cost_[idx(0, d_.N, 0)]); }
-  // Emits [i, j) with c states stored, last to first (recursion depth <= N + inner depth).
-  void emit(int64_t i, int64_t j, int64_t c, std::vector<Op>& ops) const {
+  // Emits [i, j) with m units held, last to first (recursion depth <= N + inner depth).
+  void emit(int64_t i, int64_t j, int64_t m, std::vector<Op>& ops) const {
     const int64_t a = d_.p[size_t(i)], b = d_.p[size_t(j)];
-    const int16_t how = choice_[idx(i, j, c)];
-    if (how == -1) {
+    const int16_t how = choice_[idx(i, j, m)];
+    if (how == kLeaf) {
       ops.push_back(Op::forward_grad(a, b));
       ops.push_back(Op::backward(a, b));
-    } else if (how == 0) {
-      inner_.emit(a, b - a, c, ops);
-    } else {
-      const int64_t m = d_.p[size_t(how)];
-      ops.push_back(Op::forward_no_grad(a, m));
-      emit(how, j, c + 1, ops);
-      ops.push_back(Op::free(m));
-      emit(i, how, c, ops);
+    } else if (how == kInner) {
+      inner_.emit(a, b - a, inner_states(m), ops);
+    } else if (how <= d_.N) {  // store the state at super-step `how`
+      const int64_t mid = d_.p[size_t(how)];
+      ops.push_back(Op::forward_no_grad(a, mid));
+      emit(how, j, m + 1, ops);
+      ops.push_back(Op::free(mid));
+      emit(i, how, m, ops);
+    } else {  // keep the tape of [i, k) (NOTE [ Kept tapes ])
+      const int64_t k = how - d_.N, mid = d_.p[size_t(k)];
+      ops.push_back(Op::forward_grad(a, mid));
+      emit(k, j, m + kept_units(a, mid), ops);
+      ops.push_back(Op::backward(a, mid));
     }
   }
 
  private:
-  size_t idx(int64_t i, int64_t j, int64_t c) const {
-    return (size_t(i) * size_t(d_.N + 1) + size_t(j)) * size_t(d_.max_states + 1) + size_t(c);
+  static constexpr int16_t kNone = -2, kLeaf = -1, kInner = 0;  // k > 0: split; N + k: keep
+  size_t idx(int64_t i, int64_t j, int64_t m) const {
+    return size_t(j * (j + 1) / 2 + i) * size_t(d_.max_units + 1) + size_t(m);
+  }
+  double at(int64_t i, int64_t j, int64_t m) const {
+    return m > d_.max_units ? kInf : cost_[idx(i, j, m)];
+  }
+  // The inner DP counts states: m units hold at most this many states' bytes.
+  int64_t inner_states(int64_t m) const { return (m * d_.unit + d_.state - 1) / d_.state; }
+  // A kept tape of [a, b): its steps, its per-tape bytes and its exit as a stored state.
+  int64_t kept_units(int64_t a, int64_t b) const {
+    const int64_t bytes = sums_.tape_b(a, b) + model_.tape_op_bytes + d_.state;
+    return (bytes + d_.unit - 1) / d_.unit;
+  }
+  // Whether [a, b) can be taped whole and reversed with m units held, plus `extra` bytes
+  // (a kept tape's exit state, charged until the tape is back-propagated).
+  bool leaf_fits(int64_t a, int64_t b, int64_t m, int64_t extra = 0) const {
+    const int64_t bytes = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
+                          (b - a >= 2 ? d_.per_tape : d_.single_tape) + extra;
+    return bytes <= d_.available - m * d_.unit;
+  }
+  // Taping [a, b) and back-propagating it: no recomputation.
+  double leaf_s(int64_t a, int64_t b) const {
+    return sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) + 2 * model_.op_seconds +
+           model_.tape_growth_seconds * double(b - a) * double(b - a);
   }
   double advance_s(int64_t a, int64_t b) const {
     return sums_.forward_s(a, b) +
            model_.op_seconds * double((b - a + kAdvanceChunk - 1) / kAdvanceChunk);
   }
-  // The three choices for [i, j) with c states stored: tape it whole (-1), reverse its one
-  // super-step with the inner DP (0), or advance to a split k, store it and recurse (k).
-  void fill(int64_t i, int64_t j, int64_t c) {
-    const int64_t a = d_.p[size_t(i)], b = d_.p[size_t(j)];
-    double best = kInf;
-    int16_t how = -2;
-    const int64_t leaf_bytes = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
-                               (b - a >= 2 ? d_.per_tape : d_.single_tape);
-    if (leaf_bytes <= d_.available - c * d_.state) {
-      best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) + 2 * model_.op_seconds +
-             model_.tape_growth_seconds * double(b - a) * double(b - a);
-      how = -1;
-    } else if (j - i == 1 && std::isfinite(inner_.cost(b - a, c))) {
-      best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
-             inner_.cost(b - a, c) / double(b - a) * sums_.forward_s(a, b) +
-             4 * model_.op_seconds;
-      how = 0;
-    }
-    for (int64_t k = i + 1; c < d_.max_states && k < j; ++k) {
-      const double v = advance_s(a, d_.p[size_t(k)]) + cost_[idx(k, j, c + 1)] +
-                       cost_[idx(i, k, c)];
-      if (v < best) {
-        best = v;
-        how = int16_t(k);
-      }
-    }
-    cost_[idx(i, j, c)] = best;
-    choice_[idx(i, j, c)] = how;
-  }
+  void fill(int64_t i, int64_t j, int64_t m);
 
   const CostModel& model_;
   const DpChain& d_;
   const CostPrefix sums_;
   const InnerDp inner_;
-  std::vector<double> cost_;
-  std::vector<int16_t> choice_;  // -2 none, -1 leaf, 0 inner, k > 0 split at super-step k
+  std::vector<double> cost_;     // [(N + 1)(N + 2) / 2 ranges i <= j][M + 1]
+  std::vector<int16_t> choice_;  // kNone, kLeaf, kInner, a split k or a kept tape N + k
 };
+
+// The choices for [i, j) with m units held: tape it whole (leaf), reverse its one super-step
+// with the inner DP, advance to a split k and store the state there (k), or keep the tape
+// of [i, k) while [k, j) is reversed from its exit (N + k).
+void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
+  const int64_t a = d_.p[size_t(i)], b = d_.p[size_t(j)];
+  double best = kInf;
+  int16_t how = kNone;
+  if (leaf_fits(a, b, m)) {
+    best = leaf_s(a, b);
+    how = kLeaf;
+  } else if (j - i == 1 && std::isfinite(inner_.cost(b - a, inner_states(m)))) {
+    best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
+           inner_.cost(b - a, inner_states(m)) / double(b - a) * sums_.forward_s(a, b) +
+           4 * model_.op_seconds;
+    how = kInner;
+  }
+  const bool may_store = (m + 1) * d_.unit + d_.chunk <= d_.available;
+  bool may_keep = d_.keep_tapes;
+  for (int64_t k = i + 1; k < j && (may_store || may_keep); ++k) {
+    const int64_t mid = d_.p[size_t(k)];
+    if (may_store) {
+      const double v = advance_s(a, mid) + at(k, j, m + 1) + at(i, k, m);
+      if (v < best) {
+        best = v;
+        how = int16_t(k);
+      }
+    }
+    // A longer kept tape holds more bytes: once one of >= 2 steps (past the one-step
+    // tape's smaller per-call bytes) cannot be reversed, no longer one can.
+    if (may_keep && !leaf_fits(a, mid, m, d_.state)) {
+      may_keep = mid - a < 2;
+    } else if (may_keep) {
+      // Every step of [mid, b) is taped and back-propagated once while it lives.
+      const double v = leaf_s(a, mid) + at(k, j, m + kept_units(a, mid)) +
+                       model_.tape_growth_seconds * 2 * double(mid - a) * double(b - mid);
+      if (v < best) {
+        best = v;
+        how = int16_t(d_.N + k);
+      }
+    }
+  }
+  cost_[idx(i, j, m)] = best;
+  choice_[idx(i, j, m)] = how;
+}
 
 }  // namespace
 
-Schedule dp_schedule(const CostModel& model, int64_t budget_bytes) {
+Schedule dp_schedule(const CostModel& model, int64_t budget_bytes, bool keep_tapes) {
   model.check();
-  const DpChain chain = make_chain(model, budget_bytes);
+  const DpChain chain = make_chain(model, budget_bytes, keep_tapes);
   const OuterDp dp(model, chain);
   TORCH_CHECK(dp.feasible(), "planner budget: no schedule found within ", budget_bytes,
               " bytes; the minimum is ", minimum_budget(model), " bytes");
   Schedule out;
   out.time_steps = chain.T;
-  out.name = fmt::format("dp(budget={})", budget_bytes);
+  out.name = fmt::format("dp(budget={}{})", budget_bytes, keep_tapes ? "" : ",states only");
   dp.emit(0, chain.N, 0, out.ops);
   return out;
 }
@@ -314,10 +373,14 @@ Plan plan(const CostModel& model, int64_t budget_bytes) {
       best = {std::move(s), p, by, parameter};
     }
   };
-  try {
-    consider(dp_schedule(model, budget_bytes), "dp");
-  } catch (const c10::Error&) {
-    // The DP's caps can miss a feasible schedule near the minimum; revolve below covers it.
+  // The DP with kept tapes, and with states only: where memory units are coarser than a
+  // state (large budgets), the second charges states exactly (NOTE [ Planner DP ]).
+  for (const bool keep_tapes : {true, false}) {
+    try {
+      consider(dp_schedule(model, budget_bytes, keep_tapes), keep_tapes ? "dp" : "dp (states)");
+    } catch (const c10::Error&) {
+      // The DP's caps can miss a feasible schedule near the minimum; revolve below covers it.
+    }
   }
   try {
     auto u = best_uniform(model, budget_bytes);

@@ -29,6 +29,8 @@ ScheduleCounts Schedule::validate() const {
   ScheduleCounts counts;
   std::set<int64_t> stored{0};        // state 0 = h0, always there
   std::map<int64_t, int64_t> tapes;   // begin -> end of each live tape
+  std::set<int64_t> tape_ends;        // their ends: states a forward op may start from
+  std::set<int64_t> read_exits;       // those a forward op started from (NOTE [ Kept tapes ])
   int64_t tape_steps = 0;
   int64_t delta_at = T;               // δh is known at this state (T: the end, seeded by the loss)
   std::vector<bool> with_grad(size_t(T), false);
@@ -45,21 +47,26 @@ ScheduleCounts Schedule::validate() const {
                 ": expected a range 0 <= a < b <= T = ", T);
     switch (op.kind) {
       case OpKind::kForwardNoGrad:
-        TORCH_CHECK(stored.count(op.begin), where(), ": needs stored state ", op.begin,
-                    ", which is not stored");
+        TORCH_CHECK(stored.count(op.begin) || tape_ends.count(op.begin), where(),
+                    ": needs stored state ", op.begin, ", which is not stored (nor the exit "
+                    "of a live tape)");
+        if (!stored.count(op.begin)) read_exits.insert(op.begin);
         TORCH_CHECK(!stored.count(op.end), where(), ": state ", op.end, " is already stored");
         stored.insert(op.end);
         counts.forward_no_grad_steps += op.steps();
         break;
       case OpKind::kForwardGrad: {
-        TORCH_CHECK(stored.count(op.begin), where(), ": needs stored state ", op.begin,
-                    ", which is not stored");
+        TORCH_CHECK(stored.count(op.begin) || tape_ends.count(op.begin), where(),
+                    ": needs stored state ", op.begin, ", which is not stored (nor the exit "
+                    "of a live tape)");
+        if (!stored.count(op.begin)) read_exits.insert(op.begin);
         for (int64_t t = op.begin; t < op.end; ++t) {
           TORCH_CHECK(!with_grad[size_t(t)], where(), ": step ", t,
                       " already ran with grad (every step is taped exactly once)");
           with_grad[size_t(t)] = true;
         }
         tapes[op.begin] = op.end;
+        tape_ends.insert(op.end);
         tape_steps += op.steps();
         counts.forward_grad_steps += op.steps();
         break;
@@ -73,6 +80,7 @@ ScheduleCounts Schedule::validate() const {
                     ", but δh is known at state ", delta_at,
                     " (backward ranges must run last to first, contiguously)");
         tapes.erase(it);
+        tape_ends.erase(op.end);
         tape_steps -= op.steps();
         delta_at = op.begin;
         counts.backward_steps += op.steps();
@@ -84,12 +92,25 @@ ScheduleCounts Schedule::validate() const {
         std::max(counts.max_stored_states, int64_t(stored.size()) - 1);
     counts.max_tape_steps = std::max(counts.max_tape_steps, tape_steps);
   }
+  counts.kept_tapes = int64_t(read_exits.size());
   TORCH_CHECK(tapes.empty(), "schedule ", name, ": ", tapes.size(),
               " tape(s) never back-propagated, the first [", tapes.begin()->first, ", ",
               tapes.begin()->second, ")");
   TORCH_CHECK(delta_at == 0, "schedule ", name, ": δh reached state ", delta_at,
               ", expected state 0 (steps [0, ", delta_at, ") were never back-propagated)");
   return counts;
+}
+
+std::vector<bool> kept_tape_exits(const Schedule& schedule) {
+  std::vector<bool> kept(size_t(schedule.time_steps + 1), false);
+  std::set<int64_t> stored{0};
+  for (const Op& op : schedule.ops) {
+    const bool forward = op.kind == OpKind::kForwardNoGrad || op.kind == OpKind::kForwardGrad;
+    if (forward && !stored.count(op.begin)) kept[size_t(op.begin)] = true;
+    if (op.kind == OpKind::kForwardNoGrad) stored.insert(op.end);
+    if (op.kind == OpKind::kFree) stored.erase(op.begin);
+  }
+  return kept;
 }
 
 }  // namespace vlrnn::schedule

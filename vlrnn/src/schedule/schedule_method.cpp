@@ -4,6 +4,7 @@
 #include "vlrnn/methods/block.h"
 
 #include <map>
+#include <optional>
 
 namespace vlrnn::schedule {
 namespace {
@@ -21,6 +22,9 @@ struct Tape {
   State entry;
   torch::Tensor inputs;  // [n, B, F]
   BlockForward block;
+  // When a later forward op starts from this tape's end (NOTE [ Kept tapes ]): its exit
+  // state, detached (sharing the graph's storage), and the generators at its end.
+  std::optional<Stored> exit;
 };
 
 // The executor's state while it runs one schedule: what is stored, what is taped, δh, and the
@@ -33,6 +37,7 @@ class Executor {
     TORCH_CHECK(schedule.time_steps == T_, "schedule ", schedule.name, ": made for T = ",
                 schedule.time_steps, " steps, but the batch has T = ", T_);
     schedule.validate();
+    kept_exits_ = kept_tape_exits(schedule);
     result_.step_losses = torch::zeros({T_, workload.batch.batch_size()},
                                        inputs_.options().requires_grad(false));  // [T, B]
     loss_ = torch::zeros({}, inputs_.options().requires_grad(false));
@@ -60,7 +65,7 @@ class Executor {
  private:
   // Steps [a, b) without autograd, from the state stored at a; stores the state at b.
   void forward_no_grad_op(int64_t a, int64_t b) {
-    const Stored& from = stored_.at(a);
+    const Stored& from = entry_at(a);
     from.rng.restore();  // re-running from a stored state draws what the first pass drew
     State h = from.state;
     for (int64_t t0 = a; t0 < b; t0 += kAdvanceChunk) {  // NOTE [ Chunked advance ]
@@ -74,7 +79,7 @@ class Executor {
   // Steps [a, b) with autograd, from the state stored at a: a tape for backward_op.
   void forward_grad_op(int64_t a, int64_t b) {
     const int64_t n = b - a;
-    const Stored& from = stored_.at(a);
+    const Stored& from = entry_at(a);
     from.rng.restore();
     Tape tape;
     tape.end = b;
@@ -88,7 +93,19 @@ class Executor {
     loss_ += tape.block.loss.detach();
     result_.step_losses.narrow(0, a, n).copy_(tape.block.step_losses);
     if (b == T_) note_end(tape.block.exit);
+    if (kept_exits_[size_t(b)]) {
+      tape.exit = Stored{tape.block.exit.detached(), RngState::capture(inputs_.device())};
+    }
     tapes_[a] = std::move(tape);
+    tape_at_end_[b] = a;
+  }
+
+  // The state a forward op starts from: stored, or the exit of the live tape ending at `t`
+  // (NOTE [ Kept tapes ]; the schedule was validated, so one of them exists).
+  const Stored& entry_at(int64_t t) const {
+    const auto stored = stored_.find(t);
+    if (stored != stored_.end()) return stored->second;
+    return *tapes_.at(tape_at_end_.at(t)).exit;
   }
 
   // Back-propagates the tape of [a, b) seeded with δh at b; leaves δh at a.
@@ -109,6 +126,7 @@ class Executor {
       input_grad_.narrow(0, a, b - a).copy_(tape.inputs.grad());
     }
     tapes_.erase(it);
+    tape_at_end_.erase(b);
   }
 
   // The first op to reach T fixes the final state and where one forward pass leaves the
@@ -129,6 +147,8 @@ class Executor {
   torch::Tensor input_grad_;  // [T, B, F]
   std::map<int64_t, Stored> stored_;
   std::map<int64_t, Tape> tapes_;
+  std::map<int64_t, int64_t> tape_at_end_;  // end -> begin of each live tape
+  std::vector<bool> kept_exits_;            // [T + 1] kept_tape_exits(schedule)
   State delta_;              // δh at the start of the last back-propagated range; empty at T
   RngState after_forward_;   // where one forward pass leaves the generators
   bool reached_end_ = false;

@@ -16,7 +16,13 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
   Prediction p;
   p.counts = schedule.validate();
   const CostPrefix sums(model);
+  // A kept tape's exit counts as a stored state (NOTE [ Kept tapes ]).
+  const auto kept = kept_tape_exits(schedule);
+  const auto kept_state = [&](int64_t b) {
+    return kept[size_t(b)] ? model.state_bytes[size_t(b)] : int64_t(0);
+  };
   int64_t live = model.fixed_bytes;
+  int64_t tape_steps = 0;  // steps of tape alive
   bool first_backward = false;  // true once a backward has run (its name: "first one done")
   p.peak_bytes = live;
   const auto candidate = [&](int64_t bytes, size_t op) {
@@ -45,13 +51,21 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         break;
       }
       case OpKind::kForwardGrad:
+        // Each step taped pays for the tape alive before it: n·k + n(n - 1)/2.
         p.seconds += model.op_seconds + sums.forward_grad_s(a, b) +
-                     model.tape_growth_seconds * double(b - a) * double(b - a);
-        live += sums.tape_b(a, b) + model.tape_op_bytes;
+                     model.tape_growth_seconds * double(b - a) *
+                         (double(tape_steps) + double(b - a - 1) / 2);
+        tape_steps += b - a;
+        live += sums.tape_b(a, b) + model.tape_op_bytes + kept_state(b);
         candidate(live, i);
         break;
       case OpKind::kBackward:
-        p.seconds += model.op_seconds + sums.backward_s(a, b);
+        // Each step back-propagated pays for the tape alive at it, its own included:
+        // n·k + n(n + 1)/2 with k steps of other tapes (n² in all for a lone tape).
+        tape_steps -= b - a;
+        p.seconds += model.op_seconds + sums.backward_s(a, b) +
+                     model.tape_growth_seconds * double(b - a) *
+                         (double(tape_steps) + double(b - a + 1) / 2);
         if (!first_backward) live += model.gradient_bytes;
         candidate(live + (b - a >= 2 ? model.backward_op_bytes : 0) +
                       (!first_backward ? 0
@@ -59,7 +73,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
                                        : model.accumulate_single_bytes) +
                       sums.tape_transient_b(a, b), i);
         first_backward = true;
-        live -= sums.tape_b(a, b) + model.tape_op_bytes;
+        live -= sums.tape_b(a, b) + model.tape_op_bytes + kept_state(b);
         break;
       case OpKind::kFree:
         live -= model.state_bytes[size_t(a)];

@@ -20,7 +20,9 @@ struct CostModel {
   double op_seconds = 0.0;                   // fixed cost of one forward / backward call
   // Long tapes run slower per step (memory traffic: their activations leave the caches and
   // are freshly allocated): a tape of n steps costs tape_growth_seconds · n² on top of its
-  // per-step seconds.
+  // per-step seconds. That is tape_growth_seconds per step taped or back-propagated, per
+  // step of tape alive at that moment, the count by which a kept tape is priced too: it
+  // slows every step taped and back-propagated while it lives (NOTE [ Kept tapes ]).
   double tape_growth_seconds = 0.0;
 
   // Bytes.

@@ -7,7 +7,8 @@
 //
 //   forward_no_grad(a, b)  from stored state a, run steps [a, b) without autograd, store state b
 //   forward_grad(a, b)     from stored state a, run steps [a, b) recording autograd; keep the
-//                          graph ("the tape") of [a, b) until it is back-propagated
+//                          graph ("the tape") of [a, b) until it is back-propagated; while it
+//                          lives, state b is available from it (NOTE [ Kept tapes ])
 //   backward(a, b)         needs the tape of [a, b) and δh_b (none for b = T); back-propagates
 //                          it, frees it, yields δh_a
 //   free(t)                drops stored state t
@@ -19,6 +20,20 @@
 // covers exactly one forward_grad range). Stored states left at the end are dropped by the
 // executor (free ops at the end only lower nothing). Every step runs with grad exactly once,
 // which is what lets the executor fill per-step losses from the tapes.
+// A forward op starts from a stored state, or from the exit of a live tape
+// (NOTE [ Kept tapes ]).
+//
+// NOTE [ Kept tapes ]
+// Rotor's second way to spend memory: instead of storing only the state at k and
+// recomputing [i, k) later, forward_grad(i, k) keeps the tape of [i, k) alive while [k, j) is
+// reversed from the tape's exit state, then backward(i, k) runs with no recomputation:
+//   forward_grad(i, k)  ...ops of [k, j) starting from state k...  backward(i, k)
+// A tape holds its exit state (the graph's output), so state k needs no stored copy: the
+// executor reads it from the tape, with the generators captured at the tape's end (a
+// snapshot shared with the previous one when the model draws nothing: NOTE [ Shared RNG
+// snapshots ]). The simulator charges such a tape one stored state on top of its steps (the
+// snapshot and, conservatively, the state's tensors again). Backward ranges still run last
+// to first, so the kept tape is back-propagated after everything after it.
 
 #include <torch/torch.h>
 
@@ -54,6 +69,7 @@ struct ScheduleCounts {
   int64_t backward_steps = 0;         // T for a valid schedule
   int64_t max_stored_states = 0;      // the most stored states at once, state 0 excluded
   int64_t max_tape_steps = 0;         // the most steps of tape alive at once
+  int64_t kept_tapes = 0;             // tapes a later forward op started from (NOTE [ Kept tapes ])
 };
 
 struct Schedule {
@@ -65,5 +81,9 @@ struct Schedule {
   // naming the op index, the op and what was wrong. Returns the counts.
   ScheduleCounts validate() const;
 };
+
+// The ends b of the forward_grad(a, b) ops whose exit state a later forward op starts from
+// while state b is not stored (NOTE [ Kept tapes ]); `schedule` must be valid. [T + 1]
+std::vector<bool> kept_tape_exits(const Schedule& schedule);
 
 }  // namespace vlrnn::schedule

@@ -5,7 +5,8 @@
 //          + parameter gradients from the first backward on
 //   forward_no_grad(a, b): peak candidate live + the largest advance chunk's transient
 //                          + state b; then state b is stored
-//   forward_grad(a, b):    live grows by the tape of [a, b)
+//   forward_grad(a, b):    live grows by the tape of [a, b), and by state b when a later op
+//                          starts from it (NOTE [ Kept tapes ])
 //   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
 //                          + accumulate_(single_)bytes after the first backward
 //                          + Σ transient over [a, b) (or its largest window:
@@ -13,6 +14,8 @@
 //                          then the tape is freed
 //   time = Σ per-step seconds of every op + op_seconds per call (one per advance chunk)
 //          + tape_growth_seconds · n² per tape of n steps
+//          + tape_growth_seconds · 2·n·k per tape of n steps run while k steps of other
+//            tapes are alive (kept tapes: NOTE [ Kept tapes ])
 
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/schedule.h"
