@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <type_traits>
 #include <map>
 #include <optional>
 
@@ -54,25 +55,43 @@ void usage() {
                "       [--repeats N] [--warmup N] [--threads N] [--seed S] [--json FILE]\n";
 }
 
+// The whole of `value` as a number, or an error naming `key`.
+template <typename Number>
+Number number(const std::string& key, const std::string& value) {
+  size_t used = 0;
+  Number out{};
+  try {
+    out = std::is_integral_v<Number> ? Number(std::stoll(value, &used)) : Number(std::stod(value, &used));
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  TORCH_CHECK(used == value.size() && !value.empty(), key, ": expected a number, got \"", value, "\"");
+  return out;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string key = argv[i];
+    if (key == "--help" || key == "-h") {
+      usage();
+      std::exit(0);
+    }
     TORCH_CHECK(i + 1 < argc, key, ": expected a value after it, got none");
     const std::string value = argv[++i];
     auto& p = a.problem;
-    if (key == "--input") p.input_size = std::stoll(value);
-    else if (key == "--hidden") p.hidden_size = std::stoll(value);
-    else if (key == "--layers") p.num_layers = std::stoll(value);
-    else if (key == "--batch") p.batch = std::stoll(value);
-    else if (key == "--T") p.time_steps = std::stoll(value);
-    else if (key == "--min-length") p.min_length_fraction = std::stod(value);
-    else if (key == "--seed") p.seed = std::stoull(value);
+    if (key == "--input") p.input_size = number<int64_t>(key, value);
+    else if (key == "--hidden") p.hidden_size = number<int64_t>(key, value);
+    else if (key == "--layers") p.num_layers = number<int64_t>(key, value);
+    else if (key == "--batch") p.batch = number<int64_t>(key, value);
+    else if (key == "--T") p.time_steps = number<int64_t>(key, value);
+    else if (key == "--min-length") p.min_length_fraction = number<double>(key, value);
+    else if (key == "--seed") p.seed = uint64_t(number<int64_t>(key, value));
     else if (key == "--dtype") a.dtype = value;
     else if (key == "--runs") a.runs = value;
-    else if (key == "--repeats") a.repeats = std::stoll(value);
-    else if (key == "--warmup") a.warmup = std::stoll(value);
-    else if (key == "--threads") a.threads = std::stoll(value);
+    else if (key == "--repeats") a.repeats = number<int64_t>(key, value);
+    else if (key == "--warmup") a.warmup = number<int64_t>(key, value);
+    else if (key == "--threads") a.threads = number<int64_t>(key, value);
     else if (key == "--json") a.json_path = value;
     else TORCH_CHECK(false, "unknown option \"", key, "\"");
   }
@@ -257,6 +276,10 @@ int run(const Args& args) {
 int main(int argc, char** argv) {
   try {
     return run(parse(argc, argv));
+  } catch (const c10::Error& e) {  // the message alone, never a C++ backtrace
+    std::cerr << "bench_lstm_bptt: " << e.what_without_backtrace() << "\n";
+    usage();
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "bench_lstm_bptt: " << e.what() << "\n";
     usage();
