@@ -8,6 +8,7 @@
 #include "lib/tasks.h"
 #include "lib/train_config.h"
 #include "lib/trainer.h"
+#include "lib/units.h"
 
 #include <fmt/format.h>
 
@@ -30,13 +31,6 @@ struct TrainArgs {
   MeasuringArgs measuring;
 };
 
-std::string format_duration(double seconds) {
-  if (!(seconds >= 0) || seconds > 1e7) return "?";
-  const auto s = int64_t(seconds);
-  return s >= 3600 ? fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60)
-                   : fmt::format("{}m{:02}s", s / 60, s % 60);
-}
-
 // "[2/6 vlrnn:block=32|seed=1] step 120/500  loss 0.6931  eval 0.7012  ETA 3m10s": redrawn in
 // place on a terminal (at most 5 times a second), one line every 30 s into a log file.
 class ProgressLine {
@@ -49,7 +43,7 @@ class ProgressLine {
     std::cerr << fmt::format("{}[{}/{} {}] step {}/{}  loss {:.4f}  eval {}  ETA {}   {}",
                              terminal_ ? "\r" : "", index + 1, runs, p.run, p.step, p.total_steps,
                              p.loss, p.eval_loss >= 0 ? fmt::format("{:.4f}", p.eval_loss) : "-",
-                             format_duration(p.eta_s()), terminal_ && !last ? "" : "\n")
+                             experiments::format_duration(p.eta_s()), terminal_ && !last ? "" : "\n")
               << std::flush;
   }
 
@@ -125,7 +119,7 @@ void print_summary(const std::vector<json>& summaries) {
                              s["run"].get<std::string>(), s["batch"].get<int64_t>(),
                              s["steps"].get<int64_t>(), s["final_loss"].get<double>(),
                              s["final_eval_loss"].get<double>(), s["chance_loss"].get<double>(),
-                             format_duration(s["wall_s"].get<double>()));
+                             experiments::format_duration(s["wall_s"].get<double>()));
   }
 }
 

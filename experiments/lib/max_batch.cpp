@@ -40,6 +40,13 @@ int64_t search_max_batch(int64_t start, int64_t limit, int64_t multiple,
   return lo;
 }
 
+std::string describe(const BatchProbe& probe) {
+  return fmt::format("B={} {} {}", probe.batch,
+                     probe.total_bytes >= 0 ? format_bytes(double(probe.total_bytes))
+                                            : std::string("out of memory"),
+                     probe.fits ? "fits" : "over budget");
+}
+
 BatchProbe probe_budget(GradientMethod& method, const Workload& workload, int64_t budget_bytes,
                         torch::Device device) {
   auto& tracker = measure::CpuMemoryTracker::instance();
@@ -86,10 +93,7 @@ MaxBatchOutcome find_max_batch(const ProblemSpec& base, const std::string& metho
     auto probe = probe_budget(*m, problem.workload(), budget, spec.device);
     probe.batch = batch;
     if (progress) {
-      progress(fmt::format("  probe B={}: {} {}", batch,
-                           probe.total_bytes >= 0 ? format_bytes(double(probe.total_bytes))
-                                                  : std::string("out of memory"),
-                           probe.fits ? "fits" : "over budget"));
+      progress("  probe " + describe(probe));
     }
     out.probes.push_back(probe);
     return probe.fits;

@@ -34,6 +34,9 @@ struct BatchProbe {
 BatchProbe probe_budget(GradientMethod& method, const Workload& workload, int64_t budget_bytes,
                         torch::Device device);
 
+// "B=59 31.6 MiB fits", "B=64 out of memory over budget": one probe, for progress lines.
+std::string describe(const BatchProbe& probe);
+
 struct MaxBatchOutcome {
   int64_t batch = 0;  // 0: not even batch_start fits
   std::vector<BatchProbe> probes;

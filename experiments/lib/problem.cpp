@@ -21,6 +21,15 @@ int64_t Problem::valid_steps() const {
                              : spec.time_steps * spec.batch;
 }
 
+torch::Tensor random_lengths(double min_fraction, int64_t T, int64_t batch, int64_t at_least,
+                             c10::optional<at::Generator> generator) {
+  const auto shortest =
+      std::max<int64_t>(at_least, int64_t(std::ceil(min_fraction * double(T))));
+  auto lengths = torch::randint(shortest, T + 1, {batch}, generator, torch::kLong);  // [B]
+  lengths[0] = T;  // the batch spans all T steps
+  return lengths;
+}
+
 Problem make_problem(const ProblemSpec& spec) {
   TORCH_CHECK(spec.time_steps >= 1, "T: expected >= 1 time steps, got ", spec.time_steps);
   TORCH_CHECK(spec.batch >= 1, "batch: expected >= 1 sequences, got ", spec.batch);
@@ -50,11 +59,7 @@ Problem make_problem(const ProblemSpec& spec) {
   p.batch.targets = random_targets(*p.head, spec.time_steps, spec.batch, cpu)
                         .to(spec.device);  // [T, B] or [T, B, C]
   if (spec.min_length_fraction < 1.0) {
-    const auto shortest = std::max<int64_t>(
-        1, int64_t(std::ceil(spec.min_length_fraction * double(spec.time_steps))));
-    auto lengths = torch::randint(shortest, spec.time_steps + 1, {spec.batch}, torch::kLong);  // [B]
-    lengths[0] = spec.time_steps;  // the batch spans all T steps
-    p.batch.lengths = lengths;
+    p.batch.lengths = random_lengths(spec.min_length_fraction, spec.time_steps, spec.batch);
   }
   p.flops = measure::has_flop_model(spec.model)
                 ? measure::flops_per_step(config, spec.head, spec.head_outputs)

@@ -44,6 +44,11 @@ struct Problem {
   int64_t valid_steps() const;
 };
 
+// [B] lengths drawn uniformly from [max(at_least, ceil(min_fraction * T)), T], from
+// `generator` (default: the global one); the first is set to T so the batch spans all T steps.
+torch::Tensor random_lengths(double min_fraction, int64_t T, int64_t batch, int64_t at_least = 1,
+                             c10::optional<at::Generator> generator = c10::nullopt);
+
 // Weights and data drawn on the CPU from `spec.seed` (the same on every device), then moved.
 Problem make_problem(const ProblemSpec& spec);
 

@@ -1,6 +1,7 @@
 #include "lib/tasks.h"
 
 #include "lib/json_fields.h"
+#include "lib/problem.h"
 
 #include "vlrnn/core/heads.h"
 
@@ -27,20 +28,6 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// [B] lengths in [shortest, longest], one of them `longest` so that the batch spans all T
-// steps; undefined when every sequence has `longest` steps.
-torch::Tensor draw_lengths(int64_t shortest, int64_t longest, int64_t batch,
-                           at::Generator& generator) {
-  if (shortest >= longest) return {};
-  auto lengths = torch::randint(shortest, longest + 1, {batch}, generator, torch::kLong);  // [B]
-  lengths[0] = longest;
-  return lengths;
-}
-
-int64_t shortest_of(double min_fraction, int64_t longest, int64_t at_least) {
-  return std::max<int64_t>(at_least, int64_t(std::ceil(min_fraction * double(longest))));
-}
-
 // The adding problem (Hochreiter & Schmidhuber 1997, in the form of Le et al. 2015): each
 // step carries a value in [0, 1) and a marker; exactly two steps are marked, one in each
 // half of the sequence, and the last step's target is the sum of the two marked values.
@@ -61,7 +48,7 @@ class AddingTask : public Task {
  protected:
   SequenceBatch draw(Split, int64_t batch, at::Generator& generator) const override {
     SequenceBatch out;
-    out.lengths = draw_lengths(shortest_of(min_length_, steps_, 2), steps_, batch, generator);
+    if (min_length_ < 1.0) out.lengths = random_lengths(min_length_, steps_, batch, 2, generator);
     auto length = out.has_lengths() ? out.lengths : torch::full({batch}, steps_, torch::kLong);
     auto values = torch::rand({steps_, batch}, generator, torch::kFloat);  // [T, B]
     auto half = torch::div(length, 2, "floor");                            // [B]
@@ -108,9 +95,11 @@ class CopyTask : public Task {
   SequenceBatch draw(Split, int64_t batch, at::Generator& generator) const override {
     SequenceBatch out;
     const int64_t steps = time_steps();
-    auto delays = draw_lengths(shortest_of(min_length_, delay_, 1), delay_, batch, generator);
-    if (!delays.defined()) delays = torch::full({batch}, delay_, torch::kLong);  // [B]
-    if (min_length_ < 1.0) out.lengths = 2 * symbols_ + delays;
+    auto delays = torch::full({batch}, delay_, torch::kLong);  // [B]
+    if (min_length_ < 1.0) {
+      delays = random_lengths(min_length_, delay_, batch, 1, generator);
+      out.lengths = 2 * symbols_ + delays;
+    }
     auto symbols = torch::randint(1, alphabet_ + 1, {symbols_, batch}, generator,
                                   torch::kLong);                          // [S, B]
     auto codes = torch::zeros({steps, batch}, torch::kLong);               // [T, B], 0 = blank
@@ -155,7 +144,7 @@ class TextTask : public Task {
   SequenceBatch draw(Split split, int64_t batch, at::Generator& generator) const override {
     const auto& text = split == Split::kTrain ? train_ : eval_;  // [N] token ids
     SequenceBatch out;
-    out.lengths = draw_lengths(shortest_of(min_length_, steps_, 1), steps_, batch, generator);
+    if (min_length_ < 1.0) out.lengths = random_lengths(min_length_, steps_, batch, 1, generator);
     auto starts = torch::randint(0, text.size(0) - steps_, {1, batch}, generator,
                                  torch::kLong);                                  // [1, B]
     auto window = text.index({starts + torch::arange(steps_ + 1).unsqueeze(1)});  // [T + 1, B]

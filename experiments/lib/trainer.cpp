@@ -90,14 +90,6 @@ SequenceBatch on_device(SequenceBatch batch, const TrainConfig& config) {
   return batch;
 }
 
-double global_norm(const std::vector<torch::Tensor>& parameters) {
-  double squares = 0.0;
-  for (const auto& p : parameters) {
-    if (p.grad().defined()) squares += p.grad().pow(2).sum().item<double>();
-  }
-  return std::sqrt(squares);
-}
-
 struct StepResult {
   double loss = 0.0, grad_norm = 0.0, seconds = 0.0;
   int64_t iteration_peak_bytes = 0;
@@ -117,9 +109,9 @@ StepResult train_step(Trainee& t, const SequenceBatch& batch, double lr, const T
     if (p.grad().defined()) p.grad().div_(scored);
   }
   StepResult out;
-  out.grad_norm = config.optimizer.clip > 0
-                      ? torch::nn::utils::clip_grad_norm_(t.parameters, config.optimizer.clip)
-                      : global_norm(t.parameters);
+  // Without clipping, an infinite bound: the same call measures the norm and scales nothing.
+  out.grad_norm = torch::nn::utils::clip_grad_norm_(
+      t.parameters, config.optimizer.clip > 0 ? config.optimizer.clip : INFINITY);
   for (auto& group : t.optimizer->param_groups()) group.options().set_lr(lr);
   t.optimizer->step();
   out.loss = measured.loss.item<double>() / scored;
@@ -141,20 +133,17 @@ double evaluate(Trainee& t, const Task& task, const TrainConfig& config) {
   t.head->eval();
   double total = 0.0, scored = 0.0;
   for (int64_t i = 0; i < config.eval_batches; ++i) {
-    // Seed 0 for every run: all runs are judged on the same held-out batches.
+    // Seed 0 for every run: all runs are judged on the same held-out batches. validated()
+    // fills h0 and clears the padding (NOTE [ Padded steps ]), as a training step has it.
     const auto batch = on_device(task.batch(Split::kEval, i, config.eval_batch, 0), config);
-    State state = t.model->initial_state(batch.batch_size(), batch.inputs.options());
+    const auto checked = validated(Workload{*t.model, *t.head, batch});
+    State state = checked.h0;
     for (int64_t t0 = 0; t0 < batch.time_steps(); t0 += kEvalSliceSteps) {
-      const auto slice = batch.slice(t0, std::min(kEvalSliceSteps, batch.time_steps() - t0));
+      const auto slice = checked.batch.slice(t0, std::min(kEvalSliceSteps, batch.time_steps() - t0));
       auto [z, next] = t.model->forward(slice.inputs, state, slice.lengths);  // [Tb, B, Z]
       state = next;
-      const auto mask = scored_mask(slice);                                   // [Tb, B]
-      auto targets = slice.targets;
-      if (slice.has_lengths()) {  // padding may hold anything; the head sees valid values
-        const auto m = targets.dim() == 3 ? mask.unsqueeze(-1) : mask;
-        targets = torch::where(m, targets, torch::zeros_like(targets));
-      }
-      total += (t.head->forward(z, targets) * mask).sum().item<double>();
+      const auto mask = scored_mask(slice);  // [Tb, B]
+      total += (t.head->forward(z, slice.targets) * mask).sum().item<double>();
       scored += double(mask.sum().item<int64_t>());
     }
   }
@@ -223,12 +212,7 @@ int64_t find_batch(Trainee& t, const Task& task, const TrainConfig& config,
     const auto data = on_device(task.batch(Split::kTrain, 0, batch, spec.seed), config);
     const auto probe = probe_budget(*t.method, Workload{*t.model, *t.head, data, {},
                                     Reduction::kSum}, config.memory_budget_bytes, config.device);
-    if (hooks.message) {
-      hooks.message(fmt::format("  {}: B={} {} {}", spec.label(), batch,
-                                probe.total_bytes >= 0 ? format_bytes(double(probe.total_bytes))
-                                                       : std::string("out of memory"),
-                                probe.fits ? "fits" : "over budget"));
-    }
+    if (hooks.message) hooks.message(fmt::format("  {}: {}", spec.label(), describe(probe)));
     return probe.fits;
   };
   const int64_t batch = search_max_batch(1, config.batch_max, 1, fits);
