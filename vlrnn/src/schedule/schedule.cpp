@@ -30,7 +30,6 @@ ScheduleCounts Schedule::validate() const {
   std::set<int64_t> stored{0};        // state 0 = h0, always there
   std::map<int64_t, int64_t> tapes;   // begin -> end of each live tape
   std::set<int64_t> tape_ends;        // their ends: states a forward op may start from
-  std::set<int64_t> read_exits;       // those a forward op started from (NOTE [ Kept tapes ])
   int64_t tape_steps = 0;
   int64_t delta_at = T;               // δh is known at this state (T: the end, seeded by the loss)
   std::vector<bool> with_grad(size_t(T), false);
@@ -50,7 +49,6 @@ ScheduleCounts Schedule::validate() const {
         TORCH_CHECK(stored.count(op.begin) || tape_ends.count(op.begin), where(),
                     ": needs stored state ", op.begin, ", which is not stored (nor the exit "
                     "of a live tape)");
-        if (!stored.count(op.begin)) read_exits.insert(op.begin);
         TORCH_CHECK(!stored.count(op.end), where(), ": state ", op.end, " is already stored");
         stored.insert(op.end);
         counts.forward_no_grad_steps += op.steps();
@@ -59,7 +57,6 @@ ScheduleCounts Schedule::validate() const {
         TORCH_CHECK(stored.count(op.begin) || tape_ends.count(op.begin), where(),
                     ": needs stored state ", op.begin, ", which is not stored (nor the exit "
                     "of a live tape)");
-        if (!stored.count(op.begin)) read_exits.insert(op.begin);
         for (int64_t t = op.begin; t < op.end; ++t) {
           TORCH_CHECK(!with_grad[size_t(t)], where(), ": step ", t,
                       " already ran with grad (every step is taped exactly once)");
@@ -92,7 +89,8 @@ ScheduleCounts Schedule::validate() const {
         std::max(counts.max_stored_states, int64_t(stored.size()) - 1);
     counts.max_tape_steps = std::max(counts.max_tape_steps, tape_steps);
   }
-  counts.kept_tapes = int64_t(read_exits.size());
+  const auto kept = kept_tape_exits(*this);
+  counts.kept_tapes = std::count(kept.begin(), kept.end(), true);
   TORCH_CHECK(tapes.empty(), "schedule ", name, ": ", tapes.size(),
               " tape(s) never back-propagated, the first [", tapes.begin()->first, ", ",
               tapes.begin()->second, ")");
