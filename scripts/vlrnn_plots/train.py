@@ -113,8 +113,10 @@ def _draw_loss_vs_step(runs, records, meta, directory, written, order):
         _band(train_ax, steps, series, style, _label(method, seeds))
         evals = _common_steps(seeds, "eval_loss")
         if evals:
-            series = [[{r["step"]: r.get("eval_loss") for r in run}[s] for s in evals]
-                      for run in seeds.values()]
+            series = []
+            for run in seeds.values():
+                by_step = {r["step"]: r["eval_loss"] for r in run if "eval_loss" in r}
+                series.append([by_step[s] for s in evals])
             _band(eval_ax, evals, series, style, method)
     for ax, title in ((train_ax, f"training loss (mean of {SMOOTH_STEPS} steps)"),
                       (eval_ax, "held-out loss")):
