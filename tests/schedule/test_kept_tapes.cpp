@@ -219,14 +219,14 @@ struct PlanReport {
   int64_t kept_tapes = -1, checked_peak = 0, budget = 0;
 };
 
-// The planner at 60 % of full's peak, planning with the workload's measured bytes and the
+// The planner at 75 % of full's peak, planning with the workload's measured bytes and the
 // seconds of dear_first_half (so that keeping tapes pays): the budget still caps the
 // measured peak.
 class DearFirstHalfPlanner : public GradientMethod {
  public:
   explicit DearFirstHalfPlanner(std::shared_ptr<PlanReport> report) : report_(std::move(report)) {}
   std::string name() const override { return "planner"; }
-  std::string describe() const override { return "planner(60% of full, dear first half)"; }
+  std::string describe() const override { return "planner(75% of full, dear first half)"; }
 
  protected:
   GradientResult compute_impl(const Workload& workload) override {
@@ -241,7 +241,7 @@ class DearFirstHalfPlanner : public GradientMethod {
       model.op_seconds = dear.op_seconds;
       model.tape_growth_seconds = 0.0;
       PlannerOptions options;
-      options.budget_percent = 60;
+      options.budget_percent = 75;
       options.cost_model = model;
       planner_ = std::make_unique<PlannerMethod>(options);
     }
@@ -261,7 +261,7 @@ class DearFirstHalfPlanner : public GradientMethod {
 // (float64, dropout, variable lengths) and the measured peak is within the budget.
 TEST(KeptTapes, PlannerMethodWithKeptTapesIsExactAndWithinBudget) {
   for (const std::vector<int64_t>& lengths : {std::vector<int64_t>{}, {40, 60, 1, 4}}) {
-    const auto c = dropout_case(60, lengths, "planner:percent=60 (dear first half)");
+    const auto c = dropout_case(60, lengths, "planner:percent=75 (dear first half)");
     const auto report = std::make_shared<PlanReport>();
     verify::CaseInjection injection;
     injection.make_method = [report](const verify::VerifyCase&) {

@@ -228,14 +228,59 @@ StateCost measure_state(const Workload& workload) {
 // that sum a weight's gradient over the steps of a tape, the generator snapshots and
 // whatever else a gradient step allocates are not worth modelling one by one: the
 // executor's own step peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
-// gives the fixed bytes F0; full tapes of c1 and c2 steps give the per-call and per-step
-// backward transient on top of the tape; two tapes of one and of c steps give the extra
-// bytes of a backward call after the first (gradients exist by then and are summed into).
+// gives the fixed bytes F0; full tapes of a ladder of lengths give the per-call and per-step
+// backward transient on top of the tape (NOTE [ A transient that stops growing ]); two
+// tapes of one and of c steps give the extra bytes of a backward call after the first
+// (gradients exist by then and are summed into).
 struct EndToEnd {
   int64_t f0 = 0;  // fixed bytes of a one-step chain (parameter gradients among them)
   double backward_step = 0, backward_call = 0;
+  int64_t backward_window = 0;  // 0: the transient grows with the tape, as far as measured
   int64_t accumulate_single = 0, accumulate = 0;
 };
+
+// NOTE [ A transient that stops growing ]: most models' backward transient grows with the
+// tape (autograd's per-step gradient buffers, a little faster than linearly), but a model
+// that back-propagates a long tape in chunks (lstm_block: NOTE [ lstm_block backward in
+// chunks ]) needs one chunk's buffers whatever the tape's length. A chord between two short
+// tapes, extrapolated, then over-predicts full BPTT's peak by half at T = 1024 (and
+// percent=P lands well over P % of full's measured peak). So the residual r(n) is measured
+// on full tapes of n = 8, 32, 128, 512 steps (up to T): where a segment grows by less than
+// half the slope of the chord before it, the transient has stopped growing, and it becomes
+// a window (NOTE [ Backward windows ] in cost_model.h) as wide as explains the largest
+// residual measured. Otherwise the chord from the shortest to the longest tape: it
+// over-predicts tapes between them a little (safe) and under-predicts longer ones by a few
+// percent (the planner's measured margin covers it: planner_method.cpp).
+void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
+                            const std::vector<double>& residuals) {
+  const size_t last = lengths.size() - 1;
+  if (last == 0) {
+    e.backward_call = std::max(0.0, residuals[0]);
+    return;
+  }
+  // The chord from the shortest tape to tape j, exact at tape j: where its intercept would
+  // be negative (the peak of a short tape's backward comes once part of the tape is freed,
+  // so it lies below the line), the line from 0 through tape j, which over-predicts the
+  // shorter tapes a little rather than every tape by the clamped intercept.
+  const auto chord_to = [&](size_t j) {
+    const auto [slope, call] = fit(residuals[0], residuals[j], lengths[0], lengths[j]);
+    if (residuals[0] - slope * double(lengths[0]) >= 0.0) return std::make_pair(slope, call);
+    return std::make_pair(std::max(0.0, residuals[j]) / double(lengths[j]), 0.0);
+  };
+  for (size_t i = 2; i <= last; ++i) {
+    const auto [slope, call] = chord_to(i - 1);
+    const double segment =
+        (residuals[i] - residuals[i - 1]) / double(lengths[i] - lengths[i - 1]);
+    if (slope <= 0.0 || segment >= 0.5 * slope) continue;
+    const double largest = *std::max_element(residuals.begin(), residuals.end());
+    e.backward_step = slope;
+    e.backward_call = call;
+    e.backward_window = std::max<int64_t>(
+        lengths[i - 1], int64_t(std::ceil((largest - call) / slope)));
+    return;
+  }
+  std::tie(e.backward_step, e.backward_call) = chord_to(last);
+}
 
 EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
                               int64_t fixed_per_step) {
@@ -249,20 +294,23 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
            f.tape_b * double(k) - f.tape_op_b;
   };
   if (T >= 2) {
-    // The transient grows a little faster than linearly in n: a chord between 8 and 128
-    // steps over-predicts tapes between them (safe) and under-predicts longer ones by a few
-    // percent (the planner's measured margin covers it: planner_method.cpp).
-    const int64_t c2 = std::min<int64_t>(T, 128);
-    const int64_t c1 = std::max<int64_t>(2, std::min<int64_t>(8, c2 - 1));
-    const double r1 = residual(c1, c1), r2 = c2 > c1 ? residual(c2, c2) : r1;
-    std::tie(e.backward_step, e.backward_call) =
-        c2 > c1 ? fit(r1, r2, c1, c2) : std::pair<double, double>{0.0, std::max(0.0, r1)};
+    const int64_t longest = std::min<int64_t>(T, 512);
+    std::vector<int64_t> lengths{std::max<int64_t>(2, std::min<int64_t>(8, longest - 1))};
+    while (lengths.back() * 4 < longest) lengths.push_back(lengths.back() * 4);
+    // The longest last, replacing a point less than half as long (a short segment).
+    if (lengths.size() > 1 && longest < 2 * lengths.back()) lengths.back() = longest;
+    if (longest > lengths.back()) lengths.push_back(longest);
+    std::vector<double> residuals;
+    for (const int64_t n : lengths) residuals.push_back(residual(n, n));
+    fit_backward_transient(e, lengths, residuals);
     e.accumulate_single = int64_t(std::max(0.0, residual(2, 1)));
   }
   if (T >= 4) {
     const int64_t c = std::min<int64_t>(16, T / 2);
-    e.accumulate = int64_t(std::max(
-        0.0, residual(2 * c, c) - e.backward_call - e.backward_step * double(c)));
+    const double transient =
+        e.backward_call +
+        e.backward_step * double(e.backward_window > 0 ? std::min(c, e.backward_window) : c);
+    e.accumulate = int64_t(std::max(0.0, residual(2 * c, c) - transient));
   }
   return e;
 }
@@ -275,6 +323,7 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
   m.tape_bytes.assign(size_t(T), int64_t(f.tape_b));
   m.backward_transient_bytes.assign(size_t(T), int64_t(e.backward_step));
   m.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
+  m.backward_window_steps = e.backward_window;
 }
 
 // NOTE [ Variable lengths are measured on the batch ]: where sequences have ended, a step
@@ -350,7 +399,11 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     }
     entry = std::move(run.exit);
   }
-  m.backward_window_steps = measure_backward_window(workload);
+  // A chunked backward on the packed path, else the fused path's (NOTE [ A transient that
+  // stops growing ]).
+  const int64_t window = measure_backward_window(workload);
+  m.backward_window_steps = window > 0 ? window : e.backward_window;
+  m.lengths_profiled = true;
 }
 
 // Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps.

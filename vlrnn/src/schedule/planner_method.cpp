@@ -107,19 +107,19 @@ int64_t PlannerMethod::budget_for(const CostModel& model) const {
 
 // NOTE [ Percent of full BPTT ]: percent=P promises at most P % of full BPTT's measured
 // peak on this very batch. With every sequence T steps long the simulator predicts full's
-// peak to a few percent, a little under (tests/schedule). Where the model runs a long tape
-// in chunks (NOTE [ Backward windows ]: the built-in modules on a variable-length batch)
-// the cost model bounds full's backward transient only loosely, so the reference there is
-// what full certainly holds at once early in its backward: the fixed bytes, its whole tape
-// but one step (measured on the batch window by window: NOTE [ Variable lengths are
+// peak to a few percent, a little under (tests/schedule), a model whose backward transient
+// stops growing included (NOTE [ A transient that stops growing ]). On a variable-length
+// batch it does not: the built-in modules' packed path needs a backward transient per
+// packed chunk that the per-step costs bound only loosely (often 1.5x over), and a
+// reference above full's peak would let percent=P land above P %. So the reference there
+// is what full certainly holds at once early in its backward: the fixed bytes, its whole
+// tape but one step (measured on the batch window by window: NOTE [ Variable lengths are
 // measured on the batch ]) and autograd's buffers that sum each weight's gradient over the
-// steps, as large as the gradients, which appear with the first step reversed. A lower bound
-// of its peak, so the budget is at most P % of full's measured peak.
+// steps, as large as the gradients, which appear with the first step reversed. A lower
+// bound of its peak, so the budget is at most P % of full's measured peak.
 int64_t full_bptt_reference(const CostModel& model) {
   const int64_t T = model.time_steps();
-  if (model.backward_window_steps == 0) {
-    return simulate(uniform_schedule(T, T), model).peak_bytes;
-  }
+  if (!model.lengths_profiled) return simulate(uniform_schedule(T, T), model).peak_bytes;
   int64_t tape = model.tape_op_bytes, largest_step = 0;
   for (const int64_t bytes : model.tape_bytes) {
     tape += bytes;

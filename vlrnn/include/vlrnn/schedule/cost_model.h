@@ -49,6 +49,9 @@ struct CostModel {
   // variable-length batch: NOTE [ Packed chunks ]) frees one chunk's transient before the
   // next: a tape longer than n steps needs the largest sum over n consecutive steps of it.
   int64_t backward_window_steps = 0;
+  // The steps were measured on a variable-length batch (NOTE [ Variable lengths are measured
+  // on the batch ] in cost_measurement.cpp), not fitted on full ones.
+  bool lengths_profiled = false;
 
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
