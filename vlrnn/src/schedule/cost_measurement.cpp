@@ -136,13 +136,19 @@ std::pair<double, double> fit(double v1, double v2, int64_t n1, int64_t n2) {
 
 // The step peak of the executor running uniform_schedule(n, k) on the first n steps, every
 // sequence active, measured as measure_iteration measures a method (gradients cleared first).
-measure::IterationMeasurement executor_step(const Workload& workload, int64_t n, int64_t k) {
+// With `entry` (the state at step a): on steps [a, a + n) of the batch, lengths included.
+measure::IterationMeasurement executor_step(const Workload& workload, int64_t n, int64_t k,
+                                            int64_t a = 0, const State* entry = nullptr) {
   const auto& x = workload.batch.inputs;
   SequenceBatch batch;
-  batch.inputs = x.narrow(0, 0, n).detach().requires_grad_(x.requires_grad());  // [n, B, F]
-  batch.targets = workload.batch.targets.narrow(0, 0, n);
+  batch.inputs = x.narrow(0, a, n).detach().requires_grad_(x.requires_grad());  // [n, B, F]
+  batch.targets = workload.batch.targets.narrow(0, a, n);
+  // A sequence ended before a runs one step (a length must be >= 1): a little over.
+  if (entry) batch.lengths = (workload.batch.lengths - a).clamp(1, n);  // [B]
   std::vector<torch::Tensor> h0;
-  for (const auto& h : workload.h0) h0.push_back(h.detach().requires_grad_(h.requires_grad()));
+  for (const auto& h : entry ? *entry : workload.h0) {
+    h0.push_back(h.detach().requires_grad_(h.requires_grad()));
+  }
   const Workload sub{workload.model, workload.head, batch, State(std::move(h0)),
                      workload.reduction};
   ScheduleMethod method("calibration", "calibration",
@@ -171,6 +177,7 @@ struct PrefixFit {
   double op_s = 0;              // seconds per call
   double advance_b = 0, tape_b = 0, tape_op_b = 0;  // bytes per step; tape_op_b per tape
   double backward_peak_b = 0, backward_peak_op_b = 0;  // measure_length's backward peak
+  double head_backward_peak_b = 0;  // the head's backward peak per step (its output gradient)
   int64_t n1 = 0, n2 = 0;
 };
 
@@ -196,6 +203,7 @@ PrefixFit fit_prefix(const Workload& workload, const CostMeasureOptions& options
   std::tie(f.tape_b, f.tape_op_b) = line(double(p1.tape), double(p2.tape));
   std::tie(f.backward_peak_b, f.backward_peak_op_b) =
       line(double(p1.backward_peak), double(p2.backward_peak));
+  f.head_backward_peak_b = line(double(p1.head_backward_peak), double(p2.head_backward_peak)).first;
   return f;
 }
 
@@ -245,9 +253,9 @@ struct EndToEnd {
 // chunks ]) needs one chunk's buffers whatever the tape's length. A chord between two short
 // tapes, extrapolated, then over-predicts full BPTT's peak by half at T = 1024 (and
 // percent=P lands well over P % of full's measured peak). So the residual r(n) is measured
-// on full tapes of n = 8, 32, 128, 512 steps (up to T): where a segment grows by less than
-// half the slope of the chord before it, the transient has stopped growing, and it becomes
-// a window (NOTE [ Backward windows ] in cost_model.h) as wide as explains the largest
+// on full tapes of n = 8, 32, 128, 512 and 1024 steps (up to T): where a segment grows by
+// less than half the slope of the chord before it, the transient has stopped growing, and
+// it becomes a window (NOTE [ Backward windows ] in cost_model.h) as wide as explains the largest
 // residual measured. Otherwise the chord from the shortest to the longest tape: it
 // over-predicts tapes between them a little (safe) and under-predicts longer ones by a few
 // percent (the planner's measured margin covers it: planner_method.cpp).
@@ -282,6 +290,11 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
   std::tie(e.backward_step, e.backward_call) = chord_to(last);
 }
 
+// The longest tape calibration runs: the memory of full BPTT over this many steps (or T),
+// once, outside any measured step. Long enough to see lstm_block's chunk stop the transient
+// growing at H·B up to 2048 (its chunk is 2^20 / (H·B) steps).
+constexpr int64_t kLongestCalibrationTape = 1024;
+
 EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
                               int64_t fixed_per_step) {
   const int64_t T = workload.batch.time_steps();
@@ -294,11 +307,11 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
            f.tape_b * double(k) - f.tape_op_b;
   };
   if (T >= 2) {
-    const int64_t longest = std::min<int64_t>(T, 512);
+    const int64_t longest = std::min<int64_t>(T, kLongestCalibrationTape);
     std::vector<int64_t> lengths{std::max<int64_t>(2, std::min<int64_t>(8, longest - 1))};
     while (lengths.back() * 4 < longest) lengths.push_back(lengths.back() * 4);
-    // The longest last, replacing a point less than half as long (a short segment).
-    if (lengths.size() > 1 && longest < 2 * lengths.back()) lengths.back() = longest;
+    // The longest last, replacing a point within 1.5x of it (a short segment).
+    if (lengths.size() > 1 && 2 * longest < 3 * lengths.back()) lengths.back() = longest;
     if (longest > lengths.back()) lengths.push_back(longest);
     std::vector<double> residuals;
     for (const int64_t n : lengths) residuals.push_back(residual(n, n));
@@ -333,23 +346,25 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 // user's module does what it does. So the steps of a variable-length batch are not
 // modelled: they are measured, on the batch itself, in windows of kProfileWindow steps run
 // as the executor runs a block (advance without grad; forward with grad from detached
-// leaves; backward from both roots: NOTE [ One block, measured ]), each window once. A window's cost, less the per-call
-// cost the prefix fits give, is spread evenly over its steps. The backward transient of a
-// window beyond a fused window's (measured the same way, at the prefix) is added to the
-// end-to-end per-step transient. One extra pass over the batch: about one gradient step.
+// leaves; backward from both roots: NOTE [ One block, measured ]), each window once. A
+// window's cost, less the per-call cost the prefix fits give, is spread evenly over its
+// steps. Its backward peak, less the same per-call bytes, is its chunk transient (NOTE [
+// Chunked backward of a variable-length batch ] in cost_model.h); the least of them where
+// sequences end is what any chunk needs. Tapes before the first end keep the fused path's
+// end-to-end transient. One extra pass over the batch: about one gradient step.
 constexpr int64_t kProfileWindow = 32;
 
-// NOTE [ Backward windows ] (cost_model.h), measured: tapes of 1, 2, 4 and 8 windows where
-// sequences have ended, each reversed alone. While the model's backward transient adds up
-// over a tape, it grows with the tape's length; a model that frees a chunk's transient
-// before the next reaches its largest at a tape of one chunk and stays below it beyond. So
-// the window is the length of the tape with the largest backward peak, unless that is the
-// longest tried (0: it adds up, as far as measured).
-int64_t measure_backward_window(const Workload& workload) {
+// NOTE [ Chunked backward of a variable-length batch ] (cost_model.h), measured: tapes of 1,
+// 2, 4 and 8 windows where sequences have ended, each reversed alone. The head's moment
+// grows with the tape (head per step); a model that reverses its tape in chunks needs at
+// the chunks' moment what its largest chunk needs, which stops growing at a chunk's length.
+// So the chunk length is the tape whose backward peak is largest above the head's moment,
+// unless that is the longest tried: then the whole tape is one chunk (T), as far as measured.
+int64_t measure_chunk_steps(const Workload& workload, double head_step) {
   const int64_t T = workload.batch.time_steps();
   int64_t longest = 1;
   while (longest < 8 && 2 * longest * kProfileWindow <= T) longest *= 2;  // in windows
-  if (longest < 2) return 0;
+  if (longest < 2) return T;
   const int64_t shortest = workload.batch.lengths.min().item<int64_t>();
   const int64_t a =
       std::min(shortest / kProfileWindow, T / kProfileWindow - longest) * kProfileWindow;
@@ -360,32 +375,73 @@ int64_t measure_backward_window(const Workload& workload) {
     entry = a == 0 ? workload.h0.detached() : forward_no_grad(workload, 0, a, workload.h0);
   }
   measure::DeviceTimer timer(x.device());
-  int64_t best_peak = -1, best_steps = 0;
+  double best_excess = -1.0;
+  int64_t best_steps = 0;
   for (int64_t windows = 1; windows <= longest; windows *= 2) {
     const int64_t L = windows * kProfileWindow;
     const auto inputs = x.narrow(0, a, L).detach();  // [L, B, F]
-    const int64_t peak = run_block(workload, inputs, a, L, entry, timer).backward_peak;
-    if (peak > best_peak) {
-      best_peak = peak;
+    const double excess =
+        double(run_block(workload, inputs, a, L, entry, timer).backward_peak) - head_step * double(L);
+    if (excess > best_excess) {
+      best_excess = excess;
       best_steps = L;
     }
   }
-  return best_steps == longest * kProfileWindow ? 0 : best_steps;
+  return best_steps == longest * kProfileWindow ? T : best_steps;
+}
+
+// NOTE [ The least a chunk needs, end to end ]: a short tape where sequences have ended
+// needs more at its backward than the fused path's per-call bytes (the packed path computes
+// its weights' gradients step by step) and more than its windows' spread transients say.
+// As for the fused path (NOTE [ Calibrating the peak end to end ]), the executor's own step
+// peak fixes it: two tapes of k steps from `a`, the second reversed after the first as in
+// every later block, and what the model so far leaves unexplained is the least a chunk needs.
+void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd& e,
+                          int64_t fixed_per_step, int64_t a) {
+  const int64_t T = workload.batch.time_steps();
+  const int64_t k = std::min<int64_t>(8, (T - a) / 2);
+  if (k < 2) return;
+  State entry;
+  {
+    torch::NoGradGuard no_grad;
+    entry = a == 0 ? workload.h0.detached() : forward_no_grad(workload, 0, a, workload.h0);
+  }
+  const int64_t peak = executor_step(workload, 2 * k, k, a, &entry).memory.iteration_peak_bytes;
+  int64_t tape = m.tape_op_bytes;
+  for (int64_t t = a; t < a + k; ++t) tape += m.tape_bytes[size_t(t)];
+  const double unexplained = double(peak - e.f0 - fixed_per_step * 2 * k - tape) -
+                             double(e.backward_call) - double(e.accumulate);
+  m.chunk_call_bytes = std::max(m.chunk_call_bytes, int64_t(std::max(0.0, unexplained)));
 }
 
 void profile_variable_length_steps(CostModel& m, const Workload& workload, const PrefixFit& f,
-                                   const EndToEnd& e, int64_t state_bytes) {
+                                   const EndToEnd& e, int64_t state_bytes,
+                                   int64_t fixed_per_step) {
   const auto& x = workload.batch.inputs;  // [T, B, F]
   const int64_t T = workload.batch.time_steps();
   const auto device = x.device();
   measure::DeviceTimer timer(device);
   const auto per_step = [](double total, int64_t n) { return std::max(0.0, total) / double(n); };
+  // A model whose own backward stops growing (e.backward_window) reverses in chunks too.
+  m.chunk_steps = measure_chunk_steps(workload, f.head_backward_peak_b);
+  if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
+  const auto& lengths = workload.batch.lengths;  // [B]
+  const int64_t shortest = lengths.min().item<int64_t>(), longest = lengths.max().item<int64_t>();
+  double least_chunk = -1.0;  // the least backward peak of a window where sequences end
+  int64_t least_at = -1;      // and where it starts
   State entry = workload.h0.detached();
   for (int64_t a = 0; a < T; a += kProfileWindow) {
     const int64_t n = std::min(kProfileWindow, T - a);
     auto inputs = x.narrow(0, a, n);  // [n, B, F]
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     BlockRun run = run_block(workload, inputs, a, n, entry, timer);
+    if (a + n > shortest && a < longest) {
+      const double peak = double(run.backward_peak) - f.backward_peak_op_b;
+      if (least_chunk < 0 || peak < least_chunk) {
+        least_chunk = peak;
+        least_at = a;
+      }
+    }
     const double fused_backward_peak = f.backward_peak_b * double(n) + f.backward_peak_op_b;
     for (int64_t t = a; t < a + n; ++t) {
       m.forward_seconds.push_back(per_step(run.advance_s - f.op_s, n));
@@ -396,13 +452,22 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
           e.backward_step + per_step(double(run.backward_peak) - fused_backward_peak, n)));
       m.advance_transient_bytes.push_back(
           int64_t(per_step(double(run.advance_peak - state_bytes), n)));
+      if (m.chunk_steps > 0) {
+        m.chunk_transient_bytes.push_back(
+            int64_t(per_step(double(run.backward_peak) - f.backward_peak_op_b, n)));
+      }
     }
     entry = std::move(run.exit);
   }
-  // A chunked backward on the packed path, else the fused path's (NOTE [ A transient that
-  // stops growing ]).
-  const int64_t window = measure_backward_window(workload);
-  m.backward_window_steps = window > 0 ? window : e.backward_window;
+  m.backward_window_steps = e.backward_window;
+  if (m.chunk_steps > 0) {
+    m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
+    m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
+    if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at);
+    // Tapes that end before any sequence has are one call of the model, unless its own
+    // backward is chunked (a window: NOTE [ A transient that stops growing ]).
+    m.whole_call_steps = e.backward_window > 0 ? 0 : shortest;
+  }
   m.lengths_profiled = true;
 }
 
@@ -474,7 +539,7 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   m.accumulate_single_bytes = e.accumulate_single;
   m.accumulate_bytes = e.accumulate;
   if (workload.batch.has_lengths()) {
-    profile_variable_length_steps(m, workload, f, e, state.exit);
+    profile_variable_length_steps(m, workload, f, e, state.exit, fixed_per_step);
   } else {
     fill_fixed_length_steps(m, f, e, T);
   }

@@ -29,6 +29,7 @@ void CostModel::check() const {
   check_vector("backward_transient_bytes", backward_transient_bytes, T);
   check_vector("advance_transient_bytes", advance_transient_bytes, T);
   check_vector("state_bytes", state_bytes, T + 1);
+  check_vector("chunk_transient_bytes", chunk_transient_bytes, chunk_steps > 0 ? T : 0);
   const std::initializer_list<std::pair<const char*, double>> scalars = {
       {"op_seconds", op_seconds},
       {"tape_growth_seconds", tape_growth_seconds},
@@ -38,7 +39,11 @@ void CostModel::check() const {
       {"accumulate_bytes", double(accumulate_bytes)},
       {"fixed_bytes", double(fixed_bytes)},
       {"gradient_bytes", double(gradient_bytes)},
-      {"backward_window_steps", double(backward_window_steps)}};
+      {"backward_window_steps", double(backward_window_steps)},
+      {"chunk_steps", double(chunk_steps)},
+      {"head_backward_step_bytes", double(head_backward_step_bytes)},
+      {"whole_call_steps", double(whole_call_steps)},
+      {"chunk_call_bytes", double(chunk_call_bytes)}};
   for (const auto& [field, value] : scalars) {
     TORCH_CHECK(std::isfinite(value) && value >= 0, "cost model ", field,
                 ": expected a finite value >= 0, got ", value);
@@ -72,7 +77,9 @@ CostPrefix::CostPrefix(const CostModel& m) {
   backward.assign(T + 1, 0.0);
   tape.assign(T + 1, 0);
   backward_transient.assign(T + 1, 0);
+  chunk.assign(T + 1, 0);
   for (size_t t = 0; t < T; ++t) {
+    chunk[t + 1] = chunk[t] + (m.chunk_steps > 0 ? m.chunk_transient_bytes[t] : 0);
     forward[t + 1] = forward[t] + m.forward_seconds[t];
     forward_grad[t + 1] = forward_grad[t] + m.forward_grad_seconds[t];
     backward[t + 1] = backward[t] + m.backward_seconds[t];
@@ -86,9 +93,33 @@ CostPrefix::CostPrefix(const CostModel& m) {
     }
     if (window > int64_t(T)) max_window_transient = backward_transient_b(0, int64_t(T));
   }
+  chunk_steps = m.chunk_steps;
+  whole_call_steps = m.whole_call_steps;
+  head_step = m.head_backward_step_bytes;
+  chunk_call = m.chunk_call_bytes;
+  if (chunk_steps > 0) {
+    const int64_t W = std::min<int64_t>(chunk_steps, int64_t(T));
+    for (int64_t t = 0; t + W <= int64_t(T); ++t) {
+      max_chunk_transient = std::max(max_chunk_transient, chunk[size_t(t + W)] - chunk[size_t(t)]);
+    }
+  }
 }
 
 int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
+  if (chunked(b)) {  // NOTE [ Chunked backward of a variable-length batch ]
+    // A one-step tape has no per-step weight gradients to sum: no chunk_call.
+    const int64_t call = b - a >= 2 ? chunk_call : 0;
+    int64_t best = std::max(head_step * (b - a), call);
+    const int64_t largest = std::max(max_chunk_transient, call);
+    for (int64_t c = b; c > a; --c) {
+      const int64_t freed = tape[size_t(b)] - tape[size_t(c)];
+      if (freed >= largest) break;  // no chunk needs more than what is freed by now
+      const int64_t needs =
+          std::max(call, chunk[size_t(c)] - chunk[size_t(std::max(a, c - chunk_steps))]);
+      best = std::max(best, needs - freed);
+    }
+    return best;
+  }
   if (window <= 0 || b - a <= window) return backward_transient_b(a, b);
   int64_t best = 0;
   for (int64_t t = a; t + window <= b; ++t) {

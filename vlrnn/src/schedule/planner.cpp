@@ -121,9 +121,9 @@ class InnerDp {
 int64_t minimum_budget(const CostModel& model) {
   model.check();
   int64_t worst_step = 0;
+  const CostPrefix sums(model);
   for (int64_t t = 0; t < model.time_steps(); ++t) {
-    worst_step = std::max(worst_step, model.tape_bytes[size_t(t)] +
-                                          model.backward_transient_bytes[size_t(t)]);
+    worst_step = std::max(worst_step, model.tape_bytes[size_t(t)] + sums.step_transient_bound(t));
   }
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
@@ -148,6 +148,7 @@ struct DpChain {
   int64_t state = 1;           // s: the largest stored state
   int64_t per_tape = 0;        // a tape of >= 2 steps, whatever its length
   int64_t single_tape = 0;     // a one-step tape
+  int64_t tape_call = 0;       // of which the least a chunk needs (the leaf check has it)
   int64_t available = 0;       // budget less fixed bytes and parameter gradients
   int64_t chunk = 0;           // the largest advance chunk's transient
   int64_t unit = 1;            // u: bytes per memory unit, >= s (one state = one unit)
@@ -164,8 +165,11 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   d.p.resize(size_t(d.N + 1));
   for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
   d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
-  d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
+  const CostPrefix sums(model);
+  d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes +
+               sums.tape_call_bound();
   d.single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
+  d.tape_call = sums.tape_call_bound();
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
   d.chunk = max_chunk_transient(model);
   TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
@@ -185,7 +189,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   }
   for (int64_t t = 0; t < d.T; ++t) {
     d.step_bytes = std::max(d.step_bytes, model.tape_bytes[size_t(t)] +
-                                              model.backward_transient_bytes[size_t(t)]);
+                                              sums.step_transient_bound(t));
   }
   return d;
 }
@@ -249,7 +253,7 @@ class OuterDp {
   // (a kept tape's exit state, charged until the tape is back-propagated).
   bool leaf_fits(int64_t a, int64_t b, int64_t m, int64_t extra = 0) const {
     const int64_t bytes = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
-                          (b - a >= 2 ? d_.per_tape : d_.single_tape) + extra;
+                          (b - a >= 2 ? d_.per_tape - d_.tape_call : d_.single_tape) + extra;
     return bytes <= d_.available - m * d_.unit;
   }
   // Taping [a, b) and back-propagating it: no recomputation.

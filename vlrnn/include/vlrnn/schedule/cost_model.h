@@ -45,13 +45,33 @@ struct CostModel {
   // Parameter gradients: allocated by the first backward call, live from then on.
   int64_t gradient_bytes = 0;
   // NOTE [ Backward windows ]: 0 = a tape's backward transient is the sum of its steps'.
-  // n > 0 = a model that runs a long tape in chunks (the built-in LibTorch modules on a
-  // variable-length batch: NOTE [ Packed chunks ]) frees one chunk's transient before the
-  // next: a tape longer than n steps needs the largest sum over n consecutive steps of it.
+  // n > 0 = a model whose backward reuses one chunk's buffers (lstm_block: NOTE [ A
+  // transient that stops growing ] in cost_measurement.cpp): a tape longer than n steps
+  // needs the largest sum over n consecutive steps of it.
   int64_t backward_window_steps = 0;
   // The steps were measured on a variable-length batch (NOTE [ Variable lengths are measured
   // on the batch ] in cost_measurement.cpp), not fitted on full ones.
   bool lengths_profiled = false;
+
+  // NOTE [ Chunked backward of a variable-length batch ]: a model that runs a tape where
+  // sequences have ended in chunks of about chunk_steps steps (the built-in LibTorch modules:
+  // NOTE [ Packed chunks ]) has two moments of peak in its backward, neither of them the sum
+  // of per-step transients. First the head's backward: the gradient of every output of the
+  // tape at once, head_backward_step_bytes per step, while the whole tape is alive. Then
+  // the chunks, last first: each needs its own transient (chunk_transient_bytes summed over
+  // the chunk: packed copies, zeros as large as the chunk's packed input), but by then the
+  // tape after the chunk is freed. So a tape [a, b) needs
+  //   max(head·(b - a), max over chunk ends c in (a, b] of chunk(c - W, c) - tape(c, b)).
+  // A chunk of two steps or more needs at least chunk_call_bytes, however short (the packed
+  // path computes its weights' gradients step by step, each as large as the weights, and
+  // sums them). A tape that ends before
+  // any sequence has (b <= whole_call_steps) is one call of the model and pays
+  // backward_transient_bytes as above. chunk_steps = 0: not used.
+  int64_t chunk_steps = 0;
+  std::vector<int64_t> chunk_transient_bytes;  // [T] when chunk_steps > 0, else empty
+  int64_t chunk_call_bytes = 0;
+  int64_t head_backward_step_bytes = 0;
+  int64_t whole_call_steps = 0;
 
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
@@ -70,7 +90,7 @@ struct CostModel {
 struct CostPrefix {
   explicit CostPrefix(const CostModel& model);
   std::vector<double> forward, forward_grad, backward;  // [T + 1]
-  std::vector<int64_t> tape, backward_transient;         // [T + 1]
+  std::vector<int64_t> tape, backward_transient, chunk;  // [T + 1]
   double forward_s(int64_t a, int64_t b) const { return forward[b] - forward[a]; }
   double forward_grad_s(int64_t a, int64_t b) const { return forward_grad[b] - forward_grad[a]; }
   double backward_s(int64_t a, int64_t b) const { return backward[b] - backward[a]; }
@@ -83,11 +103,29 @@ struct CostPrefix {
   // An upper bound of it in O(1), for the planner's inner loops: beyond a window, the
   // largest window sum anywhere in the chain.
   int64_t tape_transient_bound(int64_t a, int64_t b) const {
+    if (chunked(b)) {
+      const int64_t chunks = chunk[size_t(b)] - chunk[size_t(a)];
+      return std::max({head_step * (b - a), b - a >= 2 ? chunk_call : 0,
+                       b - a <= chunk_steps ? chunks : std::min(chunks, max_chunk_transient)});
+    }
     const int64_t sum = backward_transient_b(a, b);
     return window <= 0 || b - a <= window ? sum : std::min(sum, max_window_transient);
   }
+  // Per step of a tape, for per-step bounds: with the per-tape bytes of tape_call_bound(),
+  // what a tape of k steps needs is at most k of these.
+  int64_t step_transient_bound(int64_t t) const {
+    return chunked(t + 1) ? std::max(head_step, chunk[size_t(t + 1)] - chunk[size_t(t)])
+                          : backward_transient_b(t, t + 1);
+  }
+  // What any tape of two steps or more needs once, beyond its steps (the least a chunk
+  // needs).
+  int64_t tape_call_bound() const { return chunk_steps > 0 ? chunk_call : 0; }
   int64_t window = 0;                // backward_window_steps
   int64_t max_window_transient = 0;  // the largest sum over `window` consecutive steps
+  // NOTE [ Chunked backward of a variable-length batch ]
+  bool chunked(int64_t b) const { return chunk_steps > 0 && b > whole_call_steps; }
+  int64_t chunk_steps = 0, whole_call_steps = 0, head_step = 0, chunk_call = 0;
+  int64_t max_chunk_transient = 0;  // the largest chunk sum over chunk_steps consecutive steps
 };
 
 }  // namespace vlrnn::schedule

@@ -10,7 +10,8 @@
 //   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
 //                          + accumulate_(single_)bytes after the first backward
 //                          + Σ transient over [a, b) (or its largest window:
-//                            NOTE [ Backward windows ]);
+//                            NOTE [ Backward windows ]; or, where sequences have ended,
+//                            NOTE [ Chunked backward of a variable-length batch ]);
 //                          then the tape is freed
 //   time = Σ per-step seconds of every op + op_seconds per call (one per advance chunk)
 //          + tape_growth_seconds · n² per tape of n steps
