@@ -195,10 +195,47 @@ TEST(Simulator, PredictsTheMeasuredStepPeakWithinTenPercent) {
                   variable ? "var" : "fixed", s.name.c_str(), (long long)predicted.peak_bytes,
                   (long long)measured.memory.iteration_peak_bytes, 100 * peak_error,
                   predicted.seconds, measured.seconds, 100 * time_error);
-      // Fixed lengths: within 10%. Variable lengths (the packed path's copies are modelled
-      // only roughly, see cost_measurement.h): reported, and held to 25% against regressions.
-      EXPECT_LE(std::abs(peak_error), variable ? 0.25 : 0.10)
+      // Fixed lengths: within 10%. Variable lengths on this tiny batch (T = 64, one chunk;
+      // per-call bytes weigh most): within 15% (measured -13 .. +11 %); at a real size the
+      // test below holds them to 5-10 %.
+      EXPECT_LE(std::abs(peak_error), variable ? 0.15 : 0.10)
           << s.name << (variable ? " variable lengths" : "");
+    }
+  }
+}
+
+// Issue 17 part 3, at a real size: a variable-length batch (lengths uniform in [T/5, T], one
+// at T) of 1000 steps, F = 32, H = 128, B = 16, on the packed path (lstm: NOTE [ Chunked
+// backward of a variable-length batch ]), a masked hand-written cell (gru_v1) and one whose
+// backward reuses a chunk's buffers (lstm_block: NOTE [ A transient that stops growing ]).
+// Peaks are exact bytes, so the bounds hold on any machine with the same LibTorch: within
+// 5 % for long tapes (K = T, T/2) and short ones (K = 4, 1); within 10 % at K = 16 (lstm
+// measures +7.8 %: the predicted peak is a block just before the first sequence ends, priced
+// with the fused path's end-to-end transient; why it needs less there is not known yet).
+TEST(Simulator, PredictsVariableLengthPeaksAtARealSize) {
+  const int64_t T = 1000, B = 16, F = 32, H = 128;
+  for (const std::string kind : {"lstm", "gru_v1", "lstm_block"}) {
+    torch::manual_seed(23);
+    auto model = make_model({kind, F, H, 1});
+    auto head = make_head("ce", H, 3);
+    SequenceBatch batch;
+    batch.inputs = torch::randn({T, B, F});                           // [T, B, F]
+    batch.targets = torch::randint(0, 3, {T, B}, torch::kLong);      // [T, B]
+    batch.lengths = torch::randint(T / 5, T + 1, {B}, torch::kLong);  // [B]
+    batch.lengths[0] = T;
+    const Workload workload{*model, *head, batch};
+    const auto cost = measure_cost_model(validated(workload));
+    for (const int64_t K : {T, T / 2, int64_t(16), int64_t(4), int64_t(1)}) {
+      const auto schedule = uniform_schedule(T, K);
+      ScheduleMethod method("test", schedule.name, [&](const Workload&) { return schedule; });
+      const int64_t measured =
+          measure::measure_iteration(method, workload, torch::kCPU).memory.iteration_peak_bytes;
+      const int64_t predicted = simulate(schedule, cost).peak_bytes;
+      const double error = double(predicted - measured) / double(measured);
+      std::printf("[simulator] %s var T=%lld K=%lld: peak predicted %lld measured %lld (%+.1f%%)\n",
+                  kind.c_str(), (long long)T, (long long)K, (long long)predicted,
+                  (long long)measured, 100 * error);
+      EXPECT_LE(std::abs(error), K == 16 ? 0.10 : 0.05) << kind << " K=" << K;
     }
   }
 }
