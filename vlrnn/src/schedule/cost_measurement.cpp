@@ -414,6 +414,23 @@ void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd
   m.chunk_call_bytes = std::max(m.chunk_call_bytes, int64_t(std::max(0.0, unexplained)));
 }
 
+// The head's moment (NOTE [ Chunked backward of a variable-length batch ]) of a model of
+// several modules holds one whole-tape gradient per module boundary, not only the head's:
+// one long tape from step 0 (up to kLongestCalibrationTape steps) reversed alone, and the
+// per-step bytes its backward peak needs beyond what the model so far predicts there.
+double calibrate_head_step(const CostModel& m, const Workload& workload, const PrefixFit& f) {
+  const int64_t L = std::min(workload.batch.time_steps(), kLongestCalibrationTape);
+  if (L <= m.whole_call_steps || L <= m.chunk_steps) return double(m.head_backward_step_bytes);
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  measure::DeviceTimer timer(x.device());
+  const BlockRun run =
+      run_block(workload, x.narrow(0, 0, L).detach(), 0, L, workload.h0.detached(), timer);
+  const double needs = double(run.backward_peak) - f.backward_peak_op_b;
+  const double predicted = double(CostPrefix(m).tape_transient_b(0, L));
+  if (needs <= predicted) return double(m.head_backward_step_bytes);
+  return std::max(double(m.head_backward_step_bytes), needs / double(L));
+}
+
 void profile_variable_length_steps(CostModel& m, const Workload& workload, const PrefixFit& f,
                                    const EndToEnd& e, int64_t state_bytes,
                                    int64_t fixed_per_step) {
@@ -467,6 +484,7 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     // Tapes that end before any sequence has are one call of the model, unless its own
     // backward is chunked (a window: NOTE [ A transient that stops growing ]).
     m.whole_call_steps = e.backward_window > 0 ? 0 : shortest;
+    m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
   }
   m.lengths_profiled = true;
 }
