@@ -360,34 +360,42 @@ constexpr int64_t kProfileWindow = 32;
 // the chunks' moment what its largest chunk needs, which stops growing at a chunk's length.
 // So the chunk length is the tape whose backward peak is largest above the head's moment,
 // unless that is the longest tried: then the whole tape is one chunk (T), as far as measured.
-int64_t measure_chunk_steps(const Workload& workload, double head_step) {
+struct ChunkLadder {
+  int64_t start = 0;    // a window boundary
+  int64_t windows = 0;  // the longest tape, in windows (< 2: no ladder fits in T)
+};
+
+ChunkLadder chunk_ladder(const Workload& workload) {
   const int64_t T = workload.batch.time_steps();
-  int64_t longest = 1;
-  while (longest < 8 && 2 * longest * kProfileWindow <= T) longest *= 2;  // in windows
-  if (longest < 2) return T;
+  ChunkLadder ladder{0, 1};
+  while (ladder.windows < 8 && 2 * ladder.windows * kProfileWindow <= T) ladder.windows *= 2;
   const int64_t shortest = workload.batch.lengths.min().item<int64_t>();
-  const int64_t a =
-      std::min(shortest / kProfileWindow, T / kProfileWindow - longest) * kProfileWindow;
+  ladder.start = std::min(shortest / kProfileWindow, T / kProfileWindow - ladder.windows) *
+                 kProfileWindow;
+  return ladder;
+}
+
+// `entry`: the state at ladder.start.
+int64_t measure_chunk_steps(const Workload& workload, const ChunkLadder& ladder,
+                            const State& entry, double head_step) {
+  const int64_t T = workload.batch.time_steps();
+  if (ladder.windows < 2) return T;
   const auto& x = workload.batch.inputs;  // [T, B, F]
-  State entry;
-  {
-    torch::NoGradGuard no_grad;
-    entry = a == 0 ? workload.h0.detached() : forward_no_grad(workload, 0, a, workload.h0);
-  }
   measure::DeviceTimer timer(x.device());
   double best_excess = -1.0;
   int64_t best_steps = 0;
-  for (int64_t windows = 1; windows <= longest; windows *= 2) {
+  for (int64_t windows = 1; windows <= ladder.windows; windows *= 2) {
     const int64_t L = windows * kProfileWindow;
-    const auto inputs = x.narrow(0, a, L).detach();  // [L, B, F]
+    const auto inputs = x.narrow(0, ladder.start, L).detach();  // [L, B, F]
     const double excess =
-        double(run_block(workload, inputs, a, L, entry, timer).backward_peak) - head_step * double(L);
+        double(run_block(workload, inputs, ladder.start, L, entry, timer).backward_peak) -
+        head_step * double(L);
     if (excess > best_excess) {
       best_excess = excess;
       best_steps = L;
     }
   }
-  return best_steps == longest * kProfileWindow ? T : best_steps;
+  return best_steps == ladder.windows * kProfileWindow ? T : best_steps;
 }
 
 // NOTE [ The least a chunk needs, end to end ]: a short tape where sequences have ended
@@ -396,16 +404,12 @@ int64_t measure_chunk_steps(const Workload& workload, double head_step) {
 // As for the fused path (NOTE [ Calibrating the peak end to end ]), the executor's own step
 // peak fixes it: two tapes of k steps from `a`, the second reversed after the first as in
 // every later block, and what the model so far leaves unexplained is the least a chunk needs.
+// `entry`: the state at step a.
 void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd& e,
-                          int64_t fixed_per_step, int64_t a) {
+                          int64_t fixed_per_step, int64_t a, const State& entry) {
   const int64_t T = workload.batch.time_steps();
   const int64_t k = std::min<int64_t>(8, (T - a) / 2);
   if (k < 2) return;
-  State entry;
-  {
-    torch::NoGradGuard no_grad;
-    entry = a == 0 ? workload.h0.detached() : forward_no_grad(workload, 0, a, workload.h0);
-  }
   const int64_t peak = executor_step(workload, 2 * k, k, a, &entry).memory.iteration_peak_bytes;
   int64_t tape = m.tape_op_bytes;
   for (int64_t t = a; t < a + k; ++t) tape += m.tape_bytes[size_t(t)];
@@ -426,9 +430,10 @@ double calibrate_head_step(const CostModel& m, const Workload& workload, const P
   const BlockRun run =
       run_block(workload, x.narrow(0, 0, L).detach(), 0, L, workload.h0.detached(), timer);
   const double needs = double(run.backward_peak) - f.backward_peak_op_b;
+  // Above the prediction, the head's moment is what needs it (the prediction is at least
+  // head · L, so this never lowers it).
   const double predicted = double(CostPrefix(m).tape_transient_b(0, L));
-  if (needs <= predicted) return double(m.head_backward_step_bytes);
-  return std::max(double(m.head_backward_step_bytes), needs / double(L));
+  return needs <= predicted ? double(m.head_backward_step_bytes) : needs / double(L);
 }
 
 void profile_variable_length_steps(CostModel& m, const Workload& workload, const PrefixFit& f,
@@ -439,11 +444,11 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   const auto device = x.device();
   measure::DeviceTimer timer(device);
   const auto per_step = [](double total, int64_t n) { return std::max(0.0, total) / double(n); };
-  // A model whose own backward stops growing (e.backward_window) reverses in chunks too.
-  m.chunk_steps = measure_chunk_steps(workload, f.head_backward_peak_b);
-  if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
   const auto& lengths = workload.batch.lengths;  // [B]
   const int64_t shortest = lengths.min().item<int64_t>(), longest = lengths.max().item<int64_t>();
+  const ChunkLadder ladder = chunk_ladder(workload);
+  // The states the later measurements start from, kept as the pass goes by them.
+  State ladder_entry, least_entry;
   double least_chunk = -1.0;  // the least backward peak of a window where sequences end
   int64_t least_at = -1;      // and where it starts
   State entry = workload.h0.detached();
@@ -452,11 +457,13 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     auto inputs = x.narrow(0, a, n);  // [n, B, F]
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     BlockRun run = run_block(workload, inputs, a, n, entry, timer);
+    if (a == ladder.start) ladder_entry = entry;
     if (a + n > shortest && a < longest) {
       const double peak = double(run.backward_peak) - f.backward_peak_op_b;
       if (least_chunk < 0 || peak < least_chunk) {
         least_chunk = peak;
         least_at = a;
+        least_entry = entry;
       }
     }
     const double fused_backward_peak = f.backward_peak_b * double(n) + f.backward_peak_op_b;
@@ -469,23 +476,23 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
           e.backward_step + per_step(double(run.backward_peak) - fused_backward_peak, n)));
       m.advance_transient_bytes.push_back(
           int64_t(per_step(double(run.advance_peak - state_bytes), n)));
-      if (m.chunk_steps > 0) {
-        m.chunk_transient_bytes.push_back(
-            int64_t(per_step(double(run.backward_peak) - f.backward_peak_op_b, n)));
-      }
+      m.chunk_transient_bytes.push_back(
+          int64_t(per_step(double(run.backward_peak) - f.backward_peak_op_b, n)));
     }
     entry = std::move(run.exit);
   }
   m.backward_window_steps = e.backward_window;
-  if (m.chunk_steps > 0) {
-    m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
-    m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
-    if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at);
-    // Tapes that end before any sequence has are one call of the model, unless its own
-    // backward is chunked (a window: NOTE [ A transient that stops growing ]).
-    m.whole_call_steps = e.backward_window > 0 ? 0 : shortest;
-    m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
-  }
+  // A model whose own backward stops growing (e.backward_window) reverses in chunks too.
+  m.chunk_steps = measure_chunk_steps(workload, ladder, ladder_entry, f.head_backward_peak_b);
+  if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
+  m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
+  if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
+  // Tapes that end before any sequence has are one call of the model, unless its own
+  // backward is chunked (a window: NOTE [ A transient that stops growing ]).
+  m.whole_call_steps = e.backward_window > 0 ? 0 : shortest;
+  // The head alone first; a long tape of the batch raises it where it needs more.
+  m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
+  m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
   m.lengths_profiled = true;
 }
 

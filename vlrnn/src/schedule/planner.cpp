@@ -148,7 +148,9 @@ struct DpChain {
   int64_t state = 1;           // s: the largest stored state
   int64_t per_tape = 0;        // a tape of >= 2 steps, whatever its length
   int64_t single_tape = 0;     // a one-step tape
-  int64_t tape_call = 0;       // of which the least a chunk needs (the leaf check has it)
+  // The least a chunk needs (NOTE [ Chunked backward of a variable-length batch ]): the
+  // leaf check's transient bound has it; the inner DP's per-step bound does not.
+  int64_t tape_call = 0;
   int64_t available = 0;       // budget less fixed bytes and parameter gradients
   int64_t chunk = 0;           // the largest advance chunk's transient
   int64_t unit = 1;            // u: bytes per memory unit, >= s (one state = one unit)
@@ -166,8 +168,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
   d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
   const CostPrefix sums(model);
-  d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes +
-               sums.tape_call_bound();
+  d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
   d.single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
   d.tape_call = sums.tape_call_bound();
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
@@ -200,7 +201,7 @@ class OuterDp {
  public:
   OuterDp(const CostModel& model, const DpChain& d)
       : model_(model), d_(d), sums_(model),
-        inner_(d.longest, d.available, d.step_bytes, d.state, d.per_tape, d.chunk,
+        inner_(d.longest, d.available, d.step_bytes, d.state, d.per_tape + d.tape_call, d.chunk,
                d.single_tape),
         cost_(size_t((d.N + 1) * (d.N + 2) / 2) * size_t(d.max_units + 1), kInf),
         choice_(cost_.size(), kNone) {
@@ -253,7 +254,7 @@ class OuterDp {
   // (a kept tape's exit state, charged until the tape is back-propagated).
   bool leaf_fits(int64_t a, int64_t b, int64_t m, int64_t extra = 0) const {
     const int64_t bytes = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
-                          (b - a >= 2 ? d_.per_tape - d_.tape_call : d_.single_tape) + extra;
+                          (b - a >= 2 ? d_.per_tape : d_.single_tape) + extra;
     return bytes <= d_.available - m * d_.unit;
   }
   // Taping [a, b) and back-propagating it: no recomputation.

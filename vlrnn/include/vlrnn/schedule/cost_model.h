@@ -64,9 +64,8 @@ struct CostModel {
   //   max(head·(b - a), max over chunk ends c in (a, b] of chunk(c - W, c) - tape(c, b)).
   // A chunk of two steps or more needs at least chunk_call_bytes, however short (the packed
   // path computes its weights' gradients step by step, each as large as the weights, and
-  // sums them). A tape that ends before
-  // any sequence has (b <= whole_call_steps) is one call of the model and pays
-  // backward_transient_bytes as above. chunk_steps = 0: not used.
+  // sums them). A tape that ends before any sequence has (b <= whole_call_steps) is one
+  // call of the model and pays backward_transient_bytes as above. chunk_steps = 0: not used.
   int64_t chunk_steps = 0;
   std::vector<int64_t> chunk_transient_bytes;  // [T] when chunk_steps > 0, else empty
   int64_t chunk_call_bytes = 0;
