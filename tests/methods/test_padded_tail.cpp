@@ -3,6 +3,7 @@
 // and no padding reaches a gradient — also for a user model that computes every step and
 // honours lengths only by masking.
 #include "test_util.h"
+#include "vlrnn/methods/block.h"
 
 namespace vlrnn {
 namespace {
@@ -102,21 +103,34 @@ class MaskingElman : public RecurrentModule {
   torch::nn::Linear cell_{nullptr};
 };
 
+// A batch of float64 inputs [T, B, F] and class targets (4 classes) whose padding is zero,
+// and the same batch with NaN padding (and ignored targets there).
+struct PaddedPair {
+  SequenceBatch clean, dirty;
+};
+
+PaddedPair padded_pair(int64_t T, int64_t F, const std::vector<int64_t>& lengths) {
+  const auto B = int64_t(lengths.size());
+  PaddedPair pair;
+  auto& clean = pair.clean;
+  clean.inputs = torch::randn({T, B, F}, torch::kFloat64);
+  clean.targets = torch::randint(0, 4, {T, B}, torch::kLong);
+  clean.lengths = torch::tensor(lengths, torch::kLong);
+  auto padded = torch::arange(T).unsqueeze(1) >= clean.lengths.unsqueeze(0);  // [T, B]
+  clean.inputs.masked_fill_(padded.unsqueeze(-1), 0.0);
+  pair.dirty = clean;
+  pair.dirty.inputs = clean.inputs.masked_fill(padded.unsqueeze(-1), NAN);
+  pair.dirty.targets = clean.targets.masked_fill(padded, -100);
+  return pair;
+}
+
 TEST(PaddedTail, NanPaddingNeverReachesAGradientOfAUserModel) {
   torch::manual_seed(9);
   auto model = std::make_shared<MaskingElman>(3, 6);
   model->to(torch::kFloat64);
   auto head = make_head("ce", 6, 4);
   head->to(torch::kFloat64);
-  SequenceBatch clean;
-  clean.inputs = torch::randn({10, 4, 3}, torch::kFloat64);
-  clean.targets = torch::randint(0, 4, {10, 4}, torch::kLong);
-  clean.lengths = torch::tensor({10, 2, 7, 1}, torch::kLong);
-  auto padded = torch::arange(10).unsqueeze(1) >= clean.lengths.unsqueeze(0);  // [T, B]
-  clean.inputs.masked_fill_(padded.unsqueeze(-1), 0.0);
-  SequenceBatch dirty = clean;
-  dirty.inputs = clean.inputs.masked_fill(padded.unsqueeze(-1), NAN);
-  dirty.targets = clean.targets.masked_fill(padded, -100);
+  auto [clean, dirty] = padded_pair(10, 3, {10, 2, 7, 1});
   for (bool inputs_grad : {false, true}) {
     clean.inputs = clean.inputs.detach().requires_grad_(inputs_grad);
     dirty.inputs = dirty.inputs.detach().requires_grad_(inputs_grad);
@@ -126,6 +140,66 @@ TEST(PaddedTail, NanPaddingNeverReachesAGradientOfAUserModel) {
                                    "tbptt:k=10"}) {
       expect_equal(gradients(spec, *model, *head, dirty), reference,
                    spec + " with nan padding" + (inputs_grad ? ", inputs require grad" : ""));
+    }
+  }
+}
+
+// The built-in LibTorch modules never read padding (they pack it away), so they are handed
+// the batch's inputs themselves: NaN padding must still reach no gradient.
+TEST(PaddedTail, NanPaddingNeverReachesAGradientOfTheBuiltInModels) {
+  for (const std::string kind : {"rnn", "gru", "lstm", "gru_lstm"}) {
+    torch::manual_seed(13);
+    auto model = make_model({kind, 3, 6, kind == "lstm" ? 2 : 1});
+    model->to(torch::kFloat64);
+    ASSERT_FALSE(model->reads_padding()) << kind;
+    auto head = make_head("ce", 6, 4);
+    head->to(torch::kFloat64);
+    auto [clean, dirty] = padded_pair(70, 3, {70, 2, 67, 30});  // past one packed chunk
+    for (bool inputs_grad : {false, true}) {
+      clean.inputs = clean.inputs.detach().requires_grad_(inputs_grad);
+      dirty.inputs = dirty.inputs.detach().requires_grad_(inputs_grad);
+      const auto reference = gradients("full", *model, *head, clean);
+      for (const std::string spec : {"full", "vlrnn:block=3", "vlrnn:block=64"}) {
+        expect_equal(gradients(spec, *model, *head, dirty), reference,
+                     kind + " " + spec + " with nan padding" +
+                         (inputs_grad ? ", inputs require grad" : ""));
+      }
+    }
+  }
+}
+
+// A model that says it reads no padding gets the inputs themselves; one that may read it
+// gets a copy with the padding zeroed.
+class InputRecorder : public MaskingElman {
+ public:
+  InputRecorder(bool reads_padding) : MaskingElman(3, 6), reads_padding_(reads_padding) {}
+  std::pair<torch::Tensor, State> forward(const torch::Tensor& x, const State& h_entry,
+                                          const torch::Tensor& lengths) override {
+    seen = x;
+    return MaskingElman::forward(x, h_entry, lengths);
+  }
+  bool reads_padding() const override { return reads_padding_; }
+  torch::Tensor seen;
+
+ private:
+  bool reads_padding_;
+};
+
+TEST(PaddedTail, OnlyAModelThatReadsPaddingGetsAZeroFilledCopy) {
+  for (bool reads : {true, false}) {
+    InputRecorder model(reads);
+    auto head = make_head("ce", 6, 4);
+    SequenceBatch batch;
+    batch.inputs = torch::full({5, 2, 3}, NAN);
+    batch.targets = torch::zeros({5, 2}, torch::kLong);
+    batch.lengths = torch::tensor({5, 3}, torch::kLong);
+    const Workload workload{model, *head, batch};
+    run_model(workload, batch.inputs, 0, 5, model.initial_state(2, batch.inputs.options()));
+    if (reads) {
+      EXPECT_NE(model.seen.data_ptr(), batch.inputs.data_ptr());
+      EXPECT_EQ(model.seen.narrow(0, 3, 2).select(1, 1).abs().max().item<float>(), 0.0f);
+    } else {
+      EXPECT_EQ(model.seen.data_ptr(), batch.inputs.data_ptr());
     }
   }
 }

@@ -25,7 +25,8 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
 std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
                                           int64_t t0, int64_t n, const State& entry) {
   const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid steps in the block
-  if (!lengths.defined() || lengths.min().item<int64_t>() >= n) {
+  if (!lengths.defined() || !workload.model.reads_padding() ||
+      lengths.min().item<int64_t>() >= n) {
     return workload.model.forward(inputs, entry, lengths);
   }
   // NOTE [ Padding never reaches the model ]

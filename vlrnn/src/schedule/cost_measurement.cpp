@@ -411,8 +411,7 @@ void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd
   const int64_t k = std::min<int64_t>(8, (T - a) / 2);
   if (k < 2) return;
   const int64_t peak = executor_step(workload, 2 * k, k, a, &entry).memory.iteration_peak_bytes;
-  int64_t tape = m.tape_op_bytes;
-  for (int64_t t = a; t < a + k; ++t) tape += m.tape_bytes[size_t(t)];
+  const int64_t tape = m.tape_op_bytes + CostPrefix(m).tape_b(a, a + k);
   const double unexplained = double(peak - e.f0 - fixed_per_step * 2 * k - tape) -
                              double(e.backward_call) - double(e.accumulate);
   m.chunk_call_bytes = std::max(m.chunk_call_bytes, int64_t(std::max(0.0, unexplained)));
@@ -436,6 +435,48 @@ double calibrate_head_step(const CostModel& m, const Workload& workload, const P
   return needs <= predicted ? double(m.head_backward_step_bytes) : needs / double(L);
 }
 
+// NOTE [ The chunk that holds the first end ] (cost_model.h), measured: the windows before
+// the first end m ran fused and the one holding it packed, so neither says what a step
+// before m costs taped packed. One tape of kProfileWindow steps ending just past m (every
+// sequence active but at its last step) says it; its bytes per active sequence-step, times
+// B, are a packed step's. The window holding m then keeps the fused bytes before m (a tape
+// ending by m is one fused call) and the rest of its measured tape after m.
+// `entry`: the state at step `window_start`, the start of the window holding m - W + 1.
+void measure_first_end_chunk(CostModel& m, const Workload& workload, const PrefixFit& f,
+                             const EndToEnd& e, int64_t window_start, const State& entry) {
+  const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
+  const int64_t end = m.whole_call_steps;  // m: the first end
+  if (end <= 0 || end >= T || m.chunk_steps <= 0) return;
+  const int64_t from = std::max<int64_t>(0, end + 1 - kProfileWindow), n = end + 1 - from;
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  measure::DeviceTimer timer(x.device());
+  const State at_from = from == window_start
+                            ? entry
+                            : forward_no_grad(workload, window_start, from - window_start, entry);
+  auto inputs = x.narrow(0, from, n).detach();  // [n, B, F]
+  if (x.requires_grad()) inputs.requires_grad_(true);
+  const BlockRun run = run_block(workload, inputs, from, n, at_from, timer);
+  const auto active = (workload.batch.lengths.to(torch::kCPU) > end).sum().item<int64_t>();
+  const double per_active_step = 1.0 / double((n - 1) * B + active);  // [from, m] active
+  const double packed_step = std::max(0.0, double(run.tape) - f.tape_op_b) * per_active_step;
+  const double packed_transient =
+      std::max(0.0, double(run.backward_peak) - f.backward_peak_op_b) * per_active_step;
+  m.packed_step_bytes = int64_t(packed_step * double(B));
+  // The window holding m: fused bytes before m, the rest of its tape after.
+  const int64_t w0 = end / kProfileWindow * kProfileWindow;
+  const int64_t w1 = std::min(T, w0 + kProfileWindow);
+  double window_tape = 0.0;
+  for (int64_t t = w0; t < w1; ++t) window_tape += double(m.tape_bytes[size_t(t)]);
+  const double after = std::max(0.0, window_tape - double((end - w0) * m.packed_step_bytes));
+  for (int64_t t = w0; t < w1; ++t) {
+    m.tape_bytes[size_t(t)] = t < end ? int64_t(f.tape_b) : int64_t(after / double(w1 - end));
+    if (t < end) m.backward_transient_bytes[size_t(t)] = int64_t(e.backward_step);
+  }
+  for (int64_t t = 0; t < end; ++t) {
+    m.chunk_transient_bytes[size_t(t)] = int64_t(packed_transient * double(B));
+  }
+}
+
 void profile_variable_length_steps(CostModel& m, const Workload& workload, const PrefixFit& f,
                                    const EndToEnd& e, int64_t state_bytes,
                                    int64_t fixed_per_step) {
@@ -448,7 +489,9 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   const int64_t shortest = lengths.min().item<int64_t>(), longest = lengths.max().item<int64_t>();
   const ChunkLadder ladder = chunk_ladder(workload);
   // The states the later measurements start from, kept as the pass goes by them.
-  State ladder_entry, least_entry;
+  State ladder_entry, least_entry, first_end_entry;
+  const int64_t first_end_from = std::max<int64_t>(0, shortest + 1 - kProfileWindow);
+  int64_t first_end_window = 0;
   double least_chunk = -1.0;  // the least backward peak of a window where sequences end
   int64_t least_at = -1;      // and where it starts
   State entry = workload.h0.detached();
@@ -458,6 +501,10 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     BlockRun run = run_block(workload, inputs, a, n, entry, timer);
     if (a == ladder.start) ladder_entry = entry;
+    if (a <= first_end_from && first_end_from < a + n) {
+      first_end_entry = entry;
+      first_end_window = a;
+    }
     if (a + n > shortest && a < longest) {
       const double peak = double(run.backward_peak) - f.backward_peak_op_b;
       if (least_chunk < 0 || peak < least_chunk) {
@@ -485,11 +532,12 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   // A model whose own backward stops growing (e.backward_window) reverses in chunks too.
   m.chunk_steps = measure_chunk_steps(workload, ladder, ladder_entry, f.head_backward_peak_b);
   if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
-  m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
-  if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
   // Tapes that end before any sequence has are one call of the model, unless its own
   // backward is chunked (a window: NOTE [ A transient that stops growing ]).
   m.whole_call_steps = e.backward_window > 0 ? 0 : shortest;
+  measure_first_end_chunk(m, workload, f, e, first_end_window, first_end_entry);
+  m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
+  if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
   // The head alone first; a long tape of the batch raises it where it needs more.
   m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
   m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));

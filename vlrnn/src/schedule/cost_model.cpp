@@ -43,11 +43,15 @@ void CostModel::check() const {
       {"chunk_steps", double(chunk_steps)},
       {"head_backward_step_bytes", double(head_backward_step_bytes)},
       {"whole_call_steps", double(whole_call_steps)},
+      {"packed_step_bytes", double(packed_step_bytes)},
       {"chunk_call_bytes", double(chunk_call_bytes)}};
   for (const auto& [field, value] : scalars) {
     TORCH_CHECK(std::isfinite(value) && value >= 0, "cost model ", field,
                 ": expected a finite value >= 0, got ", value);
   }
+  TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && whole_call_steps > 0),
+              "cost model packed_step_bytes: expected 0 without chunk_steps and "
+              "whole_call_steps, got ", packed_step_bytes);
 }
 
 CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forward_grad_s,
@@ -97,6 +101,7 @@ CostPrefix::CostPrefix(const CostModel& m) {
   whole_call_steps = m.whole_call_steps;
   head_step = m.head_backward_step_bytes;
   chunk_call = m.chunk_call_bytes;
+  packed_step = m.packed_step_bytes;
   if (chunk_steps > 0) {
     const int64_t W = std::min<int64_t>(chunk_steps, int64_t(T));
     for (int64_t t = 0; t + W <= int64_t(T); ++t) {

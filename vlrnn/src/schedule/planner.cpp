@@ -123,7 +123,7 @@ int64_t minimum_budget(const CostModel& model) {
   int64_t worst_step = 0;
   const CostPrefix sums(model);
   for (int64_t t = 0; t < model.time_steps(); ++t) {
-    worst_step = std::max(worst_step, model.tape_bytes[size_t(t)] + sums.step_transient_bound(t));
+    worst_step = std::max(worst_step, sums.step_tape_bound(t) + sums.step_transient_bound(t));
   }
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
@@ -189,7 +189,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
     d.longest = std::max(d.longest, d.p[size_t(i + 1)] - d.p[size_t(i)]);
   }
   for (int64_t t = 0; t < d.T; ++t) {
-    d.step_bytes = std::max(d.step_bytes, model.tape_bytes[size_t(t)] +
+    d.step_bytes = std::max(d.step_bytes, sums.step_tape_bound(t) +
                                               sums.step_transient_bound(t));
   }
   return d;

@@ -41,6 +41,8 @@ class TorchRnn : public RecurrentModule {
   int64_t input_size() const override { return input_size_; }
   int64_t output_size() const override { return hidden_size_; }
   std::vector<StateSpec> state_spec() const override;
+  // A chunk runs fused only where every sequence is active, and packed otherwise.
+  bool reads_padding() const override { return false; }
 
   CellKind cell() const { return cell_; }
   int64_t num_layers() const { return num_layers_; }
@@ -74,6 +76,7 @@ class GruLstmStack : public RecurrentModule {
   int64_t input_size() const override { return gru_->input_size(); }
   int64_t output_size() const override { return lstm_->output_size(); }
   std::vector<StateSpec> state_spec() const override;
+  bool reads_padding() const override { return gru_->reads_padding(); }
 
  private:
   std::shared_ptr<TorchRnn> gru_, lstm_;

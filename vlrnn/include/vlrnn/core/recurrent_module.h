@@ -44,6 +44,12 @@ class RecurrentModule : public torch::nn::Module {
   virtual int64_t output_size() const = 0;  // Z
   virtual std::vector<StateSpec> state_spec() const = 0;
 
+  // Whether forward() may read an input past a sequence's end. A model that never does
+  // (LibTorch's packed modules pack those steps away) says false, and is handed the batch's
+  // inputs as they are instead of a zero-filled copy (NOTE [ Padding never reaches the
+  // model ] in vlrnn/methods/block.h). The safe default is true.
+  virtual bool reads_padding() const { return true; }
+
   // What tells this model apart from another with the same parameter shapes but different
   // costs (caches of measured costs are keyed by it). The default: the class and every
   // parameter's name and shape; a module whose behaviour depends on more (a variant, an

@@ -32,7 +32,10 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
 // sequence's end may hold anything (NaN included, as verify pads them); a model that honours
 // lengths by masking its outputs would still multiply NaN by a weight, and NaN · 0 = NaN in
 // the weight gradient. So the padded steps of `inputs` [n, B, F] are replaced by zeros
-// (a select, whose backward sends them no gradient) before the model sees them.
+// (a select, whose backward sends them no gradient) before the model sees them. A model
+// that never reads them (RecurrentModule::reads_padding() false) gets `inputs` as they are:
+// the zero-filled copy costs [n, B, F], and a view of it saved by any step keeps all of it
+// alive for as long as the tape.
 std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
                                           int64_t t0, int64_t n, const State& entry);
 

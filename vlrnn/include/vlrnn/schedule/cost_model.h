@@ -71,6 +71,13 @@ struct CostModel {
   int64_t chunk_call_bytes = 0;
   int64_t head_backward_step_bytes = 0;
   int64_t whole_call_steps = 0;
+  // NOTE [ The chunk that holds the first end ]: a tape that reaches past the first end
+  // (step whole_call_steps) runs in chunks of chunk_steps from its own start, and the chunk
+  // that holds that end runs packed for its whole length: its steps before the end, every
+  // sequence active, tape packed_step_bytes each. tape_bytes holds the fused path's bytes
+  // there (what a tape ending by then keeps), and chunk_transient_bytes the packed path's.
+  // 0: not used.
+  int64_t packed_step_bytes = 0;
 
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
@@ -93,7 +100,20 @@ struct CostPrefix {
   double forward_s(int64_t a, int64_t b) const { return forward[b] - forward[a]; }
   double forward_grad_s(int64_t a, int64_t b) const { return forward_grad[b] - forward_grad[a]; }
   double backward_s(int64_t a, int64_t b) const { return backward[b] - backward[a]; }
-  int64_t tape_b(int64_t a, int64_t b) const { return tape[b] - tape[a]; }
+  // Tape bytes of [a, b), the chunk that holds the first end packed throughout (NOTE [ The
+  // chunk that holds the first end ]).
+  int64_t tape_b(int64_t a, int64_t b) const {
+    const int64_t sum = tape[size_t(b)] - tape[size_t(a)];
+    const int64_t m = whole_call_steps;
+    if (packed_step == 0 || a >= m || b <= m) return sum;
+    const int64_t c = a + (m - a) / chunk_steps * chunk_steps;  // that chunk's first step
+    return sum + (m - c) * packed_step - (tape[size_t(m)] - tape[size_t(c)]);
+  }
+  // The most one step [t, t + 1) adds to any tape's bytes.
+  int64_t step_tape_bound(int64_t t) const {
+    const int64_t own = tape[size_t(t + 1)] - tape[size_t(t)];
+    return t < whole_call_steps ? std::max(own, packed_step) : own;
+  }
   int64_t backward_transient_b(int64_t a, int64_t b) const {
     return backward_transient[b] - backward_transient[a];
   }
@@ -113,8 +133,11 @@ struct CostPrefix {
   // Per step of a tape, for per-step bounds: with the per-tape bytes of tape_call_bound(),
   // what a tape of k steps needs is at most k of these.
   int64_t step_transient_bound(int64_t t) const {
-    return chunked(t + 1) ? std::max(head_step, chunk[size_t(t + 1)] - chunk[size_t(t)])
-                          : backward_transient_b(t, t + 1);
+    const int64_t fused = backward_transient_b(t, t + 1);
+    if (chunk_steps == 0) return fused;
+    // A step before the first end is in chunked tapes too (those reaching past it).
+    const int64_t in_chunk = std::max(head_step, chunk[size_t(t + 1)] - chunk[size_t(t)]);
+    return chunked(t + 1) ? in_chunk : std::max(fused, in_chunk);
   }
   // What any tape of two steps or more needs once, beyond its steps (the least a chunk
   // needs).
@@ -124,6 +147,7 @@ struct CostPrefix {
   // NOTE [ Chunked backward of a variable-length batch ]
   bool chunked(int64_t b) const { return chunk_steps > 0 && b > whole_call_steps; }
   int64_t chunk_steps = 0, whole_call_steps = 0, head_step = 0, chunk_call = 0;
+  int64_t packed_step = 0;  // NOTE [ The chunk that holds the first end ]
   int64_t max_chunk_transient = 0;  // the largest chunk sum over chunk_steps consecutive steps
 };
 
