@@ -417,6 +417,34 @@ void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd
   m.chunk_call_bytes = std::max(m.chunk_call_bytes, int64_t(std::max(0.0, unexplained)));
 }
 
+// NOTE [ A chunk inside a step ]: a chunk reversed inside a step needs more than the same
+// steps reversed alone in a window say, beyond the fused path's per-call bytes the
+// simulator adds: the packed path's weight gradients are added into existing ones, and its
+// sums differ from the fused path's. Measured like the least a chunk needs: two tapes of
+// half a window, the first holding the first sequence's last step (so it runs packed, and
+// no sequence has ended before it), the second reversed after the first; what the model so
+// far leaves unexplained beyond the chunk's steps is added to every chunk. Only where the
+// chunk's steps need more than the least a chunk needs: below that, what is unexplained is
+// that least, already calibrated (NOTE [ The least a chunk needs, end to end ]).
+// `entry`: the state at step `window_start`, the start of the window holding that tape.
+void calibrate_chunk_context(CostModel& m, const Workload& workload, const EndToEnd& e,
+                             int64_t fixed_per_step, int64_t window_start, const State& entry) {
+  const int64_t k = kProfileWindow / 2;
+  const int64_t last = workload.batch.lengths.min().item<int64_t>() - 1;  // the first end's step
+  const int64_t a = std::max<int64_t>(0, last) / k * k;
+  if (a + 2 * k > workload.batch.time_steps() || a < window_start) return;
+  const State at_a =
+      a == window_start ? entry : forward_no_grad(workload, window_start, a - window_start, entry);
+  const int64_t peak = executor_step(workload, 2 * k, k, a, &at_a).memory.iteration_peak_bytes;
+  const CostPrefix sums(m);
+  const double unexplained = double(peak - e.f0 - fixed_per_step * 2 * k - m.tape_op_bytes -
+                                    sums.tape_b(a, a + k)) -
+                             double(e.backward_call) - double(e.accumulate);
+  const double chunks = double(sums.chunk[size_t(a + k)] - sums.chunk[size_t(a)]);
+  if (chunks < double(m.chunk_call_bytes)) return;
+  m.chunk_step_context_bytes = int64_t(std::max(0.0, unexplained - chunks));
+}
+
 // The head's moment (NOTE [ Chunked backward of a variable-length batch ]) of a model of
 // several modules holds one whole-tape gradient per module boundary, not only the head's:
 // one long tape from step 0 (up to kLongestCalibrationTape steps) reversed alone, and the
@@ -489,7 +517,9 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   const int64_t shortest = lengths.min().item<int64_t>(), longest = lengths.max().item<int64_t>();
   const ChunkLadder ladder = chunk_ladder(workload);
   // The states the later measurements start from, kept as the pass goes by them.
-  State ladder_entry, least_entry, first_end_entry;
+  State ladder_entry, least_entry, first_end_entry, context_entry;
+  const int64_t context_from = std::max<int64_t>(0, shortest - 1);
+  int64_t context_window = -1;
   const int64_t first_end_from = std::max<int64_t>(0, shortest + 1 - kProfileWindow);
   int64_t first_end_window = 0;
   double least_chunk = -1.0;  // the least backward peak of a window where sequences end
@@ -501,6 +531,10 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     BlockRun run = run_block(workload, inputs, a, n, entry, timer);
     if (a == ladder.start) ladder_entry = entry;
+    if (a <= context_from && context_from < a + n) {
+      context_window = a;
+      context_entry = entry;
+    }
     if (a <= first_end_from && first_end_from < a + n) {
       first_end_entry = entry;
       first_end_window = a;
@@ -538,6 +572,9 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   measure_first_end_chunk(m, workload, f, e, first_end_window, first_end_entry);
   m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
   if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
+  if (context_window >= 0) {
+    calibrate_chunk_context(m, workload, e, fixed_per_step, context_window, context_entry);
+  }
   // The head alone first; a long tape of the batch raises it where it needs more.
   m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
   m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));

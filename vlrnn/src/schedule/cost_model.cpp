@@ -44,6 +44,7 @@ void CostModel::check() const {
       {"head_backward_step_bytes", double(head_backward_step_bytes)},
       {"whole_call_steps", double(whole_call_steps)},
       {"packed_step_bytes", double(packed_step_bytes)},
+      {"chunk_step_context_bytes", double(chunk_step_context_bytes)},
       {"chunk_call_bytes", double(chunk_call_bytes)}};
   for (const auto& [field, value] : scalars) {
     TORCH_CHECK(std::isfinite(value) && value >= 0, "cost model ", field,
@@ -102,6 +103,7 @@ CostPrefix::CostPrefix(const CostModel& m) {
   head_step = m.head_backward_step_bytes;
   chunk_call = m.chunk_call_bytes;
   packed_step = m.packed_step_bytes;
+  chunk_context = m.chunk_step_context_bytes;
   if (chunk_steps > 0) {
     const int64_t W = std::min<int64_t>(chunk_steps, int64_t(T));
     for (int64_t t = 0; t + W <= int64_t(T); ++t) {
@@ -115,12 +117,12 @@ int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
     // A one-step tape has no per-step weight gradients to sum: no chunk_call.
     const int64_t call = b - a >= 2 ? chunk_call : 0;
     int64_t best = std::max(head_step * (b - a), call);
-    const int64_t largest = std::max(max_chunk_transient, call);
+    const int64_t largest = std::max(max_chunk_transient + chunk_context, call);
     for (int64_t c = b; c > a; --c) {
       const int64_t freed = tape[size_t(b)] - tape[size_t(c)];
       if (freed >= largest) break;  // no chunk needs more than what is freed by now
-      const int64_t needs =
-          std::max(call, chunk[size_t(c)] - chunk[size_t(std::max(a, c - chunk_steps))]);
+      const int64_t needs = std::max(
+          call, chunk_context + chunk[size_t(c)] - chunk[size_t(std::max(a, c - chunk_steps))]);
       best = std::max(best, needs - freed);
     }
     return best;

@@ -69,6 +69,10 @@ struct CostModel {
   int64_t chunk_steps = 0;
   std::vector<int64_t> chunk_transient_bytes;  // [T] when chunk_steps > 0, else empty
   int64_t chunk_call_bytes = 0;
+  // What a chunk reversed inside a step needs beyond its steps' chunk_transient_bytes (which
+  // come from windows reversed alone), measured end to end: NOTE [ A chunk inside a step ]
+  // in cost_measurement.cpp. Added to every chunk's sum.
+  int64_t chunk_step_context_bytes = 0;
   int64_t head_backward_step_bytes = 0;
   int64_t whole_call_steps = 0;
   // NOTE [ The chunk that holds the first end ]: a tape that reaches past the first end
@@ -125,7 +129,9 @@ struct CostPrefix {
     if (chunked(b)) {
       const int64_t chunks = chunk[size_t(b)] - chunk[size_t(a)];
       return std::max({head_step * (b - a), b - a >= 2 ? chunk_call : 0,
-                       b - a <= chunk_steps ? chunks : std::min(chunks, max_chunk_transient)});
+                       chunk_context + (b - a <= chunk_steps
+                                            ? chunks
+                                            : std::min(chunks, max_chunk_transient))});
     }
     const int64_t sum = backward_transient_b(a, b);
     return window <= 0 || b - a <= window ? sum : std::min(sum, max_window_transient);
@@ -141,13 +147,14 @@ struct CostPrefix {
   }
   // What any tape of two steps or more needs once, beyond its steps (the least a chunk
   // needs).
-  int64_t tape_call_bound() const { return chunk_steps > 0 ? chunk_call : 0; }
+  int64_t tape_call_bound() const { return chunk_steps > 0 ? chunk_call + chunk_context : 0; }
   int64_t window = 0;                // backward_window_steps
   int64_t max_window_transient = 0;  // the largest sum over `window` consecutive steps
   // NOTE [ Chunked backward of a variable-length batch ]
   bool chunked(int64_t b) const { return chunk_steps > 0 && b > whole_call_steps; }
   int64_t chunk_steps = 0, whole_call_steps = 0, head_step = 0, chunk_call = 0;
   int64_t packed_step = 0;  // NOTE [ The chunk that holds the first end ]
+  int64_t chunk_context = 0;
   int64_t max_chunk_transient = 0;  // the largest chunk sum over chunk_steps consecutive steps
 };
 
