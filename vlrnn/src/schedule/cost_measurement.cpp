@@ -398,6 +398,35 @@ int64_t measure_chunk_steps(const Workload& workload, const ChunkLadder& ladder,
   return best_steps == ladder.windows * kProfileWindow ? T : best_steps;
 }
 
+// A state a later measurement starts from, kept as the profile pass goes by it: the entry
+// of the window holding `step`, advanced to `step` when asked.
+struct StateNear {
+  int64_t step = 0;
+  int64_t window = -1;  // the window holding it (-1: not passed)
+  State entry;          // the state at `window`
+  void pass(int64_t a, int64_t n, const State& state) {
+    if (a <= step && step < a + n) {
+      window = a;
+      entry = state;
+    }
+  }
+  State at(const Workload& workload) const {
+    return step == window ? entry : forward_no_grad(workload, window, step - window, entry);
+  }
+};
+
+// What the model so far leaves unexplained of the executor's step peak on two tapes of k
+// steps from `a` (`entry`: the state at a), at the second reversed after the first as in
+// every later block: beyond the fixed bytes, the first tape, and the fused path's per-call
+// and accumulation bytes.
+double unexplained_second_tape(const CostModel& m, const Workload& workload, const EndToEnd& e,
+                               int64_t fixed_per_step, int64_t a, int64_t k, const State& entry) {
+  const int64_t peak = executor_step(workload, 2 * k, k, a, &entry).memory.iteration_peak_bytes;
+  const int64_t tape = m.tape_op_bytes + CostPrefix(m).tape_b(a, a + k);
+  return double(peak - e.f0 - fixed_per_step * 2 * k - tape) - double(e.backward_call) -
+         double(e.accumulate);
+}
+
 // NOTE [ The least a chunk needs, end to end ]: a short tape where sequences have ended
 // needs more at its backward than the fused path's per-call bytes (the packed path computes
 // its weights' gradients step by step) and more than its windows' spread transients say.
@@ -410,10 +439,7 @@ void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd
   const int64_t T = workload.batch.time_steps();
   const int64_t k = std::min<int64_t>(8, (T - a) / 2);
   if (k < 2) return;
-  const int64_t peak = executor_step(workload, 2 * k, k, a, &entry).memory.iteration_peak_bytes;
-  const int64_t tape = m.tape_op_bytes + CostPrefix(m).tape_b(a, a + k);
-  const double unexplained = double(peak - e.f0 - fixed_per_step * 2 * k - tape) -
-                             double(e.backward_call) - double(e.accumulate);
+  const double unexplained = unexplained_second_tape(m, workload, e, fixed_per_step, a, k, entry);
   m.chunk_call_bytes = std::max(m.chunk_call_bytes, int64_t(std::max(0.0, unexplained)));
 }
 
@@ -426,22 +452,18 @@ void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd
 // far leaves unexplained beyond the chunk's steps is added to every chunk. Only where the
 // chunk's steps need more than the least a chunk needs: below that, what is unexplained is
 // that least, already calibrated (NOTE [ The least a chunk needs, end to end ]).
-// `entry`: the state at step `window_start`, the start of the window holding that tape.
+// The tapes are kContextTape steps; `start`: where the first starts.
+constexpr int64_t kContextTape = kProfileWindow / 2;
+
 void calibrate_chunk_context(CostModel& m, const Workload& workload, const EndToEnd& e,
-                             int64_t fixed_per_step, int64_t window_start, const State& entry) {
-  const int64_t k = kProfileWindow / 2;
-  const int64_t last = workload.batch.lengths.min().item<int64_t>() - 1;  // the first end's step
-  const int64_t a = std::max<int64_t>(0, last) / k * k;
-  if (a + 2 * k > workload.batch.time_steps() || a < window_start) return;
-  const State at_a =
-      a == window_start ? entry : forward_no_grad(workload, window_start, a - window_start, entry);
-  const int64_t peak = executor_step(workload, 2 * k, k, a, &at_a).memory.iteration_peak_bytes;
+                             int64_t fixed_per_step, const StateNear& start) {
+  const int64_t a = start.step, k = kContextTape;
+  if (start.window < 0 || a + 2 * k > workload.batch.time_steps()) return;
   const CostPrefix sums(m);
-  const double unexplained = double(peak - e.f0 - fixed_per_step * 2 * k - m.tape_op_bytes -
-                                    sums.tape_b(a, a + k)) -
-                             double(e.backward_call) - double(e.accumulate);
   const double chunks = double(sums.chunk[size_t(a + k)] - sums.chunk[size_t(a)]);
   if (chunks < double(m.chunk_call_bytes)) return;
+  const double unexplained =
+      unexplained_second_tape(m, workload, e, fixed_per_step, a, k, start.at(workload));
   m.chunk_step_context_bytes = int64_t(std::max(0.0, unexplained - chunks));
 }
 
@@ -469,21 +491,19 @@ double calibrate_head_step(const CostModel& m, const Workload& workload, const P
 // sequence active but at its last step) says it; its bytes per active sequence-step, times
 // B, are a packed step's. The window holding m then keeps the fused bytes before m (a tape
 // ending by m is one fused call) and the rest of its measured tape after m.
-// `entry`: the state at step `window_start`, the start of the window holding m - W + 1.
+// `from`: where that tape starts, max(0, m + 1 - kProfileWindow).
 void measure_first_end_chunk(CostModel& m, const Workload& workload, const PrefixFit& f,
-                             const EndToEnd& e, int64_t window_start, const State& entry) {
+                             const EndToEnd& e, const StateNear& from) {
   const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
   const int64_t end = m.whole_call_steps;  // m: the first end
-  if (end <= 0 || end >= T || m.chunk_steps <= 0) return;
-  const int64_t from = std::max<int64_t>(0, end + 1 - kProfileWindow), n = end + 1 - from;
+  if (end <= 0 || end >= T || m.chunk_steps <= 0 || from.window < 0) return;
+  const int64_t n = end + 1 - from.step;
   const auto& x = workload.batch.inputs;  // [T, B, F]
   measure::DeviceTimer timer(x.device());
-  const State at_from = from == window_start
-                            ? entry
-                            : forward_no_grad(workload, window_start, from - window_start, entry);
-  auto inputs = x.narrow(0, from, n).detach();  // [n, B, F]
+  const State at_from = from.at(workload);
+  auto inputs = x.narrow(0, from.step, n).detach();  // [n, B, F]
   if (x.requires_grad()) inputs.requires_grad_(true);
-  const BlockRun run = run_block(workload, inputs, from, n, at_from, timer);
+  const BlockRun run = run_block(workload, inputs, from.step, n, at_from, timer);
   const auto active = (workload.batch.lengths.to(torch::kCPU) > end).sum().item<int64_t>();
   const double per_active_step = 1.0 / double((n - 1) * B + active);  // [from, m] active
   const double packed_step = std::max(0.0, double(run.tape) - f.tape_op_b) * per_active_step;
@@ -517,11 +537,11 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   const int64_t shortest = lengths.min().item<int64_t>(), longest = lengths.max().item<int64_t>();
   const ChunkLadder ladder = chunk_ladder(workload);
   // The states the later measurements start from, kept as the pass goes by them.
-  State ladder_entry, least_entry, first_end_entry, context_entry;
-  const int64_t context_from = std::max<int64_t>(0, shortest - 1);
-  int64_t context_window = -1;
-  const int64_t first_end_from = std::max<int64_t>(0, shortest + 1 - kProfileWindow);
-  int64_t first_end_window = 0;
+  State ladder_entry, least_entry;
+  StateNear first_end_from, context_start;
+  first_end_from.step = std::max<int64_t>(0, shortest + 1 - kProfileWindow);
+  // The half window that holds the first sequence's last step.
+  context_start.step = std::max<int64_t>(0, shortest - 1) / kContextTape * kContextTape;
   double least_chunk = -1.0;  // the least backward peak of a window where sequences end
   int64_t least_at = -1;      // and where it starts
   State entry = workload.h0.detached();
@@ -531,14 +551,8 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     BlockRun run = run_block(workload, inputs, a, n, entry, timer);
     if (a == ladder.start) ladder_entry = entry;
-    if (a <= context_from && context_from < a + n) {
-      context_window = a;
-      context_entry = entry;
-    }
-    if (a <= first_end_from && first_end_from < a + n) {
-      first_end_entry = entry;
-      first_end_window = a;
-    }
+    first_end_from.pass(a, n, entry);
+    context_start.pass(a, n, entry);
     if (a + n > shortest && a < longest) {
       const double peak = double(run.backward_peak) - f.backward_peak_op_b;
       if (least_chunk < 0 || peak < least_chunk) {
@@ -569,12 +583,10 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   // Tapes that end before any sequence has are one call of the model, unless its own
   // backward is chunked (a window: NOTE [ A transient that stops growing ]).
   m.whole_call_steps = e.backward_window > 0 ? 0 : shortest;
-  measure_first_end_chunk(m, workload, f, e, first_end_window, first_end_entry);
+  measure_first_end_chunk(m, workload, f, e, first_end_from);
   m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
   if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
-  if (context_window >= 0) {
-    calibrate_chunk_context(m, workload, e, fixed_per_step, context_window, context_entry);
-  }
+  calibrate_chunk_context(m, workload, e, fixed_per_step, context_start);
   // The head alone first; a long tape of the batch raises it where it needs more.
   m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
   m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));

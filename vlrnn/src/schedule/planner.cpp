@@ -116,15 +116,20 @@ class InnerDp {
   std::vector<int64_t> capacity_;
 };
 
+// The most one step adds to a tape and to its backward transient, over the chain.
+int64_t largest_step_bytes(const CostPrefix& sums, int64_t T) {
+  int64_t largest = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    largest = std::max(largest, sums.step_tape_bound(t) + sums.step_transient_bound(t));
+  }
+  return largest;
+}
+
 }  // namespace
 
 int64_t minimum_budget(const CostModel& model) {
   model.check();
-  int64_t worst_step = 0;
-  const CostPrefix sums(model);
-  for (int64_t t = 0; t < model.time_steps(); ++t) {
-    worst_step = std::max(worst_step, sums.step_tape_bound(t) + sums.step_transient_bound(t));
-  }
+  const int64_t worst_step = largest_step_bytes(CostPrefix(model), model.time_steps());
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
@@ -188,10 +193,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   for (int64_t i = 0; i < d.N; ++i) {
     d.longest = std::max(d.longest, d.p[size_t(i + 1)] - d.p[size_t(i)]);
   }
-  for (int64_t t = 0; t < d.T; ++t) {
-    d.step_bytes = std::max(d.step_bytes, sums.step_tape_bound(t) +
-                                              sums.step_transient_bound(t));
-  }
+  d.step_bytes = largest_step_bytes(sums, d.T);
   return d;
 }
 
