@@ -183,6 +183,7 @@ TEST(Simulator, PredictsTheMeasuredStepPeakWithinTenPercent) {
                 (long long)model.fixed_bytes, 1e6 * model.forward_seconds[0],
                 1e6 * model.forward_grad_seconds[0], 1e6 * model.backward_seconds[0],
                 1e6 * model.op_seconds);
+    if (!variable) EXPECT_EQ(model.ended_call_seconds, 0.0);  // no first end to be past
     for (const auto& s : schedules) {
       const auto predicted = simulate(s, model);
       ScheduleMethod method("test", s.name, [&s](const Workload&) { return s; });
@@ -237,17 +238,21 @@ TEST(Simulator, PredictsVariableLengthPeaksAtARealSize) {
     batch.lengths[0] = c.T;
     const Workload workload{*model, *head, batch};
     const auto cost = measure_cost_model(validated(workload));
+    // Calls past the first end are priced from there (NOTE [ What a call costs ]).
+    EXPECT_EQ(cost.first_end_step, batch.lengths.min().item<int64_t>()) << c.kind;
     for (const int64_t K : {c.T, c.T / 2, int64_t(16), int64_t(4), int64_t(1)}) {
       const auto schedule = uniform_schedule(c.T, K);
       ScheduleMethod method("test", schedule.name, [&](const Workload&) { return schedule; });
-      const int64_t measured =
-          measure::measure_iteration(method, workload, torch::kCPU).memory.iteration_peak_bytes;
-      const int64_t predicted = simulate(schedule, cost).peak_bytes;
+      const auto run = measure::measure_iteration(method, workload, torch::kCPU);
+      const int64_t measured = run.memory.iteration_peak_bytes;
+      const auto prediction = simulate(schedule, cost);
+      const int64_t predicted = prediction.peak_bytes;
       const double error = double(predicted - measured) / double(measured);
       std::printf("[simulator] %s L=%lld var T=%lld K=%lld: peak predicted %lld measured %lld "
-                  "(%+.1f%%)\n",
+                  "(%+.1f%%); time predicted %.4f s measured %.4f s (%+.0f%%, not asserted)\n",
                   c.kind.c_str(), (long long)c.layers, (long long)c.T, (long long)K,
-                  (long long)predicted, (long long)measured, 100 * error);
+                  (long long)predicted, (long long)measured, 100 * error, prediction.seconds,
+                  run.seconds, 100 * (prediction.seconds / run.seconds - 1));
       EXPECT_LE(std::abs(error), 0.05) << c.kind << " L=" << c.layers << " K=" << K;
     }
   }
@@ -264,6 +269,10 @@ CostModel heterogeneous(int64_t T) {
     m.tape_bytes[size_t(t)] = int64_t(200 + 800 * active);
   }
   m.op_seconds = 0.05;
+  // Calls past the first end cost more (NOTE [ What a call costs ]): the planner's sums
+  // must price them as the simulator does.
+  m.ended_call_seconds = 0.08;
+  m.first_end_step = T / 3;
   m.check();
   return m;
 }
@@ -352,6 +361,26 @@ TEST(CostModel, PricesTheChunkHoldingTheFirstEndPacked) {
   EXPECT_EQ(sums.step_tape_bound(7), 4);
   m.packed_step_bytes = 0;                        // not used: plain sums
   EXPECT_EQ(CostPrefix(m).tape_b(0, 8), 68);
+}
+
+// NOTE [ What a call costs ]: a call on a block that reaches past the first end (step 50
+// here) costs ended_call_seconds more; an advance is a call per kAdvanceChunk steps.
+TEST(CostModel, ChargesCallsPastTheFirstEndTheLengthsPath) {
+  auto m = CostModel::uniform(100, 0, 0, 0, 10, 5);
+  m.op_seconds = 1;
+  m.ended_call_seconds = 10;
+  m.first_end_step = 50;
+  m.check();
+  EXPECT_EQ(m.calls_seconds(0, 50, 50), 1);         // ends at the first end: fused
+  EXPECT_EQ(m.calls_seconds(0, 51, 51), 11);        // reaches past it
+  EXPECT_EQ(m.calls_seconds(0, 100, 32), 4 + 30);   // [0, 32) fused; 3 chunks past
+  EXPECT_EQ(m.calls_seconds(40, 100, 32), 2 + 20);  // [40, 72) holds the end
+  EXPECT_EQ(m.calls_seconds(60, 61, 1), 11);
+  // uniform(K=1): 99 one-step advances, 49 of them past the end; 100 tapes and 100
+  // backwards, 50 of each past it.
+  EXPECT_EQ(simulate(uniform_schedule(100, 1), m).seconds, 99 + 49 * 10 + 200 + 100 * 10);
+  m.ended_call_seconds = 0;  // fixed lengths: every call costs op_seconds
+  EXPECT_EQ(simulate(uniform_schedule(100, 1), m).seconds, 299);
 }
 
 }  // namespace

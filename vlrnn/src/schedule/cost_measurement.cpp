@@ -160,21 +160,11 @@ int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
   return executor_step(workload, n, k).memory.iteration_peak_bytes;
 }
 
-// Median seconds per step of the executor reversing one tape of n steps.
-double tape_step_seconds(const Workload& workload, int64_t n, int64_t repeats) {
-  std::vector<double> seconds;
-  executor_step(workload, n, n);  // warm-up
-  for (int64_t r = 0; r < repeats; ++r) seconds.push_back(executor_step(workload, n, n).seconds);
-  return median(seconds) / double(n);
-}
-
-
 // Per-step and per-call costs of the fused path (every sequence active), from the first n1
 // and n2 steps (NOTE [ Fitting the cost model ]).
 struct PrefixFit {
   double advance_s = 0, forward_grad_s = 0, backward_s = 0, head_forward_s = 0,
          head_backward_s = 0;   // seconds per step
-  double op_s = 0;              // seconds per call
   double advance_b = 0, tape_b = 0, tape_op_b = 0;  // bytes per step; tape_op_b per tape
   double backward_peak_b = 0, backward_peak_op_b = 0;  // measure_length's backward peak
   double head_backward_peak_b = 0;  // the head's backward peak per step (its output gradient)
@@ -192,19 +182,83 @@ PrefixFit fit_prefix(const Workload& workload, const CostMeasureOptions& options
   const auto line = [&](double v1, double v2) {
     return two ? fit(v1, v2, f.n1, f.n2) : std::pair<double, double>{v2, 0.0};
   };
-  double adv_op = 0, fwd_op = 0, bwd_op = 0;
-  std::tie(f.advance_s, adv_op) = line(p1.advance_s, p2.advance_s);
-  std::tie(f.forward_grad_s, fwd_op) = line(p1.forward_grad_s, p2.forward_grad_s);
-  std::tie(f.backward_s, bwd_op) = line(p1.backward_s, p2.backward_s);
+  f.advance_s = line(p1.advance_s, p2.advance_s).first;
+  f.forward_grad_s = line(p1.forward_grad_s, p2.forward_grad_s).first;
+  f.backward_s = line(p1.backward_s, p2.backward_s).first;
   f.head_forward_s = line(p1.head_forward_s, p2.head_forward_s).first;
   f.head_backward_s = line(p1.head_backward_s, p2.head_backward_s).first;
-  f.op_s = (adv_op + fwd_op + bwd_op) / 3.0;
   f.advance_b = line(double(p1.advance_peak), double(p2.advance_peak)).first;
   std::tie(f.tape_b, f.tape_op_b) = line(double(p1.tape), double(p2.tape));
   std::tie(f.backward_peak_b, f.backward_peak_op_b) =
       line(double(p1.backward_peak), double(p2.backward_peak));
   f.head_backward_peak_b = line(double(p1.head_backward_peak), double(p2.head_backward_peak)).first;
   return f;
+}
+
+// NOTE [ What a call costs ]: a schedule of one-step blocks makes three calls per step (an
+// advance, a tape, its backward), so its time is mostly per-call seconds. As the intercept
+// of the line through n1 and n2 steps they swung tenfold between runs of one workload on a
+// busy 2-core machine (1e-5 to 1e-4 s for an LSTM of H = 128, B = 16), and the predicted
+// time of uniform(K=1) by 2x. Timing a one-step block alone fixed the swing but not the
+// level: alone, a call costs more than among its kind in the executor. So the executor
+// times n = kCallSteps steps as uniform(K=1) and as one tape: the same steps, taped and
+// back-propagated once each, in 3n - 1 calls and in 2; the calls explain the difference
+// beyond the advance's n - 1 steps.
+// On a variable-length batch a block that reaches past the first end takes the model's
+// lengths path, which costs more per call (the built-in modules sort, pack, unpack and
+// scatter back: a GRU's uniform(K=1) was under-predicted by 10-30 %), and more the more
+// sequences are active (what it copies). So the same pair is timed on n steps past the
+// first end, where as many sequences are active as on average past it: the first step
+// of both runs is whole (the sub-batch's lengths are at least 1), so 3 fused calls and
+// 3n - 6 past the first end make the difference. Medians of kCallRepeats.
+constexpr int64_t kCallSteps = 16, kCallRepeats = 7;
+
+struct CallSeconds {
+  double op = 0;     // a call of the fused path, beyond its steps
+  double ended = 0;  // what a call past the first end costs more
+};
+
+// Per call of uniform(K=1) over n steps from `from` beyond one tape of them: the median of
+// kCallRepeats, less `fused_calls` calls of `op` seconds, over the rest.
+double seconds_per_call(const Workload& workload, const PrefixFit& f, int64_t from, int64_t n,
+                        const State* entry, int64_t fused_calls, double op) {
+  std::vector<double> per_call;
+  for (int64_t r = 0; r <= kCallRepeats; ++r) {  // the first round warms up, untimed
+    const double calls = executor_step(workload, n, 1, from, entry).seconds;
+    const double tape = executor_step(workload, n, n, from, entry).seconds;
+    if (r == 0) continue;
+    per_call.push_back((calls - tape - f.advance_s * double(n - 1) - op * double(fused_calls)) /
+                       double(3 * n - 3 - fused_calls));
+  }
+  return std::max(0.0, median(per_call));
+}
+
+// `first_end`: the first step some sequence no longer has (T: none before T).
+CallSeconds measure_call_seconds(const Workload& workload, const PrefixFit& f,
+                                 int64_t first_end) {
+  const int64_t T = workload.batch.time_steps();
+  const int64_t n = std::min(kCallSteps, T);
+  if (n < 2) return {};
+  // The entry's values do not matter to the time; with one, the sub-batch keeps its lengths
+  // (a call of the fused path checks them), unless some end within it.
+  const State entry = workload.h0.detached();
+  CallSeconds c;
+  const bool with_lengths = workload.batch.has_lengths() && first_end >= n;
+  c.op = seconds_per_call(workload, f, 0, n, with_lengths ? &entry : nullptr, 0, 0.0);
+  if (first_end >= T) return c;
+  // Past the first end: from the first step with no more sequences active than on average
+  // over the steps from the first end to the last.
+  const auto lengths = workload.batch.lengths.to(torch::kCPU, torch::kLong);  // [B]
+  const int64_t last = lengths.max().item<int64_t>();
+  const auto active = [&](int64_t t) { return lengths.gt(t).sum().item<int64_t>(); };
+  int64_t active_sum = 0;
+  for (int64_t t = first_end; t < last; ++t) active_sum += active(t);
+  int64_t at = first_end;
+  while (at < last && active(at) * (last - first_end) > active_sum) ++at;
+  const int64_t from = std::min(at - 1, T - n);
+  if (from < first_end - 1 || n < 3) return c;
+  c.ended = std::max(0.0, seconds_per_call(workload, f, from, n, &entry, 3, c.op) - c.op);
+  return c;
 }
 
 // A stored state: what an advance's exit keeps alive (its storages, which may be larger
@@ -562,10 +616,11 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
       }
     }
     const double fused_backward_peak = f.backward_peak_b * double(n) + f.backward_peak_op_b;
+    const double call_s = m.calls_seconds(a, a + n, n);
     for (int64_t t = a; t < a + n; ++t) {
-      m.forward_seconds.push_back(per_step(run.advance_s - f.op_s, n));
-      m.forward_grad_seconds.push_back(per_step(run.forward_grad_s - f.op_s, n));
-      m.backward_seconds.push_back(per_step(run.backward_s - f.op_s, n));
+      m.forward_seconds.push_back(per_step(run.advance_s - call_s, n));
+      m.forward_grad_seconds.push_back(per_step(run.forward_grad_s - call_s, n));
+      m.backward_seconds.push_back(per_step(run.backward_s - call_s, n));
       m.tape_bytes.push_back(int64_t(per_step(double(run.tape) - f.tape_op_b, n)));
       m.backward_transient_bytes.push_back(int64_t(
           e.backward_step + per_step(double(run.backward_peak) - fused_backward_peak, n)));
@@ -593,14 +648,24 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   m.lengths_profiled = true;
 }
 
-// Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps.
+// Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps. Timed
+// alternately, so that the machine's drift falls on both, and the median of their
+// differences: taken as two medians apart, the growth swung fourfold between runs (it is a
+// difference of a few percent of each), and a 1000-step tape's predicted time by 15 %.
 double measure_tape_growth(const Workload& workload, int64_t repeats) {
   const int64_t T = workload.batch.time_steps();
   if (T < 128) return 0.0;
   const int64_t l1 = 64, l2 = std::min<int64_t>(T, 512);
-  const double t1 = tape_step_seconds(workload, l1, repeats);
-  const double t2 = tape_step_seconds(workload, l2, repeats);
-  return std::max(0.0, (t2 - t1) / double(l2 - l1));
+  const auto per_step = [&](int64_t n) {
+    return executor_step(workload, n, n).seconds / double(n);
+  };
+  per_step(l2);  // warm-up
+  std::vector<double> growth;
+  for (int64_t r = 0; r < repeats + 2; ++r) {
+    const double s1 = per_step(l1);
+    growth.push_back((per_step(l2) - s1) / double(l2 - l1));
+  }
+  return std::max(0.0, median(growth));
 }
 
 // Bytes live for the whole step besides what F0 holds (cost_model.h's fixed_bytes), and
@@ -655,7 +720,13 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   const EndToEnd e = calibrate_end_to_end(workload, f, fixed_per_step);
 
   CostModel m;
-  m.op_seconds = f.op_s;
+  // The first end: the first step some sequence no longer has.
+  const int64_t first_end =
+      workload.batch.has_lengths() ? workload.batch.lengths.min().item<int64_t>() : T;
+  const CallSeconds calls = measure_call_seconds(workload, f, first_end);
+  m.op_seconds = calls.op;
+  m.ended_call_seconds = calls.ended;
+  m.first_end_step = first_end < T ? first_end : 0;
   m.tape_op_bytes = int64_t(f.tape_op_b);
   m.backward_op_bytes = int64_t(e.backward_call);
   m.accumulate_single_bytes = e.accumulate_single;

@@ -33,6 +33,8 @@ void CostModel::check() const {
   const std::initializer_list<std::pair<const char*, double>> scalars = {
       {"op_seconds", op_seconds},
       {"tape_growth_seconds", tape_growth_seconds},
+      {"ended_call_seconds", ended_call_seconds},
+      {"first_end_step", double(first_end_step)},
       {"tape_op_bytes", double(tape_op_bytes)},
       {"backward_op_bytes", double(backward_op_bytes)},
       {"accumulate_single_bytes", double(accumulate_single_bytes)},
@@ -53,6 +55,15 @@ void CostModel::check() const {
   TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && whole_call_steps > 0),
               "cost model packed_step_bytes: expected 0 without chunk_steps and "
               "whole_call_steps, got ", packed_step_bytes);
+}
+
+double CostModel::calls_seconds(int64_t a, int64_t b, int64_t call_steps) const {
+  if (b <= a) return 0.0;
+  const int64_t calls = (b - a + call_steps - 1) / call_steps;
+  // The calls that end by the first end take the fused path; the rest, the lengths path.
+  const int64_t fused_calls =
+      b <= first_end_step ? calls : std::max<int64_t>(0, first_end_step - a) / call_steps;
+  return double(calls) * op_seconds + double(calls - fused_calls) * ended_call_seconds;
 }
 
 CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forward_grad_s,

@@ -261,12 +261,12 @@ class OuterDp {
   }
   // Taping [a, b) and back-propagating it: no recomputation.
   double leaf_s(int64_t a, int64_t b) const {
-    return sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) + 2 * model_.op_seconds +
+    return sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
+           2 * model_.calls_seconds(a, b, b - a) +
            model_.tape_growth_seconds * double(b - a) * double(b - a);
   }
   double advance_s(int64_t a, int64_t b) const {
-    return sums_.forward_s(a, b) +
-           model_.op_seconds * double((b - a + kAdvanceChunk - 1) / kAdvanceChunk);
+    return sums_.forward_s(a, b) + model_.calls_seconds(a, b, kAdvanceChunk);
   }
   void fill(int64_t i, int64_t j, int64_t m);
 
@@ -291,7 +291,7 @@ void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
   } else if (j - i == 1 && std::isfinite(inner_.cost(b - a, inner_states(m)))) {
     best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
            inner_.cost(b - a, inner_states(m)) / double(b - a) * sums_.forward_s(a, b) +
-           4 * model_.op_seconds;
+           4 * model_.calls_seconds(a, b, b - a);
     how = kInner;
   }
   const bool may_store = (m + 1) * d_.unit + d_.chunk <= d_.available;

@@ -43,16 +43,15 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
             chunk += model.advance_transient_bytes[size_t(t)];
           }
           chunk_peak = std::max(chunk_peak, chunk);
-          p.seconds += model.op_seconds;
         }
-        p.seconds += sums.forward_s(a, b);
+        p.seconds += sums.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
         candidate(live + chunk_peak + model.state_bytes[size_t(b)], i);
         live += model.state_bytes[size_t(b)];
         break;
       }
       case OpKind::kForwardGrad:
         // Each step taped pays for the tape alive before it: n·k + n(n - 1)/2.
-        p.seconds += model.op_seconds + sums.forward_grad_s(a, b) +
+        p.seconds += model.calls_seconds(a, b, b - a) + sums.forward_grad_s(a, b) +
                      model.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a - 1) / 2);
         tape_steps += b - a;
@@ -63,7 +62,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         // Each step back-propagated pays for the tape alive at it, its own included:
         // n·k + n(n + 1)/2 with k steps of other tapes (n² in all for a lone tape).
         tape_steps -= b - a;
-        p.seconds += model.op_seconds + sums.backward_s(a, b) +
+        p.seconds += model.calls_seconds(a, b, b - a) + sums.backward_s(a, b) +
                      model.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a + 1) / 2);
         if (!first_backward) live += model.gradient_bytes;

@@ -5,10 +5,12 @@
 // NOTE [ Fitting the cost model ]
 // Each phase (advance without grad, forward with grad, backward, and the head alone) runs on
 // the first n1 and n2 steps of the batch, every sequence active. Per-step costs are the
-// slopes between the two lengths; the intercepts are per-call costs (op_seconds,
-// tape_op_bytes, backward_op_bytes). Bytes that live for the whole step and the backward's
-// per-call buffers are calibrated end to end on the executor itself (NOTE [ Calibrating the
-// peak end to end ] in the .cpp). A variable-length batch's steps are not fitted but
+// slopes between the two lengths; the intercepts are per-call bytes (tape_op_bytes,
+// backward_op_bytes). Per-call seconds are timed in the executor (NOTE [ What a call
+// costs ] in the .cpp): as intercepts they were noise. Bytes that live for the whole step
+// and the backward's per-call buffers are calibrated end to end on the executor itself
+// (NOTE [ Calibrating the peak end to end ] in the .cpp). A variable-length batch's steps
+// are not fitted but
 // measured on the batch itself, window by window (NOTE [ Variable lengths are measured on
 // the batch ] in the .cpp): what a step with some sequences ended costs depends on how the
 // model handles lengths (packed, masked, ...), in time and in bytes.

@@ -18,6 +18,12 @@ struct CostModel {
   std::vector<double> forward_grad_seconds;  // [T] model + head with autograd (taping)
   std::vector<double> backward_seconds;      // [T] back-propagating the step's tape
   double op_seconds = 0.0;                   // fixed cost of one forward / backward call
+  // A call on a block that reaches past step first_end_step, where the first sequence of a
+  // variable-length batch ends, costs ended_call_seconds more: the model's lengths path (the
+  // built-in modules sort, pack, unpack and scatter back). NOTE [ What a call costs ] in
+  // cost_measurement.cpp. 0: every call costs op_seconds.
+  double ended_call_seconds = 0.0;
+  int64_t first_end_step = 0;
   // Long tapes run slower per step (memory traffic: their activations leave the caches and
   // are freshly allocated): a tape of n steps costs tape_growth_seconds · n² on top of its
   // per-step seconds. That is tape_growth_seconds per step taped or back-propagated, per
@@ -86,6 +92,9 @@ struct CostModel {
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
   int64_t time_steps() const { return int64_t(forward_seconds.size()); }
+  // Per-call seconds of running [a, b) in calls of at most `call_steps` steps from a (one
+  // call: call_steps = b - a; an advance: kAdvanceChunk).
+  double calls_seconds(int64_t a, int64_t b, int64_t call_steps) const;
   // Throws naming the field when sizes disagree or a value is negative or not finite.
   void check() const;
 

@@ -13,7 +13,8 @@
 //                            NOTE [ Backward windows ]; or, where sequences have ended,
 //                            NOTE [ Chunked backward of a variable-length batch ]);
 //                          then the tape is freed
-//   time = Σ per-step seconds of every op + op_seconds per call (one per advance chunk)
+//   time = Σ per-step seconds of every op + per-call seconds (CostModel::calls_seconds:
+//          one call per tape or backward, one per advance chunk)
 //          + tape_growth_seconds · n² per tape of n steps
 //          + tape_growth_seconds · 2·n·k per tape of n steps run while k steps of other
 //            tapes are alive (kept tapes: NOTE [ Kept tapes ])
