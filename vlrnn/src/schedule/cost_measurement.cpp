@@ -648,22 +648,32 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   m.lengths_profiled = true;
 }
 
-// Long tapes (cost_model.h): per-step seconds of one tape of 64 and of 512 steps. Timed
-// alternately, so that the machine's drift falls on both, and the median of their
-// differences: taken as two medians apart, the growth swung fourfold between runs (it is a
-// difference of a few percent of each), and a 1000-step tape's predicted time by 15 %.
-double measure_tape_growth(const Workload& workload, int64_t repeats) {
+// Long tapes (cost_model.h): what one tape of 64 and of L = min(T, 1024) steps from step 0
+// of the batch take per step beyond the model's per-step and per-call seconds. On a
+// variable-length batch that includes what the per-step seconds, measured on 32-step
+// windows, miss on a long tape (the built-in modules run 64-step packed chunks, whose
+// backward writes zeros as large as the chunk's input once per step). Timed alternately, so
+// that the machine's drift falls on both, and the median of their differences: taken as two
+// medians apart, the growth swung fourfold between runs (it is a difference of a few
+// percent of each), and a 1000-step tape's predicted time by 15 %.
+double measure_tape_growth(const CostModel& m, const Workload& workload, int64_t repeats) {
   const int64_t T = workload.batch.time_steps();
   if (T < 128) return 0.0;
-  const int64_t l1 = 64, l2 = std::min<int64_t>(T, 512);
-  const auto per_step = [&](int64_t n) {
-    return executor_step(workload, n, n).seconds / double(n);
+  const int64_t l1 = 64, l2 = std::min<int64_t>(T, kLongestCalibrationTape);
+  const CostPrefix sums(m);
+  const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
+  const State* with_lengths = workload.batch.has_lengths() ? &entry : nullptr;
+  const auto unexplained_per_step = [&](int64_t n) {
+    const double measured = executor_step(workload, n, n, 0, with_lengths).seconds;
+    const double explained = 2 * m.calls_seconds(0, n, n) + sums.forward_grad_s(0, n) +
+                             sums.backward_s(0, n);
+    return (measured - explained) / double(n);
   };
-  per_step(l2);  // warm-up
+  unexplained_per_step(l2);  // warm-up
   std::vector<double> growth;
   for (int64_t r = 0; r < repeats + 2; ++r) {
-    const double s1 = per_step(l1);
-    growth.push_back((per_step(l2) - s1) / double(l2 - l1));
+    const double r1 = unexplained_per_step(l1);
+    growth.push_back((unexplained_per_step(l2) - r1) / double(l2 - l1));
   }
   return std::max(0.0, median(growth));
 }
@@ -736,7 +746,7 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   } else {
     fill_fixed_length_steps(m, f, e, T);
   }
-  m.tape_growth_seconds = measure_tape_growth(workload, options.repeats);
+  m.tape_growth_seconds = measure_tape_growth(m, workload, options.repeats);
   m.state_bytes.assign(size_t(T + 1), state.stored);
   m.state_bytes[0] = 0;
   fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
