@@ -669,9 +669,9 @@ double measure_tape_growth(const CostModel& m, const Workload& workload, int64_t
                              sums.backward_s(0, n);
     return (measured - explained) / double(n);
   };
-  unexplained_per_step(l2);  // warm-up
+  // No warm-up: the end-to-end calibration has run the longest tape already.
   std::vector<double> growth;
-  for (int64_t r = 0; r < repeats + 2; ++r) {
+  for (int64_t r = 0; r < repeats; ++r) {
     const double r1 = unexplained_per_step(l1);
     growth.push_back((unexplained_per_step(l2) - r1) / double(l2 - l1));
   }
