@@ -247,14 +247,22 @@ CallSeconds measure_call_seconds(const Workload& workload, const PrefixFit& f,
   c.op = seconds_per_call(workload, f, 0, n, with_lengths ? &entry : nullptr, 0, 0.0);
   if (first_end >= T) return c;
   // Past the first end: from the first step with no more sequences active than on average
-  // over the steps from the first end to the last.
-  const auto lengths = workload.batch.lengths.to(torch::kCPU, torch::kLong);  // [B]
-  const int64_t last = lengths.max().item<int64_t>();
-  const auto active = [&](int64_t t) { return lengths.gt(t).sum().item<int64_t>(); };
-  int64_t active_sum = 0;
-  for (int64_t t = first_end; t < last; ++t) active_sum += active(t);
-  int64_t at = first_end;
-  while (at < last && active(at) * (last - first_end) > active_sum) ++at;
+  // over the steps from the first end to the last. The count falls only where a sequence
+  // ends: from the i-th end (ascending) on, B - i - 1 are active.
+  const auto lengths = workload.batch.lengths.to(torch::kCPU, torch::kLong).contiguous();
+  std::vector<int64_t> ends(lengths.data_ptr<int64_t>(),
+                            lengths.data_ptr<int64_t>() + lengths.numel());  // [B]
+  std::sort(ends.begin(), ends.end());
+  const int64_t span = ends.back() - first_end;
+  int64_t active_sum = 0;  // sequence-steps active in [first_end, last)
+  for (const int64_t end : ends) active_sum += end - first_end;
+  int64_t at = ends.back();
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (int64_t(ends.size() - i - 1) * span <= active_sum) {
+      at = ends[i];
+      break;
+    }
+  }
   const int64_t from = std::min(at - 1, T - n);
   if (from < first_end - 1 || n < 3) return c;
   c.ended = std::max(0.0, seconds_per_call(workload, f, from, n, &entry, 3, c.op) - c.op);
