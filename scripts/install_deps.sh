@@ -10,7 +10,10 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   python3 python3-matplotlib
-  python3-torch           # scripts/export_cell.py: a TorchScript cell for --model-file
+  python3-torch           # the Python package; scripts/export_cell.py (TorchScript cells)
+  python3-dev pybind11-dev  # the Python package's extension (vlrnn._C)
+  python3-pytest          # the Python package's tests
+  git                     # provenance in results (git sha, clean tree); tests that check it
 )
 
 missing=()

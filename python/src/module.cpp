@@ -1,0 +1,259 @@
+// The compiled half of the Python package `vlrnn` (imported as vlrnn._C): the gradient
+// methods on a user's Python modules, the verifier, the hand-written cells as functions,
+// and TorchScript model files. The pure-Python layer (python/vlrnn/) is what users call;
+// it validates arguments and adapts layouts before anything reaches here.
+// Shapes: T = steps, B = batch, F = input features, H = hidden, Z = model output features.
+
+#include "python_modules.h"
+
+#include "vlrnn/cells/gru_block.h"
+#include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/core/script_model.h"
+#include "vlrnn/measure/cpu_memory_tracker.h"
+#include "vlrnn/measure/out_of_memory.h"
+#include "vlrnn/registry/methods.h"
+#include "vlrnn/verify/report.h"
+#include "vlrnn/verify/verify_model.h"
+
+#include <sstream>
+
+namespace vlrnn::python {
+namespace {
+
+// NOTE [ Errors from C++ in Python ]: the library throws c10::Error (TORCH_CHECK) with a
+// C++ backtrace in what(). Before the engine runs, everything the library rejects is the
+// caller's input: those errors become ValueError (input_error). Anything later is a
+// RuntimeError, as PyTorch raises it, but without the backtrace.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <typename F>
+auto input_error(F&& check) -> decltype(check()) {
+  try {
+    return check();
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(measure::short_message(e));
+  }
+}
+
+State state_from(const py::object& tensors) {
+  if (tensors.is_none()) return {};
+  return State(tensors.cast<std::vector<torch::Tensor>>());
+}
+
+Workload workload_from(RecurrentModule& model, OutputModule& head, const torch::Tensor& inputs,
+                       const torch::Tensor& targets, const py::object& lengths,
+                       const py::object& h0, const std::string& reduction) {
+  SequenceBatch batch;
+  batch.inputs = inputs;
+  batch.targets = targets;
+  if (!lengths.is_none()) batch.lengths = lengths.cast<torch::Tensor>();
+  Workload workload{model, head, batch, state_from(h0), Reduction::kMean};
+  workload.reduction = input_error([&] { return reduction_from_string(reduction); });
+  input_error([&] { return validated(workload); });
+  return workload;
+}
+
+py::dict compute(const std::string& spec, RecurrentModule& model, OutputModule& head,
+                 const torch::Tensor& inputs, const torch::Tensor& targets,
+                 const py::object& lengths, const py::object& h0, const std::string& reduction) {
+  auto method = input_error([&] { return make_method_from_spec(spec); });
+  const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction);
+  GradientResult result;
+  {
+    py::gil_scoped_release release;  // the engine runs without it; callbacks take it
+    result = method->compute(workload);
+  }
+  py::dict out;
+  out["loss"] = result.loss;
+  out["step_losses"] = result.step_losses;  // [T, B]
+  out["final_state"] = result.final_state.tensors();
+  py::dict counters;
+  counters["forward_with_grad"] = result.counters.forward_with_grad;
+  counters["forward_no_grad"] = result.counters.forward_no_grad;
+  counters["backward"] = result.counters.backward;
+  out["counters"] = counters;
+  out["method"] = method->describe();
+  return out;
+}
+
+py::dict outcome_dict(const verify::VerifyOutcome& outcome) {
+  py::dict row;
+  row["case"] = outcome.spec.name();
+  row["method"] = outcome.spec.method;
+  row["max_abs"] = outcome.diff.max_abs;
+  row["max_rel"] = outcome.diff.max_rel;
+  row["worst"] = outcome.diff.worst;
+  row["tolerance"] = outcome.tolerance;
+  row["exact"] = outcome.exact;
+  row["passed"] = outcome.passed;
+  row["error"] = outcome.error;
+  row["diagnosis"] = outcome.diagnosis;
+  row["grad_rel_error"] = outcome.diff.grad_rel_error;
+  row["grad_cosine"] = outcome.diff.grad_cosine;
+  return row;
+}
+
+// The verifier turns a method's exception into an error row; a Ctrl-C in a callback must
+// stop the whole call instead, so each method runs on its own and the flag is checked.
+py::dict verify_methods(RecurrentModule& model, OutputModule& head, const torch::Tensor& inputs,
+                        const torch::Tensor& targets, const py::object& lengths,
+                        const py::object& h0, const std::string& reduction,
+                        const std::vector<std::string>& specs, uint64_t seed,
+                        const std::string& label) {
+  for (const auto& spec : specs) input_error([&] { return make_method_from_spec(spec); });
+  const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction);
+  interrupted() = false;
+  verify::VerifyModelOptions options;
+  options.h0 = workload.h0;
+  options.reduction = workload.reduction;
+  options.seed = seed;
+  options.label = label;
+  std::vector<verify::VerifyOutcome> outcomes;
+  for (const auto& spec : specs) {
+    std::vector<verify::VerifyOutcome> one;
+    {
+      py::gil_scoped_release release;
+      one = verify::verify_model(model, head, workload.batch, {spec}, options);
+    }
+    if (interrupted().exchange(false)) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
+    }
+    outcomes.insert(outcomes.end(), one.begin(), one.end());
+  }
+  py::list rows;
+  for (const auto& outcome : outcomes) rows.append(outcome_dict(outcome));
+  std::ostringstream table;
+  verify::print_table(table, outcomes);
+  py::dict out;
+  out["rows"] = rows;
+  out["table"] = table.str();
+  out["summary"] = verify::summary_line(outcomes);
+  return out;
+}
+
+py::list named_parameters(const torch::nn::Module& module) {
+  py::list out;
+  for (const auto& p : module.named_parameters()) out.append(py::make_tuple(p.key(), p.value()));
+  return out;
+}
+
+torch::Tensor optional_tensor(const py::object& tensor) {
+  return tensor.is_none() ? torch::Tensor() : tensor.cast<torch::Tensor>();
+}
+
+}  // namespace
+}  // namespace vlrnn::python
+
+PYBIND11_MODULE(_C, m) {
+  namespace py = pybind11;
+  using namespace vlrnn;
+  using namespace vlrnn::python;
+  m.doc() = "VLRNN's engine (the compiled half of the `vlrnn` package; call `vlrnn`, not this)";
+
+  // NOTE [ Errors from C++ in Python ]
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const c10::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+    } catch (const c10::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what_without_backtrace());
+    } catch (const c10::IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what_without_backtrace());
+    } catch (const c10::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    }
+  });
+
+  py::class_<RecurrentModule, std::shared_ptr<RecurrentModule>>(m, "RecurrentModule")
+      .def_property_readonly("input_size", &RecurrentModule::input_size)
+      .def_property_readonly("output_size", &RecurrentModule::output_size)
+      .def("describe", &RecurrentModule::describe)
+      .def("named_parameters", [](const RecurrentModule& self) { return named_parameters(self); })
+      .def("train", [](RecurrentModule& self, bool on) { self.train(on); }, py::arg("mode") = true)
+      .def("state_shapes", [](const RecurrentModule& self, int64_t batch) {
+        std::vector<std::vector<int64_t>> shapes;
+        for (const auto& spec : self.state_spec()) shapes.push_back(spec.shape_for_batch(batch));
+        return shapes;
+      });
+  py::class_<PythonModel, RecurrentModule, std::shared_ptr<PythonModel>>(m, "PythonModel")
+      .def(py::init<py::function, int64_t, int64_t, const std::vector<std::vector<int64_t>>&,
+                    int64_t, const NamedTensors&, std::string>(),
+           py::arg("block"), py::arg("input_size"), py::arg("output_size"),
+           py::arg("state_shapes"), py::arg("batch_dim"), py::arg("parameters"),
+           py::arg("description"));
+  py::class_<OutputModule, std::shared_ptr<OutputModule>>(m, "OutputModule")
+      .def("named_parameters", [](const OutputModule& self) { return named_parameters(self); });
+  py::class_<PythonHead, OutputModule, std::shared_ptr<PythonHead>>(m, "PythonHead")
+      .def(py::init<py::function, int64_t, const NamedTensors&>(), py::arg("head"),
+           py::arg("input_size"), py::arg("parameters"));
+
+  m.def("compute", &compute, py::arg("method"), py::arg("model"), py::arg("head"),
+        py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
+        py::arg("reduction"),
+        "Runs a gradient method (a registry spec) on time-major inputs [T, B, F]; "
+        "accumulates .grad and returns the detached loss, per-step losses [T, B], the final "
+        "state and the step counters.");
+  m.def("verify", &verify_methods, py::arg("model"), py::arg("head"), py::arg("inputs"),
+        py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),
+        py::arg("methods"), py::arg("seed"), py::arg("label"));
+  m.def("methods", [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& entry : method_registry()) out.emplace_back(entry.name, entry.summary);
+    return out;
+  });
+  m.def("describe_method", [](const std::string& spec) {
+    return input_error([&] { return make_method_from_spec(spec)->describe(); });
+  });
+  m.def("is_exact_method", [](const std::string& spec) {
+    return input_error([&] { return make_method_from_spec(spec)->is_exact(); });
+  });
+  m.def("load_model_file", [](const std::string& path) -> std::shared_ptr<RecurrentModule> {
+    return input_error([&] { return ScriptModel::load(path); });
+  }, py::arg("path"));
+
+  // Exact bytes of live CPU tensors (the tracking allocator `vlrnn compare` measures with),
+  // for Python peers measured side by side with the engine (scripts/bench_python.py).
+  auto memory = m.def_submodule("memory", "Exact bytes of live CPU tensors");
+  memory.def("install", [] { measure::CpuMemoryTracker::instance().install(); });
+  memory.def("current_bytes", [] { return measure::CpuMemoryTracker::instance().current_bytes(); });
+  memory.def("peak_bytes", [] { return measure::CpuMemoryTracker::instance().peak_bytes(); });
+  memory.def("reset_peak", [] { return measure::CpuMemoryTracker::instance().reset_peak(); });
+
+  m.def("lstm_block",
+        [](const torch::Tensor& x, const torch::Tensor& h, const torch::Tensor& c,
+           const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
+           const torch::Tensor& b_hh, const py::object& mask) {
+          const LstmWeights weights{w_ih, w_hh, b_ih, b_hh};
+          const auto m = optional_tensor(mask);
+          input_error([&] { weights.check("weights"); return 0; });
+          py::gil_scoped_release release;
+          return lstm_block(x, h, c, weights, m);
+        },
+        py::arg("x"), py::arg("h"), py::arg("c"), py::arg("w_ih"), py::arg("w_hh"),
+        py::arg("b_ih"), py::arg("b_hh"), py::arg("mask") = py::none(),
+        "One LSTM layer over a block: x [T, B, F], h and c [1, B, H], mask [T, B] bool or "
+        "None -> (z [T, B, H], h [1, B, H], c [1, B, H]), with a hand-written backward.");
+  m.def("gru_block",
+        [](const std::string& variant, const torch::Tensor& x, const torch::Tensor& h,
+           const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
+           const torch::Tensor& b_hh, const py::object& mask) {
+          const GruWeights weights{w_ih, w_hh, b_ih, b_hh};
+          const auto kind = input_error([&] { return gru_variant_from_string(variant); });
+          const auto m = optional_tensor(mask);
+          input_error([&] { weights.check("weights"); return 0; });
+          py::gil_scoped_release release;
+          return gru_block(kind, x, h, weights, m);
+        },
+        py::arg("variant"), py::arg("x"), py::arg("h"), py::arg("w_ih"), py::arg("w_hh"),
+        py::arg("b_ih"), py::arg("b_hh"), py::arg("mask") = py::none(),
+        "One GRU layer (variant 'v1'..'v4') over a block: x [T, B, F], h [1, B, H] -> "
+        "(z [T, B, H], h [1, B, H]), with a hand-written backward.");
+}

@@ -1,0 +1,89 @@
+#pragma once
+// A user's Python recurrent module and head as the engine's RecurrentModule and
+// OutputModule: the engine calls them back once per block, taking the GIL only for that call.
+// Shapes: Tb = steps in the block, B = batch, F = input features, Z = model output features.
+//
+// NOTE [ Python modules in the engine ]
+// The Python layer (python/vlrnn/_adapters.py) hands the engine a function per module that
+// speaks the engine's time-major layout: block(x [Tb, B, F], state tuple, lengths [B] or
+// None) -> (z [Tb, B, Z], state tuple) and head(z [Tb, B, Z], y [Tb, B, ...]) -> loss
+// [Tb, B]. Those functions turn a block into what the user's module expects (batch-first
+// tensors or a PackedSequence of the sequences still running, the state in the module's own
+// layout) and check what comes back, raising TypeError / ValueError in Python. This side
+// only moves tensors across (no copies: the same TensorImpl on both sides) and the GIL:
+// - the engine runs with the GIL released (the autograd engine refuses to run while it is
+//   held), and each callback takes it, checks for a pending signal (so Ctrl-C stops a long
+//   call at the next block), calls Python and lets it go;
+// - a Python exception travels through the engine as pybind11::error_already_set, which
+//   restores the original exception, type and message, when it reaches Python again. The
+//   engine's own handlers (NOTE [ Generators on failure ]) run on the way out.
+// The user's parameters are registered here under their Python names ('.' becomes '/',
+// which LibTorch's names may not contain) as the same tensors, so the engine's checks,
+// the verifier's snapshots and .grad all see the user's own parameters.
+
+#include "vlrnn/core/output_module.h"
+#include "vlrnn/core/recurrent_module.h"
+
+#include <torch/extension.h>
+
+#include <atomic>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vlrnn::python {
+
+namespace py = pybind11;
+
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+class PythonModel : public RecurrentModule {
+ public:
+  // `block`: the adapter described above. `state_shapes`: each state tensor's shape for the
+  // batch it was probed with, batch at dim `batch_dim`. `description`: what tells this
+  // model apart (the Python class and its parameters' shapes).
+  PythonModel(py::function block, int64_t input_size, int64_t output_size,
+              const std::vector<std::vector<int64_t>>& state_shapes, int64_t batch_dim,
+              const NamedTensors& parameters, std::string description);
+  ~PythonModel() override;
+
+  std::pair<torch::Tensor, State> forward(const torch::Tensor& x_block, const State& h_entry,
+                                          const torch::Tensor& lengths = {}) override;
+  int64_t input_size() const override { return input_size_; }
+  int64_t output_size() const override { return output_size_; }
+  std::vector<StateSpec> state_spec() const override { return state_spec_; }
+  // The adapter packs ended sequences away: padded steps never reach the user's module.
+  bool reads_padding() const override { return false; }
+  std::string describe() const override { return description_; }
+
+ private:
+  py::function block_;
+  int64_t input_size_, output_size_;
+  std::vector<StateSpec> state_spec_;
+  std::string description_;
+};
+
+class PythonHead : public OutputModule {
+ public:
+  PythonHead(py::function head, int64_t input_size, const NamedTensors& parameters);
+  ~PythonHead() override;
+
+  torch::Tensor forward(const torch::Tensor& z_block, const torch::Tensor& y_block) override;
+  int64_t input_size() const override { return input_size_; }
+  // Any targets whose leading dimensions are [T, B] (checked by validated()): what suits
+  // the user's head is the head's own business, and its errors reach the caller.
+  void check_targets(const torch::Tensor& targets, const std::string& argument) const override {}
+
+ private:
+  py::function head_;
+  int64_t input_size_;
+};
+
+// Set when a KeyboardInterrupt passes through a callback: a caller that turns exceptions into
+// results (the verifier's error rows) checks it and stops instead.
+std::atomic<bool>& interrupted();
+
+// Registers `parameters` in `module` under their Python names (NOTE above).
+void register_python_parameters(torch::nn::Module& module, const NamedTensors& parameters);
+
+}  // namespace vlrnn::python

@@ -1,0 +1,30 @@
+"""VLRNN: exact backpropagation through time in blocks, for very long sequences.
+
+Full BPTT keeps every activation of every step; VLRNN stores the state at each block's
+entry in one pass without gradients, then recomputes and back-propagates the blocks last
+to first, getting the same gradients with memory nearly flat in sequence length.
+
+    import vlrnn
+    model = vlrnn.VLRNN(rnn, out, "MEAN")          # rnn(x, h) -> (z, h); out(z, y) -> [B, T]
+    loss, loss_seq, h = model(x, y, h0, N=40)      # gradients are in .grad; loss is detached
+    optimizer.step()
+
+The API of the original Python VLRNN (RNNModule, OutputModule, PlainRNN, VLRNN), on a C++
+engine that also offers every other gradient method (method='planner:percent=10', ...),
+a verifier (vlrnn.verify, vlrnn.assert_exact) and hand-written cells (vlrnn.nn.LSTM,
+vlrnn.nn.GRU).
+"""
+import torch  # first: the extension links the LibTorch that torch loads
+
+from . import _C, nn
+from .modules import OutputModule, PlainRNN, RNNModule, VLRNN
+from .verification import DEFAULT_METHODS, VerifyReport, VerifyRow, assert_exact, verify
+
+__all__ = ["RNNModule", "OutputModule", "PlainRNN", "VLRNN", "verify", "assert_exact",
+           "VerifyReport", "VerifyRow", "DEFAULT_METHODS", "methods", "nn"]
+
+
+def methods():
+    """The gradient methods, {name: one-line summary}; a spec is 'name' or
+    'name:key=value,...' (e.g. 'vlrnn:block=128', 'planner:percent=10')."""
+    return dict(_C.methods())

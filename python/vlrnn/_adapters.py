@@ -1,0 +1,158 @@
+"""A user's recurrent module and head, called the way the user calls them, for the engine.
+
+The engine works time-major on the whole batch: it calls a block function with
+(x [Tb, B, F], state tuple, lengths [B] or None) and a head function with
+(z [Tb, B, Z], y [Tb, B, ...]) (NOTE [ Python modules in the engine ] in
+python/src/python_modules.h). The functions here turn that into the module's own call:
+
+- batch-first input: rnn(x [B, Tb, F], h) with h in the module's layout, every state tensor
+  [layers, B, ...] (batch at dim 1, as torch.nn.LSTM's) -- a tensor, or a tuple as the
+  module returned it;
+- packed input: rnn(PackedSequence of the sequences still running, h of those sequences).
+  Ended sequences never reach the module: their state is carried past it unchanged and
+  their outputs are zero. The block's sequences keep the caller's order, and are packed in
+  the order the caller's x was packed, so a module drawing per-call dropout over packed
+  data draws it in the same order a whole-sequence call does;
+- the head: out(z [B, Tb, Z], y [B, Tb, ...]) -> per-step loss [B, Tb] (zeros in z, and
+  zero targets, past a sequence's end).
+
+Shapes: Tb = steps in the block, B = batch, R = sequences still running in the block.
+"""
+import torch
+from torch.nn.utils.rnn import PackedSequence
+
+from ._sequences import packed_rows
+
+BATCH_DIM = 1  # of every state tensor: [layers, B, ...]
+
+
+def _kind(value):
+    return type(value).__name__
+
+
+def as_state_tuple(h, what):
+    """A module's state (a tensor, or a tuple / list of tensors) as a tuple of tensors."""
+    if isinstance(h, torch.Tensor):
+        return (h,)
+    if isinstance(h, (tuple, list)) and h and all(isinstance(t, torch.Tensor) for t in h):
+        return tuple(h)
+    raise TypeError(f"{what}: expected a tensor or a tuple of tensors [layers, B, ...], "
+                    f"got {_kind(h)}")
+
+
+class StateLayout:
+    """How the module holds its state: one tensor or a tuple, and each tensor's shape."""
+
+    def __init__(self, state, batch, what):
+        self.is_tuple = not isinstance(state, torch.Tensor)
+        tensors = as_state_tuple(state, what)
+        for i, t in enumerate(tensors):
+            if t.dim() < 2 or t.shape[BATCH_DIM] != batch:
+                raise ValueError(
+                    f"{what}[{i}]: expected the batch ({batch} sequences) at dim 1, "
+                    f"[layers, B, ...] as torch.nn.LSTM holds it, got shape {list(t.shape)}")
+        self.shapes = [list(t.shape) for t in tensors]
+
+    def shapes_for(self, batch):
+        return [s[:BATCH_DIM] + [batch] + s[BATCH_DIM + 1:] for s in self.shapes]
+
+    def to_module(self, tensors):
+        return tuple(tensors) if self.is_tuple else tensors[0]
+
+    def check(self, tensors, batch, what):
+        expected = self.shapes_for(batch)
+        if len(tensors) != len(expected):
+            raise ValueError(f"{what}: expected a state of {len(expected)} tensor(s), got "
+                             f"{len(tensors)}")
+        for i, (t, shape) in enumerate(zip(tensors, expected)):
+            if list(t.shape) != shape:
+                raise ValueError(f"{what}[{i}]: expected shape {shape} (the module's state "
+                                 f"layout, batch at dim 1), got {list(t.shape)}")
+
+
+def split_result(result, module_name):
+    """(z, h) from what a module's forward returned: (z, h, extras...) as the original's."""
+    if not isinstance(result, (tuple, list)) or len(result) < 2:
+        raise TypeError(f"{module_name}.forward: expected it to return (z, h), got "
+                        f"{_kind(result)}")
+    return result[0], result[1]
+
+
+class BlockFunction:
+    """The engine's block function over the user's module (the module docstring)."""
+
+    def __init__(self, rnn, layout, sort_order, packed):
+        self.rnn = rnn
+        self.layout = layout
+        self.sort_order = sort_order  # [B] longest first (the caller's packing order)
+        self.packed = packed
+        self.name = type(rnn).__name__
+
+    def __call__(self, x, state, lengths):
+        if self.packed:
+            return self._packed(x, state, lengths)
+        z, h = split_result(self.rnn(x.transpose(0, 1), self.layout.to_module(state)), self.name)
+        if not isinstance(z, torch.Tensor):
+            raise TypeError(f"{self.name}.forward: expected z, a tensor [B, T, Z], got {_kind(z)}")
+        batch, steps = x.shape[1], x.shape[0]
+        if z.dim() != 3 or z.shape[0] != batch or z.shape[1] != steps:
+            raise ValueError(f"{self.name}.forward: expected z of shape [B, T, Z] = "
+                             f"[{batch}, {steps}, Z] (batch-first), got {list(z.shape)}")
+        h = as_state_tuple(h, f"{self.name}.forward's h")
+        self.layout.check(h, batch, f"{self.name}.forward's h")
+        return z.transpose(0, 1), h
+
+    def _packed(self, x, state, lengths):
+        steps, batch = x.shape[0], x.shape[1]
+        if lengths is None:  # the engine's own measurements may run a block without lengths
+            lengths = torch.full((batch,), steps, dtype=torch.int64)
+        order = self.sort_order
+        running = order[lengths[order] > 0]  # [R] longest first
+        members = running.sort().values      # [R] the block's sequences, in the caller's order
+        block_lengths = lengths[running]
+        batch_sizes = (torch.arange(int(block_lengths[0])).unsqueeze(1)
+                       < block_lengths.unsqueeze(0)).sum(1)
+        rows, sequences = packed_rows(batch_sizes, running)
+        device = x.device
+        rows_d, sequences_d = rows.to(device), sequences.to(device)
+        sorted_indices = torch.searchsorted(members, running)
+        packed = PackedSequence(x[rows_d, sequences_d], batch_sizes,
+                                sorted_indices.to(device),
+                                torch.argsort(sorted_indices).to(device))
+        members_d = members.to(device)
+        h_in = [t.index_select(BATCH_DIM, members_d) for t in state]
+        z, h = split_result(self.rnn(packed, self.layout.to_module(h_in)), self.name)
+        if not isinstance(z, PackedSequence):
+            raise TypeError(f"{self.name}.forward: given a PackedSequence, expected z as a "
+                            f"PackedSequence, got {_kind(z)}")
+        if not torch.equal(z.batch_sizes, batch_sizes) or z.data.shape[0] != rows.shape[0]:
+            raise ValueError(f"{self.name}.forward: expected z packed as its input (batch sizes "
+                             f"{batch_sizes.tolist()}), got batch sizes {z.batch_sizes.tolist()}")
+        h = as_state_tuple(h, f"{self.name}.forward's h")
+        self.layout.check(h, len(members), f"{self.name}.forward's h")
+        z_full = z.data.new_zeros((steps, batch) + tuple(z.data.shape[1:]))
+        z_full = z_full.index_put((rows_d, sequences_d), z.data)  # [Tb, B, Z]
+        exit_state = tuple(t.index_copy(BATCH_DIM, members_d, h_new)
+                           for t, h_new in zip(state, h))
+        return z_full, exit_state
+
+
+class HeadFunction:
+    """The engine's head function over the user's head (the module docstring)."""
+
+    def __init__(self, out):
+        self.out = out
+        self.name = type(out).__name__
+
+    def __call__(self, z, y):
+        loss = self.out(z.transpose(0, 1), y.transpose(0, 1))
+        if isinstance(loss, (tuple, list)) and loss:
+            loss = loss[0]  # (loss, extras...) as the original allows
+        if not isinstance(loss, torch.Tensor):
+            raise TypeError(f"{self.name}.forward: expected the per-step loss, a tensor "
+                            f"[B, T], got {_kind(loss)}")
+        steps, batch = z.shape[0], z.shape[1]
+        if list(loss.shape) != [batch, steps]:
+            raise ValueError(f"{self.name}.forward: expected the per-step loss of shape [B, T] "
+                             f"= [{batch}, {steps}], got {list(loss.shape)}")
+        return loss.transpose(0, 1)

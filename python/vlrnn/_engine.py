@@ -1,0 +1,151 @@
+"""One call of the C++ engine on a user's Python modules: what VLRNN and verify share.
+
+Shapes: T = steps, B = batch, F = input features, Z = the module's output features.
+"""
+import contextlib
+
+import torch
+from torch.nn.utils.rnn import PackedSequence
+
+from . import _C
+from ._adapters import BATCH_DIM, BlockFunction, HeadFunction, StateLayout, as_state_tuple, \
+    split_result
+from ._sequences import batch_from
+
+REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
+
+
+def reduction_of(loss_scaling, name="loss_scaling"):
+    if loss_scaling not in REDUCTIONS:
+        raise ValueError(f"{name}: expected 'MEAN' or 'SUM', got {loss_scaling!r}")
+    return REDUCTIONS[loss_scaling]
+
+
+def check_module(module, name):
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"{name}: expected a torch.nn.Module, got {type(module).__name__}")
+
+
+@contextlib.contextmanager
+def _rng_kept(device):
+    """Runs the body and puts the generators back: a probe draws nothing the run sees."""
+    cpu = torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda, device)
+
+
+def _first_step(batch):
+    """Every sequence's first step, in the caller's form (each has at least one)."""
+    x0 = batch.inputs[:1]  # [1, B, F]
+    if batch.packed is None:
+        return x0.transpose(0, 1)
+    order = batch.sort_order()
+    return PackedSequence(x0[0, order.to(x0.device)], torch.tensor([batch.batch_size]),
+                          order.to(x0.device), torch.argsort(order).to(x0.device))
+
+
+def probe(rnn, batch, h0):
+    """Calls the module on one step without gradients: its output size Z and its state's
+    layout, learned from what it returns given h = None (given h0 when it needs a state)."""
+    name = type(rnn).__name__
+    with torch.no_grad(), _rng_kept(batch.inputs.device):
+        try:
+            result = rnn(_first_step(batch), None)
+        except Exception:
+            if h0 is None:
+                raise
+            result = rnn(_first_step(batch), h0)
+        z, h = split_result(result, name)
+    if isinstance(z, PackedSequence):
+        z = z.data
+    if not isinstance(z, torch.Tensor) or z.dim() < 2:
+        raise TypeError(f"{name}.forward: expected z, a tensor [B, T, Z] or a PackedSequence, "
+                        f"got {type(z).__name__}")
+    if h is None:
+        raise TypeError(f"{name}.forward: returned no state (h is None); the engine carries "
+                        "the state from block to block")
+    return z.shape[-1], StateLayout(h, batch.batch_size, f"{name}.forward's h")
+
+
+def check_dtypes(modules, batch):
+    """Every floating parameter in x's dtype (the engine computes in one dtype)."""
+    dtype = batch.inputs.dtype
+    for prefix, module in modules:
+        for name, p in module.named_parameters():
+            if p.is_floating_point() and p.dtype != dtype:
+                raise ValueError(f"{prefix} parameter {name}: dtype {p.dtype} differs from x's "
+                                 f"{dtype}; convert the module (e.g. {prefix}.to({dtype}))")
+
+
+def check_h0(h0, layout, batch):
+    """h0 as the engine's list of tensors, checked against the module's layout."""
+    if h0 is None:
+        return None
+    tensors = as_state_tuple(h0, "h0")
+    layout.check(tensors, batch.batch_size, "h0")
+    for i, t in enumerate(tensors):
+        if t.dtype != batch.inputs.dtype:
+            raise TypeError(f"h0[{i}]: expected dtype {batch.inputs.dtype} (x's), got {t.dtype}")
+    return list(tensors)
+
+
+def _grad_leaves(*tensors):
+    return [t for t in tensors if isinstance(t, torch.Tensor) and t.is_leaf and t.requires_grad]
+
+
+@contextlib.contextmanager
+def grads_kept_on_error(tensors):
+    """Accumulates into .grad as usual, but leaves every .grad as it was when the body
+    raises: the engine computes into fresh gradients, added to the old ones on success."""
+    kept = [(t, t.grad) for t in tensors]
+    for t, _ in kept:
+        t.grad = None
+    try:
+        yield
+    except BaseException:
+        for t, old in kept:
+            t.grad = old
+        raise
+    for t, old in kept:
+        if old is not None:
+            if t.grad is not None:
+                old.add_(t.grad)
+            t.grad = old
+
+
+class EngineCall:
+    """The user's modules and batch, as the engine's model, head and tensors."""
+
+    def __init__(self, rnn, out, x, y, h0):
+        check_module(rnn, "rnn")
+        check_module(out, "out")
+        self.batch = batch_from(x, y)
+        check_dtypes((("rnn", rnn), ("out", out)), self.batch)
+        z_size, self.layout = probe(rnn, self.batch, h0)
+        self.h0 = check_h0(h0, self.layout, self.batch)
+        block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
+                              self.batch.packed is not None)
+        rnn_parameters = [("rnn." + n, p) for n, p in rnn.named_parameters()]
+        shapes = " ".join(f"{n}{list(p.shape)}" for n, p in rnn_parameters)
+        self.model = _C.PythonModel(block, self.batch.inputs.shape[2], z_size,
+                                    self.layout.shapes_for(self.batch.batch_size), BATCH_DIM,
+                                    rnn_parameters,
+                                    f"python:{type(rnn).__qualname__} {shapes}")
+        self.head = _C.PythonHead(HeadFunction(out), z_size,
+                                  [("out." + n, p) for n, p in out.named_parameters()])
+        inputs = x.data if isinstance(x, PackedSequence) else x
+        self.grad_tensors = ([p for _, p in rnn_parameters] + list(out.parameters())
+                             + _grad_leaves(inputs, *(self.h0 or [])))
+
+    def engine_args(self):
+        b = self.batch
+        return dict(model=self.model, head=self.head, inputs=b.inputs, targets=b.targets,
+                    lengths=b.lengths, h0=self.h0)
+
+    def final_state(self, tensors):
+        return self.layout.to_module(tensors)

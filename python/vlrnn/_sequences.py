@@ -1,0 +1,93 @@
+"""The caller's batch (batch-first tensors or PackedSequences) as the engine's time-major one.
+
+Shapes: T = steps (the longest sequence), B = batch, F = input features, N = valid steps of
+all sequences together (a PackedSequence's data rows).
+"""
+from typing import NamedTuple, Optional
+
+import torch
+from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
+
+
+class Batch(NamedTuple):
+    inputs: torch.Tensor             # [T, B, F], a view of the caller's x where it can be
+    targets: torch.Tensor            # [T, B, ...]
+    lengths: Optional[torch.Tensor]  # [B] int64 on the CPU; None: every sequence has T steps
+    packed: Optional[PackedSequence]  # the caller's x when it was packed (its sort order)
+
+    @property
+    def time_steps(self):
+        return self.inputs.shape[0]
+
+    @property
+    def batch_size(self):
+        return self.inputs.shape[1]
+
+    def sort_order(self):
+        """[B] sequences by length, longest first, in the order the caller's x was packed."""
+        if self.packed is not None and self.packed.sorted_indices is not None:
+            return self.packed.sorted_indices.cpu()
+        return torch.arange(self.batch_size)
+
+
+def _kind(value):
+    return type(value).__name__
+
+
+def batch_from(x, y, x_name="x", y_name="y"):
+    """The engine's batch from (x, y); TypeError / ValueError naming the argument."""
+    if isinstance(x, PackedSequence):
+        if not isinstance(y, PackedSequence):
+            raise TypeError(f"{y_name}: expected a PackedSequence like {x_name}, got {_kind(y)}")
+        inputs, lengths = pad_packed_sequence(x)  # [T, B, F], lengths [B] in the caller's order
+        targets, target_lengths = pad_packed_sequence(y)
+        if not torch.equal(lengths, target_lengths):
+            raise ValueError(f"{y_name}: expected the lengths of {x_name} {lengths.tolist()}, "
+                             f"got {target_lengths.tolist()}")
+        if inputs.dim() != 3:
+            raise ValueError(f"{x_name}: expected a PackedSequence of [len, F] sequences, got "
+                             f"data of shape {list(x.data.shape)}")
+        return Batch(inputs, targets, lengths.to(torch.int64), x)
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{x_name}: expected a batch-first tensor [B, T, F] or a "
+                        f"PackedSequence, got {_kind(x)}")
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"{y_name}: expected a tensor [B, T, ...] like {x_name}, got {_kind(y)}")
+    if x.dim() != 3:
+        raise ValueError(f"{x_name}: expected a batch-first tensor [B, T, F] (rank 3), got "
+                         f"shape {list(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{x_name}: expected a floating-point tensor, got {x.dtype}")
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{x_name}: expected at least one sequence and one step, got shape "
+                         f"{list(x.shape)}")
+    if y.dim() < 2 or y.shape[:2] != x.shape[:2]:
+        raise ValueError(f"{y_name}: expected leading dimensions [B, T] = {list(x.shape[:2])} "
+                         f"as {x_name}, got shape {list(y.shape)}")
+    return Batch(x.transpose(0, 1), y.transpose(0, 1), None, None)
+
+
+def packed_rows(batch_sizes, order):
+    """For packed data with `batch_sizes` [T'] whose step t holds order[0 .. batch_sizes[t]):
+    each row's step and sequence ([N] each), so data = padded[step, sequence]."""
+    steps = torch.repeat_interleave(torch.arange(len(batch_sizes)), batch_sizes)
+    starts = torch.cumsum(batch_sizes, 0) - batch_sizes
+    rank = torch.arange(len(steps)) - torch.repeat_interleave(starts, batch_sizes)
+    return steps, order[rank]
+
+
+def pack_like(padded, like):
+    """padded [T, B, ...] (time-major, the caller's sequence order) packed as `like` is."""
+    order = like.sorted_indices.cpu() if like.sorted_indices is not None \
+        else torch.arange(int(like.batch_sizes[0]))
+    steps, sequences = packed_rows(like.batch_sizes, order)
+    data = padded[steps.to(padded.device), sequences.to(padded.device)]
+    return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
+
+
+def from_time_major(padded, batch):
+    """Per-step results [T, B, ...] in the caller's form: batch-first [B, T, ...], or packed
+    as the caller's x."""
+    if batch.packed is not None:
+        return pack_like(padded, batch.packed)
+    return padded.transpose(0, 1)

@@ -1,0 +1,200 @@
+"""VLRNN's hand-written cells as ordinary PyTorch modules.
+
+    vlrnn.nn.LSTM   torch.nn.LSTM's constructor arguments, parameter names and state_dict
+                    layout (a trained nn.LSTM's state_dict loads into it), computed by
+                    lstm_block: one input GEMM per block, a fused gate loop and a
+                    hand-written backward over the whole block
+    vlrnn.nn.GRU    likewise torch.nn.GRU, by gru_block (variant 'v3', LibTorch's formula,
+                    by default; 'v4' computes the same function saving other activations;
+                    'v1' / 'v2' apply the reset gate before the recurrent matrix multiply)
+
+They work in any training loop (loss.backward()), take batch-first or time-major tensors
+and PackedSequences, and work as the rnn of vlrnn.VLRNN. Differences from torch.nn: CPU
+only; no bidirectional, no proj_size; dropout between layers draws its masks one step at a
+time ([L-1, B, H] per step; for a PackedSequence, for the sequences present at that step),
+which makes any cut of the sequence into blocks exact. (torch.nn's draw one [T, B, H] mask
+per layer and call: with two or more dropout layers, a cut interleaves the layers' draws
+differently, and no block method can be exact for them.)
+Shapes: T = steps, B = batch, F = input features, H = hidden, L = layers, G = gates.
+"""
+import math
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
+
+from . import _C
+from ._sequences import pack_like, packed_rows
+
+
+class _BlockRNN(nn.Module):
+    GATES = None  # 4 (LSTM) or 3 (GRU)
+    STATES = None  # 2: (h, c), or 1: h
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        for arg, value in (("input_size", input_size), ("hidden_size", hidden_size),
+                           ("num_layers", num_layers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} {arg}: expected an int >= 1, got {value!r}")
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) \
+                or not 0 <= dropout < 1:
+            raise ValueError(f"{name} dropout: expected a probability in [0, 1), got {dropout!r}")
+        if bidirectional:
+            raise ValueError(f"{name} bidirectional: not supported by the hand-written cell "
+                             "(use torch.nn for a bidirectional layer)")
+        if proj_size:
+            raise ValueError(f"{name} proj_size: not supported by the hand-written cell")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional, self.proj_size = False, 0
+        factory = {"device": device, "dtype": dtype}
+        rows = self.GATES * hidden_size
+        for layer in range(num_layers):
+            width = input_size if layer == 0 else hidden_size
+            self.register_parameter(f"weight_ih_l{layer}",
+                                    nn.Parameter(torch.empty(rows, width, **factory)))
+            self.register_parameter(f"weight_hh_l{layer}",
+                                    nn.Parameter(torch.empty(rows, hidden_size, **factory)))
+            if bias:
+                self.register_parameter(f"bias_ih_l{layer}",
+                                        nn.Parameter(torch.empty(rows, **factory)))
+                self.register_parameter(f"bias_hh_l{layer}",
+                                        nn.Parameter(torch.empty(rows, **factory)))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """uniform(-1/sqrt(H), 1/sqrt(H)), in parameter order, as torch.nn draws them."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            nn.init.uniform_(weight, -bound, bound)
+
+    def extra_repr(self):
+        text = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            text += f", num_layers={self.num_layers}"
+        if not self.bias:
+            text += ", bias=False"
+        if self.batch_first:
+            text += ", batch_first=True"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
+        return text
+
+    def _weights(self, layer):
+        w_ih = getattr(self, f"weight_ih_l{layer}")
+        w_hh = getattr(self, f"weight_hh_l{layer}")
+        if self.bias:
+            return w_ih, w_hh, getattr(self, f"bias_ih_l{layer}"), \
+                getattr(self, f"bias_hh_l{layer}")
+        zeros = w_ih.new_zeros(w_ih.shape[0])
+        return w_ih, w_hh, zeros, zeros
+
+    def _run_layer(self, layer, x, state, mask):
+        raise NotImplementedError
+
+    def _initial_state(self, hx, batch, like):
+        name = type(self).__name__
+        shape = [self.num_layers, batch, self.hidden_size]
+        if hx is None:
+            return [like.new_zeros(shape) for _ in range(self.STATES)]
+        tensors = [hx] if isinstance(hx, torch.Tensor) else list(hx)
+        if len(tensors) != self.STATES or not all(isinstance(t, torch.Tensor) for t in tensors):
+            expected = "(h, c)" if self.STATES == 2 else "h"
+            raise TypeError(f"{name} hx: expected {expected}, tensors {shape}, got {hx!r:.80}")
+        for i, t in enumerate(tensors):
+            if list(t.shape) != shape:
+                raise ValueError(f"{name} hx[{i}]: expected shape {shape} "
+                                 f"[num_layers, B, H], got {list(t.shape)}")
+        return tensors
+
+    def _dropout_masks(self, steps, batch, like, packed):
+        """[T, L-1, B, H] masks scaled by 1/(1-p), drawn one step at a time: for the whole
+        batch, or for a PackedSequence for the sequences present at each step (in its
+        packing order), so that a block of the still-running sequences draws what the same
+        steps of the whole batch draw."""
+        keep = 1.0 - self.dropout
+        shape = (self.num_layers - 1, self.hidden_size)
+        if packed is None:
+            masks = like.new_empty(steps, batch, *shape)
+            for t in range(steps):
+                masks[t].bernoulli_(keep)
+        else:
+            sizes = packed.batch_sizes
+            rows = like.new_empty(int(sizes.sum()), *shape)  # packed rows, step by step
+            for start, size in zip((torch.cumsum(sizes, 0) - sizes).tolist(), sizes.tolist()):
+                rows[start:start + size].bernoulli_(keep)
+            order = packed.sorted_indices.cpu() if packed.sorted_indices is not None \
+                else torch.arange(batch)
+            step_of, sequence_of = packed_rows(sizes, order)
+            masks = like.new_zeros(steps, batch, *shape)
+            masks[step_of.to(like.device), sequence_of.to(like.device)] = rows
+        return masks.transpose(1, 2).div_(keep)
+
+    def forward(self, input, hx=None):
+        name = type(self).__name__
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            x, lengths = pad_packed_sequence(input)  # [T, B, F], the caller's order
+        elif isinstance(input, torch.Tensor):
+            if input.dim() != 3:
+                raise ValueError(f"{name} input: expected a tensor of rank 3 "
+                                 f"({'[B, T, F]' if self.batch_first else '[T, B, F]'}), got "
+                                 f"shape {list(input.shape)}")
+            x, lengths = (input.transpose(0, 1) if self.batch_first else input), None
+        else:
+            raise TypeError(f"{name} input: expected a tensor or a PackedSequence, got "
+                            f"{type(input).__name__}")
+        if x.shape[-1] != self.input_size:
+            raise ValueError(f"{name} input: expected {self.input_size} features per step, "
+                             f"got {x.shape[-1]}")
+        steps, batch = x.shape[0], x.shape[1]
+        state = self._initial_state(hx, batch, x)
+        mask = None
+        if lengths is not None:
+            mask = (torch.arange(steps).unsqueeze(1) < lengths.unsqueeze(0)).to(x.device)
+        drop = None
+        if self.training and self.dropout > 0 and self.num_layers > 1:
+            drop = self._dropout_masks(steps, batch, x, input if packed else None)
+        exits = []
+        for layer in range(self.num_layers):
+            x, exit_state = self._run_layer(
+                layer, x, [t[layer:layer + 1] for t in state], mask)
+            exits.append(exit_state)
+            if drop is not None and layer < self.num_layers - 1:
+                x = x * drop[:, layer]
+        final = tuple(torch.cat([e[i] for e in exits]) for i in range(self.STATES))
+        if packed:
+            output = pack_like(x, input)
+        else:
+            output = x.transpose(0, 1) if self.batch_first else x
+        return output, (final if self.STATES == 2 else final[0])
+
+
+class LSTM(_BlockRNN):
+    """torch.nn.LSTM's interface, computed by the hand-written lstm_block cell."""
+    GATES, STATES = 4, 2
+
+    def _run_layer(self, layer, x, state, mask):
+        z, h, c = _C.lstm_block(x, state[0], state[1], *self._weights(layer), mask)
+        return z, (h, c)
+
+
+class GRU(_BlockRNN):
+    """torch.nn.GRU's interface, computed by the hand-written gru_block cell."""
+    GATES, STATES = 3, 1
+
+    def __init__(self, *args, variant="v3", **kwargs):
+        if variant not in ("v1", "v2", "v3", "v4"):
+            raise ValueError(f"GRU variant: expected 'v1', 'v2', 'v3' or 'v4', got {variant!r}")
+        super().__init__(*args, **kwargs)
+        self.variant = variant
+
+    def extra_repr(self):
+        return super().extra_repr() + f", variant={self.variant!r}"
+
+    def _run_layer(self, layer, x, state, mask):
+        z, h = _C.gru_block(self.variant, x, state[0], *self._weights(layer), mask)
+        return z, (h,)

@@ -1,0 +1,84 @@
+"""vlrnn.verify: a user's modules, every exact method against full BPTT, as `vlrnn verify`.
+
+    report = vlrnn.verify(rnn, out, x, y)        # the rows `vlrnn verify` prints
+    print(report)                                # the same table
+    report.assert_exact()                        # AssertionError with the table on a failure
+    vlrnn.assert_exact(rnn, out, x, y)           # both at once, for a pytest suite
+
+Each method runs on the same weights, data and generator state as full BPTT, and the loss,
+per-step losses, every gradient (parameters, h0 and x when they require grad) and the final
+state are compared: relative to each tensor's largest entry, within 1e-10 in float64 and
+1e-5 in float32. A failing row says in plain words what the module likely breaks (e.g.
+dropout masks drawn once per call instead of once per step).
+"""
+from typing import List, NamedTuple
+
+from . import _C
+from ._engine import EngineCall, reduction_of
+
+# Blocks of every size class (2 and 7 blocks, one step), checkpointing, revolve and the
+# planner; every one exact.
+DEFAULT_METHODS = ("vlrnn:blocks=2", "vlrnn:blocks=7", "vlrnn:block=1", "checkpoint",
+                   "revolve", "planner:percent=20")
+
+
+class VerifyRow(NamedTuple):
+    case: str
+    method: str
+    max_abs: float      # largest |method - full| over every tensor
+    max_rel: float      # the same, relative to each tensor's largest entry
+    worst: str          # the tensor with the largest max_rel
+    tolerance: float
+    exact: bool         # False: an approximation (tbptt), reported, never failed
+    passed: bool
+    error: str          # the method's error, when it raised
+    diagnosis: str      # on a failure, the likely cause in plain words
+    grad_rel_error: float
+    grad_cosine: float
+
+
+class VerifyReport(list):
+    """The rows, with the table `vlrnn verify` prints as str()."""
+
+    def __init__(self, rows, table, summary):
+        super().__init__(rows)
+        self.table, self.summary = table, summary
+
+    @property
+    def passed(self):
+        return all(row.passed or not row.exact for row in self)
+
+    def failures(self):
+        return [row for row in self if row.exact and not row.passed]
+
+    def assert_exact(self):
+        if not self.passed:
+            raise AssertionError(f"gradients differ from full BPTT:\n{self}")
+
+    def __str__(self):
+        return self.table + self.summary + "\n"
+
+
+def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234):
+    """Every method of `methods` (specs; default DEFAULT_METHODS) against full BPTT on
+    rnn and out with the batch (x, y) and h0, as VLRNN calls them. Gradients are computed
+    into .grad on the way (zeroed first); nothing else changes."""
+    if methods is None:
+        methods = DEFAULT_METHODS
+    if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
+        raise TypeError("methods: expected a list of method specs (str), e.g. "
+                        f"['vlrnn:blocks=4', 'checkpoint'], got {methods!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
+    call = EngineCall(rnn, out, x, y, h0)
+    result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods), seed=seed,
+                       label=type(rnn).__name__, **call.engine_args())
+    rows = [VerifyRow(**row) for row in result["rows"]]
+    return VerifyReport(rows, result["table"], result["summary"])
+
+
+def assert_exact(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234):
+    """verify(), raising AssertionError with the table when any exact method differs."""
+    report = verify(rnn, out, x, y, h0, methods, loss_scaling, seed)
+    report.assert_exact()
+    return report

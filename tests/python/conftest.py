@@ -1,0 +1,93 @@
+"""Shared models and batches for the Python package's tests (run by ctest: python.pytest)."""
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_sequence
+
+import vlrnn
+
+B, F, H, CLASSES, T = 5, 6, 8, 4, 30
+
+
+class GRU(nn.GRU, vlrnn.RNNModule):
+    pass
+
+
+class LSTM(nn.LSTM, vlrnn.RNNModule):
+    pass
+
+
+class Composite(vlrnn.RNNModule):
+    """A GRU feeding a 3-layer LSTM; state (h_gru, h_lstm, c_lstm). torch.nn's modules, or
+    vlrnn.nn's (whose dropout draws its masks per step: exact under any cut)."""
+
+    def __init__(self, n_in, n_hidden, dropout=0.0, nn_module=nn):
+        super().__init__()
+        self.gru = nn_module.GRU(n_in, 2 * n_hidden, batch_first=True)
+        self.lstm = nn_module.LSTM(2 * n_hidden, n_hidden, batch_first=True, num_layers=3,
+                                   dropout=dropout)
+
+    def forward(self, x, h):
+        tmp, h_gru = self.gru(x, None if h is None else h[0])
+        z, h_lstm = self.lstm(tmp, None if h is None else h[1:3])
+        return z, (h_gru, *h_lstm)
+
+
+class MlpHead(vlrnn.OutputModule):
+    """An MLP head with a categorical log-likelihood."""
+
+    def __init__(self, n_hidden, n_out):
+        super().__init__()
+        self.ffwd = nn.Sequential(nn.Linear(n_hidden, 10), nn.ELU(), nn.Linear(10, n_out))
+
+    def forward(self, z, y):
+        return -torch.distributions.Categorical(logits=self.ffwd(z)).log_prob(y)
+
+
+def make_rnn(kind, dtype=torch.float64, dropout=0.0):
+    if kind == "gru":
+        return GRU(F, H, batch_first=True).to(dtype)
+    if kind == "lstm3":
+        return LSTM(F, H, batch_first=True, num_layers=3, dropout=dropout).to(dtype)
+    if kind == "composite":
+        return Composite(F, H, dropout=dropout).to(dtype)
+    if kind == "vlrnn_nn_composite":
+        return Composite(F, H, dropout=dropout, nn_module=vlrnn.nn).to(dtype)
+    raise ValueError(kind)
+
+
+def make_batch(packed, dtype=torch.float64, seed=0, steps=T, batch=B):
+    g = torch.Generator().manual_seed(seed)
+    if packed:
+        lengths = torch.randint(steps // 5, steps + 1, (batch,), generator=g)
+        lengths[0] = steps
+        x = pack_sequence([torch.randn(int(n), F, dtype=dtype, generator=g) for n in lengths],
+                          enforce_sorted=False)
+        y = pack_sequence([torch.randint(0, CLASSES, (int(n),), generator=g) for n in lengths],
+                          enforce_sorted=False)
+        return x, y
+    x = torch.randn(batch, steps, F, dtype=dtype, generator=g)
+    y = torch.randint(0, CLASSES, (batch, steps), generator=g)
+    return x, y
+
+
+def grads(modules):
+    return [p.grad.clone() if p.grad is not None else None
+            for m in modules for p in m.parameters()]
+
+
+def max_rel_diff(got, want):
+    """Largest |got - want| relative to each tensor's largest |want| entry."""
+    worst = 0.0
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if g is None:
+            continue
+        scale = w.abs().max().item() or 1.0
+        worst = max(worst, (g - w).abs().max().item() / scale)
+    return worst
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    torch.manual_seed(1234)

@@ -1,0 +1,183 @@
+"""Bad input raises TypeError / ValueError naming the argument; a user's exception reaches
+the caller unchanged with every .grad as it was; Ctrl-C interrupts a long call."""
+import os
+import signal
+import threading
+import time
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_sequence
+
+import vlrnn
+from conftest import B, F, H, CLASSES, MlpHead, make_batch, make_rnn
+
+
+@pytest.fixture
+def setup():
+    return make_rnn("lstm3"), MlpHead(H, CLASSES).double(), *make_batch(False)
+
+
+def call(rnn, out, x, y, h0=None, **kwargs):
+    return vlrnn.VLRNN(rnn, out, "MEAN")(x, y, h0, **kwargs)
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (dict(x=[1, 2, 3]), TypeError, ["x", "PackedSequence", "list"]),
+    (dict(x="rank2"), ValueError, ["x", "[B, T, F]", "[5, 30]"]),
+    (dict(x="int"), TypeError, ["x", "floating", "int64"]),
+    (dict(y="short"), ValueError, ["y", "[5, 30]", "[5, 29]"]),
+    (dict(y=None), TypeError, ["y", "NoneType"]),
+    (dict(h0="batch_first"), ValueError, ["h0[0]", "[3, 5, 8]", "[5, 3, 8]"]),
+    (dict(h0="one_tensor"), ValueError, ["h0", "2 tensor", "got 1"]),
+    (dict(h0="float32"), TypeError, ["h0[0]", "float64", "float32"]),
+    (dict(N=0), ValueError, ["N", ">= 1", "0"]),
+    (dict(N="4"), TypeError, ["N", "str"]),
+    (dict(N=2, method="vlrnn"), ValueError, ["N", "method", "not both"]),
+    (dict(method="fastest"), ValueError, ["fastest", "vlrnn", "planner"]),
+    (dict(method="vlrnn:block=0"), ValueError, ["block", ">= 1", "0"]),
+    (dict(method=3), TypeError, ["method", "int"]),
+])
+def test_bad_arguments_name_what_was_expected(setup, bad, error, words):
+    rnn, out, x, y = setup
+    h0 = None
+    kwargs = {k: v for k, v in bad.items() if k in ("N", "method")}
+    if "x" in bad:
+        x = {"rank2": x[:, :, 0], "int": x.long()}[bad["x"]] if isinstance(bad["x"], str) \
+            else bad["x"]
+    if "y" in bad:
+        y = y[:, :-1] if bad["y"] == "short" else bad["y"]
+    if "h0" in bad:
+        shape = {"batch_first": (B, 3, H)}.get(bad["h0"], (3, B, H))
+        dtype = torch.float32 if bad["h0"] == "float32" else torch.float64
+        h0 = torch.zeros(shape, dtype=dtype)
+        h0 = h0 if bad["h0"] == "one_tensor" else (h0, h0.clone())
+    with pytest.raises(error) as raised:
+        call(rnn, out, x, y, h0, **kwargs)
+    for word in words:
+        assert word in str(raised.value), (word, str(raised.value))
+
+
+def test_constructor_arguments_are_checked(setup):
+    rnn, out, _, _ = setup
+    with pytest.raises(ValueError, match="loss_scaling.*'MEAN' or 'SUM'.*'AVG'"):
+        vlrnn.VLRNN(rnn, out, "AVG")
+    with pytest.raises(TypeError, match="rnn: expected a torch.nn.Module, got function"):
+        vlrnn.VLRNN(lambda x, h: (x, h), out)
+    with pytest.raises(TypeError, match="out: expected a torch.nn.Module"):
+        vlrnn.VLRNN(rnn, "ce")
+
+
+def test_packed_x_needs_packed_y_with_the_same_lengths(setup):
+    rnn, out, _, _ = setup
+    x, y = make_batch(True)
+    with pytest.raises(TypeError, match="y: expected a PackedSequence like x, got Tensor"):
+        call(rnn, out, x, torch.zeros(3))
+    other = pack_sequence([torch.zeros(2, dtype=torch.long)] * B, enforce_sorted=False)
+    with pytest.raises(ValueError, match="y: expected the lengths of x"):
+        call(rnn, out, x, other)
+
+
+def test_dtype_mismatch_names_the_parameter(setup):
+    rnn, out, x, y = setup
+    with pytest.raises(ValueError, match=r"rnn parameter weight_ih_l0: dtype torch.float32 "
+                                         r"differs from x's torch.float64"):
+        call(rnn.float(), out, x, y)
+
+
+class WrongZ(nn.Module):
+    def __init__(self, mode):
+        super().__init__()
+        self.gru, self.mode, self.calls = nn.GRU(F, H, batch_first=True).double(), mode, 0
+
+    def forward(self, x, h):
+        self.calls += 1
+        z, h = self.gru(x, h)
+        if self.mode == "time_major_z":
+            return z.transpose(0, 1), h
+        if self.mode == "state_grows":  # the probe (call 1) sees [1, B, H], block 1 more
+            return z, h.repeat(self.calls, 1, 1)[:self.calls]
+        return z
+
+
+class WrongHead(nn.Module):
+    def forward(self, z, y):
+        return torch.zeros(z.shape[1], z.shape[0], dtype=z.dtype)  # [T, B]: the wrong order
+
+
+@pytest.mark.parametrize("mode, error, words", [
+    ("time_major_z", ValueError, ["WrongZ.forward", "[B, T, Z]", "[10, 5, 8]"]),
+    ("state_grows", ValueError, ["WrongZ.forward's h[0]", "[1, 5, 8]", "[2, 5, 8]"]),
+    ("z_only", TypeError, ["WrongZ.forward", "(z, h)", "Tensor"]),
+])
+def test_a_module_breaking_the_contract_is_named(mode, error, words):
+    x, y = make_batch(False)
+    with pytest.raises(error) as raised:
+        call(WrongZ(mode), MlpHead(H, CLASSES).double(), x, y, N=3)
+    for word in words:
+        assert word in str(raised.value), (word, str(raised.value))
+
+
+def test_a_head_returning_the_wrong_shape_is_named():
+    x, y = make_batch(False)
+    with pytest.raises(ValueError, match=r"WrongHead.forward: expected the per-step loss of "
+                                         r"shape \[B, T\] = \[5, 10\], got \[10, 5\]"):
+        call(make_rnn("gru"), WrongHead(), x, y, N=3)
+
+
+class Boom(Exception):
+    pass
+
+
+class FailsInBlock(nn.Module):
+    """Raises on its n-th call (the probe is call 1)."""
+
+    def __init__(self, fail_at, exception=Boom("block 3 failed")):
+        super().__init__()
+        self.gru, self.calls = nn.GRU(F, H, batch_first=True).double(), 0
+        self.fail_at, self.exception = fail_at, exception
+
+    def forward(self, x, h):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise self.exception
+        return self.gru(x, h)
+
+
+@pytest.mark.parametrize("fail_at", [2, 4, 8], ids=["first-block", "no-grad-pass", "backward"])
+def test_user_exception_reaches_caller_and_grads_stay(fail_at):
+    rnn, out = FailsInBlock(fail_at), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False)
+    x.requires_grad_(True)
+    for p in (*rnn.parameters(), *out.parameters(), x):
+        p.grad = torch.full_like(p, 7.0)
+    rng = torch.get_rng_state()
+    with pytest.raises(Boom, match="^block 3 failed$"):
+        vlrnn.VLRNN(rnn, out, "SUM", N=5)(x, y)
+    for p in (*rnn.parameters(), *out.parameters(), x):
+        assert torch.equal(p.grad, torch.full_like(p, 7.0))
+    assert torch.equal(torch.get_rng_state(), rng)
+
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(F, H, batch_first=True).double()
+
+    def forward(self, x, h):
+        time.sleep(0.05)
+        return self.gru(x, h)
+
+
+def test_ctrl_c_raises_keyboard_interrupt_promptly():
+    rnn, out = Slow(), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=2000)  # 2000 one-step blocks: ~200 s uninterrupted
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        vlrnn.VLRNN(rnn, out)(x, y, method="vlrnn:block=1")
+    assert time.monotonic() - start < 10
+    for p in (*rnn.parameters(), *out.parameters()):
+        assert p.grad is None

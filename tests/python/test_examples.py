@@ -1,0 +1,30 @@
+"""Every example in examples/python runs as the README says."""
+import os
+import pathlib
+import subprocess
+import sys
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
+
+
+def run(*args):
+    done = subprocess.run([sys.executable, *args], cwd=EXAMPLES, env=dict(os.environ),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_training_loop_learns():
+    lines = [l for l in run("train_loop.py").splitlines() if l.startswith("step")]
+    first, last = float(lines[0].split()[-1]), float(lines[-1].split()[-1])
+    assert last < 0.8 * first, lines
+
+
+def test_verify_in_pytest():
+    out = run("-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_my_model_is_exact.py")
+    assert "1 passed" in out and "vlrnn:blocks=7" in out
+
+
+def test_lstm_block_drop_in():
+    out = run("lstm_block.py")
+    assert "vlrnn.nn.LSTM" in out and "torch.nn.modules.rnn.LSTM" in out

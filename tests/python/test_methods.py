@@ -1,0 +1,93 @@
+"""Every exact gradient method, called from Python on Python modules (dropout included),
+matches full BPTT at 1e-10 in float64."""
+import pytest
+import torch
+from torch import nn
+
+import vlrnn
+from conftest import F, H, CLASSES, MlpHead, grads, make_batch, make_rnn, max_rel_diff
+
+EXACT_SPECS = ["full", "vlrnn", "vlrnn:block=1", "vlrnn:block=7", "checkpoint",
+               "checkpoint:segments=3", "revolve", "revolve:slots=2", "planner:percent=20",
+               "planner:percent=5"]
+
+
+class StepDropoutCell(vlrnn.RNNModule):
+    """An Elman cell looping over steps, with a dropout mask drawn per step: exact under
+    any cut on any generator."""
+
+    def __init__(self, n_in, n_hidden, p=0.3):
+        super().__init__()
+        self.cell = nn.RNNCell(n_in, n_hidden)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x, h):
+        h = torch.zeros(1, x.shape[0], self.cell.hidden_size, dtype=x.dtype) if h is None else h
+        state, outputs = h[0], []
+        for t in range(x.shape[1]):
+            state = self.cell(x[:, t], state)
+            outputs.append(self.drop(state))
+        return torch.stack(outputs, 1), state.unsqueeze(0)
+
+
+def reference(rnn, out, x, y, seed):
+    torch.manual_seed(seed)
+    for p in (*rnn.parameters(), *out.parameters()):
+        p.grad = None
+    loss, _, _ = vlrnn.PlainRNN(rnn, out, "MEAN")(x, y)
+    loss.backward()
+    return loss.item(), grads([rnn, out])
+
+
+def by_method(rnn, out, x, y, seed, spec):
+    torch.manual_seed(seed)
+    for p in (*rnn.parameters(), *out.parameters()):
+        p.grad = None
+    loss, _, _ = vlrnn.VLRNN(rnn, out, "MEAN")(x, y, method=spec)
+    return loss.item(), grads([rnn, out])
+
+
+@pytest.mark.parametrize("spec", EXACT_SPECS)
+@pytest.mark.parametrize("model", ["composite+dropout", "step_dropout", "gru"])
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+def test_exact_method_matches_full_bptt(spec, model, packed):
+    torch.manual_seed(3)
+    if model == "composite+dropout":
+        rnn = make_rnn("vlrnn_nn_composite", dropout=0.3)
+    elif model == "step_dropout":
+        if packed:
+            pytest.skip("the step loop takes batch-first tensors only")
+        rnn = StepDropoutCell(F, H).double()
+    else:
+        rnn = make_rnn("gru")
+    out = MlpHead(H, CLASSES).double()
+    x, y = make_batch(packed, steps=24)
+    loss_ref, g_ref = reference(rnn, out, x, y, seed=11)
+    loss, g = by_method(rnn, out, x, y, seed=11, spec=spec)
+    assert abs(loss - loss_ref) <= 1e-10 * abs(loss_ref)
+    assert max_rel_diff(g, g_ref) < 1e-10, spec
+
+
+def test_generators_end_where_one_forward_pass_leaves_them():
+    rnn, out = make_rnn("vlrnn_nn_composite", dropout=0.3), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=20)
+    torch.manual_seed(5)
+    vlrnn.PlainRNN(rnn, out)(x, y)
+    after_plain = torch.rand(3)
+    torch.manual_seed(5)
+    vlrnn.VLRNN(rnn, out, N=4)(x, y)
+    assert torch.equal(torch.rand(3), after_plain)
+
+
+def test_truncated_bptt_runs_and_differs():
+    rnn, out = make_rnn("gru"), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=24)
+    _, g_ref = reference(rnn, out, x, y, seed=0)
+    _, g = by_method(rnn, out, x, y, seed=0, spec="tbptt:k=4")
+    assert max_rel_diff(g, g_ref) > 1e-6  # an approximation, not exact
+
+
+def test_methods_lists_the_registry():
+    names = vlrnn.methods()
+    for name in ("full", "vlrnn", "checkpoint", "tbptt", "revolve", "planner"):
+        assert name in names and names[name]

@@ -1,0 +1,75 @@
+"""vlrnn.verify returns the rows `vlrnn verify` prints, and catches a module that breaks the
+contract (with the plain-words diagnosis)."""
+import pytest
+import torch
+from torch import nn
+
+import vlrnn
+from conftest import F, H, CLASSES, MlpHead, make_batch, make_rnn
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+def test_every_default_method_passes_on_a_composite_with_dropout(packed):
+    rnn, out = make_rnn("vlrnn_nn_composite", dropout=0.2), MlpHead(H, CLASSES).double()
+    x, y = make_batch(packed, steps=20)
+    report = vlrnn.assert_exact(rnn, out, x, y)
+    assert [row.method for row in report] == list(vlrnn.DEFAULT_METHODS)
+    assert all(row.passed and row.exact and row.max_rel < 1e-10 for row in report)
+    assert report.passed and not report.failures()
+    text = str(report)
+    assert "Composite" in text and "passed" in text and "vlrnn:blocks=7" in text
+
+
+def test_approximate_methods_are_reported_not_failed():
+    rnn, out = make_rnn("gru"), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=20)
+    report = vlrnn.verify(rnn, out, x, y, methods=["tbptt:k=3", "vlrnn:block=4"])
+    tbptt, blocks = report
+    assert not tbptt.exact and tbptt.max_rel > 1e-6 and 0 < tbptt.grad_cosine < 1
+    assert blocks.exact and blocks.passed
+    report.assert_exact()
+
+
+class CallMaskDropout(vlrnn.RNNModule):
+    """Variational dropout with one [B, H] mask per forward() call: a block method cuts the
+    sequence into several calls, so the masks depend on where it is cut."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(F, H, batch_first=True)
+
+    def forward(self, x, h):
+        z, h = self.gru(x, h)
+        mask = torch.bernoulli(torch.full((z.shape[0], 1, z.shape[2]), 0.7, dtype=z.dtype))
+        return z * mask / 0.7, h
+
+
+def test_per_call_masks_fail_with_the_diagnosis():
+    rnn, out = CallMaskDropout().double(), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=20)
+    report = vlrnn.verify(rnn, out, x, y, methods=["vlrnn:blocks=4"])
+    (row,) = report
+    assert row.exact and not row.passed and row.max_rel > 1e-3
+    assert "depend on where the sequence is cut" in row.diagnosis
+    with pytest.raises(AssertionError, match="gradients differ from full BPTT"):
+        report.assert_exact()
+
+
+def test_stock_multi_layer_dropout_is_diagnosed():
+    """torch.nn.LSTM draws one mask per layer and call ([T, B, H]): cut into blocks, the
+    layers' draws interleave differently, so no block method can be exact for it."""
+    rnn, out = make_rnn("composite", dropout=0.3), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=20)
+    report = vlrnn.verify(rnn, out, x, y, methods=["vlrnn:blocks=2", "full"])
+    cut, whole = report
+    assert not cut.passed and "depend on where the sequence is cut" in cut.diagnosis
+    assert whole.passed
+
+
+def test_bad_method_lists_are_rejected():
+    rnn, out = make_rnn("gru"), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=10)
+    with pytest.raises(TypeError, match="methods: expected a list of method specs"):
+        vlrnn.verify(rnn, out, x, y, methods="vlrnn")
+    with pytest.raises(ValueError, match="nonsense"):
+        vlrnn.verify(rnn, out, x, y, methods=["nonsense"])
