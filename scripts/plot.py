@@ -12,7 +12,8 @@ Chooses the figures from what the records hold and writes DIR/figures/<name>.png
   verify records  (`vlrnn verify --out DIR`; kind "verify"): verify_max_rel
   train records   (`vlrnn train CONFIG --out DIR`; kind "train_step", "train_run"):
                   loss_vs_step, loss_vs_time, deviation_from_full
-The figures are described in scripts/vlrnn_plots/{sweep,budget,bench,verify,train}.py. Every time
+  python peers    (scripts/bench_python.py; kind "python_peer"): python_peers
+The figures are described in scripts/vlrnn_plots/{sweep,budget,bench,verify,train,peers}.py. Every time
 point carries its spread (IQR with 5 or more repeats, else min-max); every ratio its 95 %
 interval, hollow where it is wider than ±10 % (noisy). Every footer names the command or
 config and the commit, and says DIRTY TREE in red for a run from uncommitted code. A figure
@@ -33,9 +34,9 @@ except ModuleNotFoundError:
     raise
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vlrnn_plots import bench, budget, common, sweep, train, verify  # noqa: E402
+from vlrnn_plots import bench, budget, common, peers, sweep, train, verify  # noqa: E402
 
-KINDS = (sweep, budget, bench, verify, train)
+KINDS = (sweep, budget, bench, verify, train, peers)
 
 
 def main(argv):

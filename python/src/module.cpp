@@ -8,10 +8,12 @@
 
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/core/heads.h"
 #include "vlrnn/core/script_model.h"
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/registry/methods.h"
+#include "vlrnn/registry/models.h"
 #include "vlrnn/verify/report.h"
 #include "vlrnn/verify/verify_model.h"
 
@@ -215,6 +217,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("is_exact_method", [](const std::string& spec) {
     return input_error([&] { return make_method_from_spec(spec)->is_exact(); });
   });
+  // The built-in C++ models and heads, for measuring the same method from C++ beside a
+  // Python module (scripts/bench_python.py) and for verifying them from Python.
+  m.def("make_model", [](const std::string& kind, int64_t input_size, int64_t hidden_size,
+                         int64_t num_layers) {
+    return input_error([&] {
+      return make_model({kind, input_size, hidden_size, num_layers, 0.0});
+    });
+  }, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1);
+  m.def("make_head", [](const std::string& kind, int64_t input_size, int64_t outputs) {
+    return input_error([&] { return make_head(kind, input_size, outputs); });
+  }, py::arg("kind"), py::arg("input_size"), py::arg("outputs"));
   m.def("load_model_file", [](const std::string& path) -> std::shared_ptr<RecurrentModule> {
     return input_error([&] { return ScriptModel::load(path); });
   }, py::arg("path"));

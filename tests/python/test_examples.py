@@ -28,3 +28,10 @@ def test_verify_in_pytest():
 def test_lstm_block_drop_in():
     out = run("lstm_block.py")
     assert "vlrnn.nn.LSTM" in out and "torch.nn.modules.rnn.LSTM" in out
+
+
+def test_readme_shows_the_training_loop_as_it_is():
+    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+    example = (EXAMPLES / "train_loop.py").read_text()
+    body = example[example.index("import torch"):]
+    assert "```python\n" + body + "```" in readme

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""The Python package against its Python peers, side by side in one process.
+
+    PYTHONPATH=build/python /usr/bin/python3 scripts/bench_python.py --out results/cpu-python
+
+Three experiments, every peer computing the same loss's gradients (float32, one intra-op
+thread, OpenBLAS with one thread), peers taking turns within each round:
+
+  original  the original Python VLRNN's benchmark shape: LSTM I=32 H=256 + Linear(256, 10)
+            cross-entropy, B=16, T=4000, MEAN. Peers:
+              pytorch_full      nn.LSTM + loss.backward() (full BPTT in PyTorch)
+              torch_checkpoint  torch.utils.checkpoint over ceil(sqrt(T)) segments
+              original_vlrnn    the original's algorithm in Python (no-grad pass storing the
+                                block entry states; blocks last to first, two backward
+                                calls each), re-implemented here, N=40 blocks
+              vlrnn_nn_lstm     vlrnn.VLRNN(N=40) on nn.LSTM
+              vlrnn_lstm_block  vlrnn.VLRNN(N=40) on vlrnn.nn.LSTM
+              cpp_lstm          the same method (vlrnn:blocks=40) from C++ on the built-in
+                                "lstm" model (LibTorch's LSTM, as nn.LSTM) and "ce" head
+              cpp_lstm_block    the same on the built-in "lstm_block" model
+  cell      H=1024 B=64 T=256 I=32, full BPTT under plain loss.backward(): nn.LSTM against
+            vlrnn.nn.LSTM
+  flat      vlrnn.VLRNN with vlrnn.nn.LSTM, blocks of 100 steps, at T=250 and T=4000 (the
+            original's shape otherwise): the iteration peak against T
+
+Each record: one peer's time per iteration (seconds, every round's) and iteration peak
+(exact bytes of live CPU tensors above what was live before the iteration, from the
+tracking allocator `vlrnn compare` uses), with the median, the spread and, against the
+experiment's reference peer, the paired time ratio with its 95 % bootstrap interval.
+Writes DIR/results.jsonl, DIR/meta.json; `python3 scripts/plot.py DIR` draws it.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+try:
+    import torch  # noqa: E402
+except ModuleNotFoundError:
+    # Debian's python3-torch serves /usr/bin/python3; a python3 first on PATH (a pyenv
+    # shim) may not see it: run this script there instead.
+    if os.path.exists("/usr/bin/python3") and \
+            os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    raise
+from torch import nn  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
+
+import vlrnn  # noqa: E402
+from vlrnn import _C  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vlrnn_plots import stats  # noqa: E402
+
+
+class Lstm(nn.LSTM, vlrnn.RNNModule):
+    pass
+
+
+class BlockLstm(vlrnn.nn.LSTM, vlrnn.RNNModule):
+    pass
+
+
+class CrossEntropyHead(vlrnn.OutputModule):
+    def __init__(self, hidden, classes):
+        super().__init__()
+        self.linear = nn.Linear(hidden, classes)
+
+    def forward(self, z, y):  # z [B, T, H], y [B, T] -> [B, T]
+        return nn.functional.cross_entropy(self.linear(z).transpose(1, 2), y, reduction="none")
+
+
+def full_bptt(rnn, head, x, y):
+    z, _ = rnn(x, None)
+    head(z, y).mean().backward()
+
+
+def checkpointed(rnn, head, x, y):
+    steps = x.shape[1]
+    size = math.ceil(steps / math.ceil(math.sqrt(steps)))
+
+    def segment(xs, ys, h, c):
+        z, (h, c) = rnn(xs, (h, c))
+        return head(z, ys).sum(), h, c
+
+    h = c = x.new_zeros(1, x.shape[0], rnn.hidden_size)
+    total = 0
+    for start in range(0, steps, size):
+        loss, h, c = checkpoint(segment, x[:, start:start + size], y[:, start:start + size], h,
+                                c, use_reentrant=False)
+        total = total + loss
+    (total / y.numel()).backward()
+
+
+def original_algorithm(rnn, head, x, y, blocks):
+    """The original Python VLRNN's algorithm (MEAN), fixed lengths."""
+    xs, ys = x.chunk(blocks, 1), y.chunk(blocks, 1)
+    entries = [None]
+    with torch.no_grad():
+        h = None
+        for xb in xs[:-1]:
+            _, h = rnn(xb, h)
+            entries.append(h)
+    delta = None
+    for n in reversed(range(len(xs))):
+        h_n = entries[n]
+        if h_n is not None:
+            h_n = tuple(t.detach().requires_grad_() for t in h_n)
+        z, h_out = rnn(xs[n], h_n)
+        loss = head(z, ys[n]).sum() / y.numel()
+        if delta is None:
+            loss.backward()
+        else:
+            loss.backward(retain_graph=True)
+            torch.autograd.backward(h_out, delta)
+        delta = tuple(t.grad for t in h_n) if h_n is not None else None
+
+
+def copy_parameters(source_named, target_named):
+    """Copies parameters in order (the built-in C++ models name them after LibTorch's)."""
+    with torch.no_grad():
+        for (_, s), (_, t) in zip(source_named, target_named):
+            t.copy_(s)
+
+
+def peers_original(args):
+    torch.manual_seed(0)
+    steps, batch, features, hidden, classes = args.T, 16, 32, 256, 10
+    rnn = Lstm(features, hidden, batch_first=True)
+    block = BlockLstm(features, hidden, batch_first=True)
+    block.load_state_dict(rnn.state_dict())
+    head = CrossEntropyHead(hidden, classes)
+    x = torch.randn(batch, steps, features)
+    y = torch.randint(0, classes, (batch, steps))
+    cpp = {kind: (_C.make_model(kind, features, hidden, 1), _C.make_head("ce", hidden, classes))
+           for kind in ("lstm", "lstm_block")}
+    for model, cpp_head in cpp.values():
+        copy_parameters(rnn.named_parameters(), model.named_parameters())
+        copy_parameters(head.named_parameters(), cpp_head.named_parameters())
+    spec = f"vlrnn:blocks={args.blocks}"
+    on_nn = vlrnn.VLRNN(rnn, head, "MEAN", N=args.blocks)
+    on_block = vlrnn.VLRNN(block, head, "MEAN", N=args.blocks)
+    x_tm, y_tm = x.transpose(0, 1), y.transpose(0, 1)
+
+    def from_cpp(kind):
+        model, cpp_head = cpp[kind]
+        return lambda: _C.compute(spec, model, cpp_head, x_tm, y_tm, None, None, "mean")
+
+    peers = {
+        "pytorch_full": (lambda: full_bptt(rnn, head, x, y), [rnn, head]),
+        "torch_checkpoint": (lambda: checkpointed(rnn, head, x, y), [rnn, head]),
+        "original_vlrnn": (lambda: original_algorithm(rnn, head, x, y, args.blocks),
+                           [rnn, head]),
+        "vlrnn_nn_lstm": (lambda: on_nn(x, y), [rnn, head]),
+        "vlrnn_lstm_block": (lambda: on_block(x, y), [block, head]),
+        "cpp_lstm": (from_cpp("lstm"), [cpp["lstm"][0], cpp["lstm"][1]]),
+        "cpp_lstm_block": (from_cpp("lstm_block"), [cpp["lstm_block"][0], cpp["lstm_block"][1]]),
+    }
+    shape = dict(T=steps, B=batch, F=features, H=hidden, classes=classes, blocks=args.blocks)
+    return peers, shape, "pytorch_full"
+
+
+def peers_cell(args):
+    torch.manual_seed(0)
+    steps, batch, features, hidden = 256, 64, 32, 1024
+    stock = nn.LSTM(features, hidden)
+    ours = vlrnn.nn.LSTM(features, hidden)
+    ours.load_state_dict(stock.state_dict())
+    x = torch.randn(steps, batch, features)
+
+    def step(module):
+        z, _ = module(x)
+        z.pow(2).mean().backward()
+
+    peers = {"nn_lstm": (lambda: step(stock), [stock]),
+             "vlrnn_nn_lstm_cell": (lambda: step(ours), [ours])}
+    return peers, dict(T=steps, B=batch, F=features, H=hidden), "nn_lstm"
+
+
+def peers_flat(args):
+    torch.manual_seed(0)
+    batch, features, hidden, classes = 16, 32, 256, 10
+    rnn = BlockLstm(features, hidden, batch_first=True)
+    head = CrossEntropyHead(hidden, classes)
+    peers = {}
+    for steps in (args.flat_short, args.flat_short * 16):
+        x = torch.randn(batch, steps, features)
+        y = torch.randint(0, classes, (batch, steps))
+        model = vlrnn.VLRNN(rnn, head, "MEAN", method="vlrnn:block=100")
+        peers[f"vlrnn_lstm_block_T{steps}"] = (lambda m=model, x=x, y=y: m(x, y), [rnn, head])
+    return peers, dict(B=batch, F=features, H=hidden, classes=classes, K=100), \
+        f"vlrnn_lstm_block_T{args.flat_short}"
+
+
+def named_tensors(module):
+    if isinstance(module, nn.Module):
+        return list(module.parameters())
+    return [p for _, p in module.named_parameters()]
+
+
+def one_iteration(run, modules):
+    for module in modules:
+        for p in named_tensors(module):
+            p.grad = None
+    before = _C.memory.reset_peak()
+    start = time.perf_counter()
+    run()
+    seconds = time.perf_counter() - start
+    return seconds, _C.memory.peak_bytes() - before
+
+
+def measure(name, factory, args, write):
+    peers, shape, reference = factory(args)
+    names = list(peers)
+    print(f"== {name}: {shape}; reference {reference}", flush=True)
+    for _ in range(args.warmup):
+        for peer in names:
+            one_iteration(*peers[peer])
+    seconds = {peer: [] for peer in names}
+    peaks = {peer: [] for peer in names}
+    rng = random.Random(0)
+    for round_index in range(args.repeats):
+        order = names[:]
+        rng.shuffle(order)  # turns within each round, in a different order each round
+        for peer in order:
+            s, peak = one_iteration(*peers[peer])
+            seconds[peer].append(s)
+            peaks[peer].append(peak)
+        print(f"   round {round_index + 1}/{args.repeats}: " +
+              ", ".join(f"{p} {seconds[p][-1]:.3f}s" for p in names), flush=True)
+    for order, peer in enumerate(names):
+        summary = stats.summarize(seconds[peer])
+        ratio_ci = stats.paired_ratio_ci(seconds[peer], seconds[reference])
+        ratios = sorted(a / b for a, b in zip(seconds[peer], seconds[reference]))
+        record = dict(kind="python_peer", experiment=name, peer=peer, order=order,
+                      reference=reference, **shape,
+                      time_samples=seconds[peer], time_median=summary["median"],
+                      time_min=summary["min"], time_max=summary["max"],
+                      peak_bytes=min(peaks[peer]), peak_bytes_samples=peaks[peer],
+                      paired_time_ratio=ratios[len(ratios) // 2],
+                      paired_time_ratio_ci=ratio_ci,
+                      time_ratio_noisy=stats.is_noisy(ratios[len(ratios) // 2], ratio_ci))
+        write(record)
+        ci = f"[{ratio_ci[0]:.3f}, {ratio_ci[1]:.3f}]" if ratio_ci else "-"
+        print(f"   {peer:20s} {summary['median']:8.3f} s  "
+              f"({summary['min']:.3f}-{summary['max']:.3f})  peak "
+              f"{min(peaks[peer]) / 2**20:9.2f} MiB   x{record['paired_time_ratio']:.3f} {ci} "
+              f"of {reference}", flush=True)
+
+
+def sh(command):
+    return subprocess.run(command, shell=True, capture_output=True, text=True).stdout.strip()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="result folder (created)")
+    parser.add_argument("--T", type=int, default=4000, help="steps, original experiment")
+    parser.add_argument("--blocks", type=int, default=40, help="N, original experiment")
+    parser.add_argument("--flat-short", type=int, default=250, help="the flat experiment's "
+                        "short T (the long one is 16 times it)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--experiments", default="original,cell,flat")
+    args = parser.parse_args()
+    factories = {"original": peers_original, "cell": peers_cell, "flat": peers_flat}
+    chosen = args.experiments.split(",")
+    for name in chosen:
+        if name not in factories:
+            parser.error(f"--experiments: unknown {name!r}; known: {', '.join(factories)}")
+    torch.set_num_threads(1)
+    _C.memory.install()
+    os.makedirs(args.out, exist_ok=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sha = sh(f"git -C {root} rev-parse HEAD") or "unknown"
+    dirty = sha == "unknown" or bool(sh(f"git -C {root} status --porcelain -- python vlrnn "
+                                        "registry baselines verify scripts/bench_python.py"))
+    meta = dict(schema_version=1, command=" ".join(["scripts/bench_python.py"] + sys.argv[1:]),
+                env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+                git_sha=sha, git_dirty=dirty, libtorch=torch.__version__,
+                python=platform.python_version(), intra_op_threads=torch.get_num_threads(),
+                openblas_env={k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")},
+                blas=sh("ls -l /etc/alternatives/libblas.so.3-x86_64-linux-gnu | sed 's/.*-> //'"),
+                nproc=os.cpu_count(), cpu=sh("lscpu | sed -n 's/^Model name: *//p'"),
+                loadavg_before=open("/proc/loadavg").read().split()[:3],
+                date_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                repeats=args.repeats, warmup=args.warmup)
+    with open(os.path.join(args.out, "results.jsonl"), "w") as records:
+        def write(record):
+            records.write(json.dumps(record) + "\n")
+            records.flush()
+        for name in chosen:
+            measure(name, factories[name], args, write)
+    meta["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
+    with open(os.path.join(args.out, "meta.json"), "w") as out:
+        json.dump(meta, out, indent=2)
+        out.write("\n")
+    print(f"wrote {args.out}/results.jsonl and meta.json; draw: python3 scripts/plot.py {args.out}")
+
+
+if __name__ == "__main__":
+    main()
