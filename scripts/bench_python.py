@@ -26,7 +26,9 @@ thread, OpenBLAS with one thread), peers taking turns within each round:
 Each record: one peer's time per iteration (seconds, every round's) and iteration peak
 (exact bytes of live CPU tensors above what was live before the iteration, from the
 tracking allocator `vlrnn compare` uses), with the median, the spread and, against the
-experiment's reference peer, the paired time ratio with its 95 % bootstrap interval.
+experiment's reference peer, the paired time ratio with its 95 % bootstrap interval; the
+ratios against every other peer of the experiment too (paired_time_ratio_to: [median,
+interval low, interval high]; peak_ratio_to).
 Writes DIR/results.jsonl, DIR/meta.json; `python3 scripts/plot.py DIR` draws it.
 """
 import argparse
@@ -217,6 +219,13 @@ def one_iteration(run, modules):
     return seconds, _C.memory.peak_bytes() - before
 
 
+def paired(a, b):
+    """[median of a[i] / b[i], 95 % interval low, high] over the paired rounds."""
+    ratios = sorted(x / y for x, y in zip(a, b))
+    ci = stats.paired_ratio_ci(a, b) or [None, None]
+    return [ratios[len(ratios) // 2], *ci]
+
+
 def measure(name, factory, args, write):
     peers, shape, reference = factory(args)
     names = list(peers)
@@ -247,7 +256,11 @@ def measure(name, factory, args, write):
                       peak_bytes=min(peaks[peer]), peak_bytes_samples=peaks[peer],
                       paired_time_ratio=ratios[len(ratios) // 2],
                       paired_time_ratio_ci=ratio_ci,
-                      time_ratio_noisy=stats.is_noisy(ratios[len(ratios) // 2], ratio_ci))
+                      time_ratio_noisy=stats.is_noisy(ratios[len(ratios) // 2], ratio_ci),
+                      paired_time_ratio_to={other: paired(seconds[peer], seconds[other])
+                                            for other in names if other != peer},
+                      peak_ratio_to={other: min(peaks[peer]) / max(min(peaks[other]), 1)
+                                     for other in names if other != peer})
         write(record)
         ci = f"[{ratio_ci[0]:.3f}, {ratio_ci[1]:.3f}]" if ratio_ci else "-"
         print(f"   {peer:20s} {summary['median']:8.3f} s  "
