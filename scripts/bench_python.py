@@ -44,22 +44,16 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-try:
-    import torch  # noqa: E402
-except ModuleNotFoundError:
-    # Debian's python3-torch serves /usr/bin/python3; a python3 first on PATH (a pyenv
-    # shim) may not see it: run this script there instead.
-    if os.path.exists("/usr/bin/python3") and \
-            os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    raise
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from system_python import require  # noqa: E402
+
+require("torch")
+import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 import vlrnn  # noqa: E402
 from vlrnn import _C  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vlrnn_plots import stats  # noqa: E402
 
 

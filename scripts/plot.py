@@ -23,17 +23,10 @@ VLRNN_PLOT_FORMATS=png writes PNG only.
 import os
 import sys
 
-try:
-    import matplotlib  # noqa: F401
-except ModuleNotFoundError:
-    # Debian's python3-matplotlib serves /usr/bin/python3; a python3 first on PATH (a pyenv
-    # shim) may not see it: run this script there instead.
-    if os.path.exists("/usr/bin/python3") and \
-            os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
-        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
-    raise
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from system_python import require  # noqa: E402
+
+require("matplotlib")
 from vlrnn_plots import bench, budget, common, peers, sweep, train, verify  # noqa: E402
 
 KINDS = (sweep, budget, bench, verify, train, peers)

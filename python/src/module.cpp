@@ -105,7 +105,7 @@ py::dict verify_methods(RecurrentModule& model, OutputModule& head, const torch:
                         const torch::Tensor& targets, const py::object& lengths,
                         const py::object& h0, const std::string& reduction,
                         const std::vector<std::string>& specs, uint64_t seed,
-                        const std::string& label) {
+                        const std::string& label, const std::string& head_label) {
   for (const auto& spec : specs) input_error([&] { return make_method_from_spec(spec); });
   const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction);
   interrupted() = false;
@@ -125,6 +125,7 @@ py::dict verify_methods(RecurrentModule& model, OutputModule& head, const torch:
       PyErr_SetNone(PyExc_KeyboardInterrupt);
       throw py::error_already_set();
     }
+    for (auto& outcome : one) outcome.spec.head = head_label;  // not the C++ wrapper's name
     outcomes.insert(outcomes.end(), one.begin(), one.end());
   }
   py::list rows;
@@ -205,7 +206,7 @@ PYBIND11_MODULE(_C, m) {
         "state and the step counters.");
   m.def("verify", &verify_methods, py::arg("model"), py::arg("head"), py::arg("inputs"),
         py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),
-        py::arg("methods"), py::arg("seed"), py::arg("label"));
+        py::arg("methods"), py::arg("seed"), py::arg("label"), py::arg("head_label"));
   m.def("methods", [] {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& entry : method_registry()) out.emplace_back(entry.name, entry.summary);

@@ -16,6 +16,12 @@ python/src/python_modules.h). The functions here turn that into the module's own
 - the head: out(z [B, Tb, Z], y [B, Tb, ...]) -> per-step loss [B, Tb] (zeros in z, and
   zero targets, past a sequence's end).
 
+A module that speaks the engine's layout itself defines engine_block(), returning the
+block function (x [Tb, B, F], state tuple with the batch at dim 1, lengths [B] or None) ->
+(z [Tb, B, Z], state tuple); it then sees every sequence of the batch with its lengths, as
+the C++ models do (vlrnn.ModelFile does: a model file draws its per-step dropout for the
+whole batch, which a block of the still-running sequences would not reproduce).
+
 Shapes: Tb = steps in the block, B = batch, R = sequences still running in the block.
 """
 import torch
@@ -135,6 +141,23 @@ class BlockFunction:
         exit_state = tuple(t.index_copy(BATCH_DIM, members_d, h_new)
                            for t, h_new in zip(state, h))
         return z_full, exit_state
+
+
+class EngineLayoutBlock:
+    """A module's own engine_block(), with what it returns checked."""
+
+    def __init__(self, block, layout, name):
+        self.block, self.layout, self.name = block, layout, name
+
+    def __call__(self, x, state, lengths):
+        z, h = self.block(x, state, lengths)
+        steps, batch = x.shape[0], x.shape[1]
+        if not isinstance(z, torch.Tensor) or z.dim() != 3 or list(z.shape[:2]) != [steps, batch]:
+            raise ValueError(f"{self.name}.engine_block: expected z of shape [T, B, Z] = "
+                             f"[{steps}, {batch}, Z], got {getattr(z, 'shape', _kind(z))}")
+        h = as_state_tuple(h, f"{self.name}.engine_block's h")
+        self.layout.check(h, batch, f"{self.name}.engine_block's h")
+        return z, h
 
 
 class HeadFunction:

@@ -8,8 +8,8 @@ import torch
 from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
-from ._adapters import BATCH_DIM, BlockFunction, HeadFunction, StateLayout, as_state_tuple, \
-    split_result
+from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
+    StateLayout, as_state_tuple, split_result
 from ._sequences import batch_from
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
@@ -128,8 +128,11 @@ class EngineCall:
         check_dtypes((("rnn", rnn), ("out", out)), self.batch)
         z_size, self.layout = probe(rnn, self.batch, h0)
         self.h0 = check_h0(h0, self.layout, self.batch)
-        block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
-                              self.batch.packed is not None)
+        if hasattr(rnn, "engine_block"):
+            block = EngineLayoutBlock(rnn.engine_block(), self.layout, type(rnn).__name__)
+        else:
+            block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
+                                  self.batch.packed is not None)
         rnn_parameters = [("rnn." + n, p) for n, p in rnn.named_parameters()]
         shapes = " ".join(f"{n}{list(p.shape)}" for n, p in rnn_parameters)
         self.model = _C.PythonModel(block, self.batch.inputs.shape[2], z_size,

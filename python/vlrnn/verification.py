@@ -72,7 +72,8 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
         raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
     call = EngineCall(rnn, out, x, y, h0)
     result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods), seed=seed,
-                       label=type(rnn).__name__, **call.engine_args())
+                       label=type(rnn).__name__, head_label=type(out).__name__,
+                       **call.engine_args())
     rows = [VerifyRow(**row) for row in result["rows"]]
     return VerifyReport(rows, result["table"], result["summary"])
 
