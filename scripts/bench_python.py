@@ -15,6 +15,10 @@ thread, OpenBLAS with one thread), peers taking turns within each round:
                                 calls each), re-implemented here, N=40 blocks
               vlrnn_nn_lstm     vlrnn.VLRNN(N=40) on nn.LSTM
               vlrnn_lstm_block  vlrnn.VLRNN(N=40) on vlrnn.nn.LSTM
+              vlrnn_lstm_block_planner
+                                vlrnn.VLRNN(method="planner:budget=P") on vlrnn.nn.LSTM, P
+                                torch_checkpoint's iteration peak (measured first): the
+                                fastest schedule the planner finds within checkpoint's memory
               cpp_lstm          the same method (vlrnn:blocks=40) from C++ on the built-in
                                 "lstm" model (LibTorch's LSTM, as nn.LSTM) and "ce" head
               cpp_lstm_block    the same on the built-in "lstm_block" model
@@ -141,14 +145,16 @@ def peers_original(args):
     for model, cpp_head in cpp.values():
         copy_parameters(rnn.named_parameters(), model.named_parameters())
         copy_parameters(head.named_parameters(), cpp_head.named_parameters())
-    spec = f"vlrnn:blocks={args.blocks}"
+    method = _C.make_method(f"vlrnn:blocks={args.blocks}")
     on_nn = vlrnn.VLRNN(rnn, head, "MEAN", N=args.blocks)
     on_block = vlrnn.VLRNN(block, head, "MEAN", N=args.blocks)
+    _, checkpoint_peak = one_iteration(lambda: checkpointed(rnn, head, x, y), [rnn, head])
+    planned = vlrnn.VLRNN(block, head, "MEAN", method=f"planner:budget={checkpoint_peak}")
     x_tm, y_tm = x.transpose(0, 1), y.transpose(0, 1)
 
     def from_cpp(kind):
         model, cpp_head = cpp[kind]
-        return lambda: _C.compute(spec, model, cpp_head, x_tm, y_tm, None, None, "mean")
+        return lambda: _C.compute(method, model, cpp_head, x_tm, y_tm, None, None, "mean")
 
     peers = {
         "pytorch_full": (lambda: full_bptt(rnn, head, x, y), [rnn, head]),
@@ -157,10 +163,12 @@ def peers_original(args):
                            [rnn, head]),
         "vlrnn_nn_lstm": (lambda: on_nn(x, y), [rnn, head]),
         "vlrnn_lstm_block": (lambda: on_block(x, y), [block, head]),
+        "vlrnn_lstm_block_planner": (lambda: planned(x, y), [block, head]),
         "cpp_lstm": (from_cpp("lstm"), [cpp["lstm"][0], cpp["lstm"][1]]),
         "cpp_lstm_block": (from_cpp("lstm_block"), [cpp["lstm_block"][0], cpp["lstm_block"][1]]),
     }
-    shape = dict(T=steps, B=batch, F=features, H=hidden, classes=classes, blocks=args.blocks)
+    shape = dict(T=steps, B=batch, F=features, H=hidden, classes=classes, blocks=args.blocks,
+                 planner_budget=checkpoint_peak)
     return peers, shape, "pytorch_full"
 
 

@@ -59,15 +59,20 @@ Workload workload_from(RecurrentModule& model, OutputModule& head, const torch::
   return workload;
 }
 
-py::dict compute(const std::string& spec, RecurrentModule& model, OutputModule& head,
+std::shared_ptr<GradientMethod> method_from_spec(const std::string& spec) {
+  return input_error([&] { return std::shared_ptr<GradientMethod>(make_method_from_spec(spec)); });
+}
+
+// `method` is kept by the caller across calls: what a method learns about a workload (the
+// planner's cost model and plan) is then learned once, as in `vlrnn compare`.
+py::dict compute(GradientMethod& method, RecurrentModule& model, OutputModule& head,
                  const torch::Tensor& inputs, const torch::Tensor& targets,
                  const py::object& lengths, const py::object& h0, const std::string& reduction) {
-  auto method = input_error([&] { return make_method_from_spec(spec); });
   const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction);
   GradientResult result;
   {
     py::gil_scoped_release release;  // the engine runs without it; callbacks take it
-    result = method->compute(workload);
+    result = method.compute(workload);
   }
   py::dict out;
   out["loss"] = result.loss;
@@ -78,7 +83,7 @@ py::dict compute(const std::string& spec, RecurrentModule& model, OutputModule& 
   counters["forward_no_grad"] = result.counters.forward_no_grad;
   counters["backward"] = result.counters.backward;
   out["counters"] = counters;
-  out["method"] = method->describe();
+  out["method"] = method.describe();
   return out;
 }
 
@@ -198,6 +203,11 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init<py::function, int64_t, const NamedTensors&>(), py::arg("head"),
            py::arg("input_size"), py::arg("parameters"));
 
+  py::class_<GradientMethod, std::shared_ptr<GradientMethod>>(m, "GradientMethod")
+      .def("describe", &GradientMethod::describe)
+      .def("is_exact", &GradientMethod::is_exact);
+  m.def("make_method", &method_from_spec, py::arg("spec"),
+        "A gradient method from a registry spec ('vlrnn:block=64'); ValueError if unknown.");
   m.def("compute", &compute, py::arg("method"), py::arg("model"), py::arg("head"),
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("reduction"),
@@ -211,12 +221,6 @@ PYBIND11_MODULE(_C, m) {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& entry : method_registry()) out.emplace_back(entry.name, entry.summary);
     return out;
-  });
-  m.def("describe_method", [](const std::string& spec) {
-    return input_error([&] { return make_method_from_spec(spec)->describe(); });
-  });
-  m.def("is_exact_method", [](const std::string& spec) {
-    return input_error([&] { return make_method_from_spec(spec)->is_exact(); });
   });
   // The built-in C++ models and heads, for measuring the same method from C++ beside a
   // Python module (scripts/bench_python.py) and for verifying them from Python.

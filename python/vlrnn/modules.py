@@ -59,7 +59,7 @@ def _check_method(method):
     if not isinstance(method, str):
         raise TypeError(f"method: expected a method spec such as 'vlrnn:block=128' or "
                         f"'planner:percent=10', got {type(method).__name__}")
-    _C.describe_method(method)  # ValueError listing the known names and options
+    _C.make_method(method)  # ValueError listing the known names and options
     return method
 
 
@@ -113,6 +113,13 @@ class VLRNN(PlainRNN):
         self.N = _check_blocks(N)
         self.method = _check_method(method)
         self.last_counters = None  # steps run by the last call (forward, no-grad, backward)
+        self._methods = {}  # spec -> the engine's method, kept: the planner plans once
+
+    def __getstate__(self):
+        # The engine's methods are C++ objects: a copy or a pickle starts without them.
+        state = self.__dict__.copy()
+        state["_methods"] = {}
+        return state
 
     def method_for(self, N=None, method=None):
         """The spec a call runs: method= first, then N= (the call's, then the object's)."""
@@ -129,8 +136,10 @@ class VLRNN(PlainRNN):
     def forward(self, x, y, h0=None, N=None, method=None):
         spec = self.method_for(N, method)
         call = EngineCall(self.rnn, self.out, x, y, h0)
+        if spec not in self._methods:
+            self._methods[spec] = _C.make_method(spec)
         with grads_kept_on_error(call.grad_tensors):
-            result = _C.compute(spec, reduction=reduction_of(self.loss_scaling),
+            result = _C.compute(self._methods[spec], reduction=reduction_of(self.loss_scaling),
                                 **call.engine_args())
         self.last_counters = result["counters"]
         loss_seq = from_time_major(result["step_losses"], call.batch)

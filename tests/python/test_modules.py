@@ -101,3 +101,20 @@ def test_counters_show_one_extra_forward_without_grad():
     assert model.last_counters["forward_with_grad"] == steps
     assert model.last_counters["backward"] == steps
     assert 0 < model.last_counters["forward_no_grad"] <= steps
+
+
+def test_a_vlrnn_module_copies_and_pickles():
+    import copy
+    import io
+    rnn, out = make_rnn("gru"), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False)
+    model = vlrnn.VLRNN(rnn, out, "SUM", method="planner:percent=50")
+    model(x, y)
+    twin = copy.deepcopy(model)
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    for m in (twin, loaded):
+        loss, _, _ = m(x, y)
+        assert abs(loss.item() - model(x, y)[0].item()) < 1e-12
