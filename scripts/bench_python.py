@@ -13,14 +13,18 @@ thread, OpenBLAS with one thread), peers taking turns within each round:
               original_vlrnn    the original's algorithm in Python (no-grad pass storing the
                                 block entry states; blocks last to first, two backward
                                 calls each), re-implemented here, N=40 blocks
-              vlrnn_nn_lstm     vlrnn.VLRNN(N=40) on nn.LSTM
+              vlrnn_nn_lstm     vlrnn.VLRNN(N=40) on nn.LSTM, as a user calls it (the
+                                stock module runs by the hand-written cell: fast_cells)
+              vlrnn_nn_lstm_as_is
+                                the same with fast_cells=False: nn.LSTM itself called back
+                                once per block
               vlrnn_lstm_block  vlrnn.VLRNN(N=40) on vlrnn.nn.LSTM
               vlrnn_lstm_block_planner
                                 vlrnn.VLRNN(method="planner:budget=P") on vlrnn.nn.LSTM, P
                                 torch_checkpoint's iteration peak (measured first): the
                                 fastest schedule the planner finds within checkpoint's memory
               cpp_lstm          the same method (vlrnn:blocks=40) from C++ on the built-in
-                                "lstm" model (LibTorch's LSTM, as nn.LSTM) and "ce" head
+                                "lstm" model (LibTorch's LSTM, as nn.LSTM as is) and "ce" head
               cpp_lstm_block    the same on the built-in "lstm_block" model
   cell      H=1024 B=64 T=256 I=32, full BPTT under plain loss.backward(): nn.LSTM against
             vlrnn.nn.LSTM
@@ -147,6 +151,7 @@ def peers_original(args):
         copy_parameters(head.named_parameters(), cpp_head.named_parameters())
     method = _C.make_method(f"vlrnn:blocks={args.blocks}")
     on_nn = vlrnn.VLRNN(rnn, head, "MEAN", N=args.blocks)
+    on_nn_as_is = vlrnn.VLRNN(rnn, head, "MEAN", N=args.blocks, fast_cells=False)
     on_block = vlrnn.VLRNN(block, head, "MEAN", N=args.blocks)
     _, checkpoint_peak = one_iteration(lambda: checkpointed(rnn, head, x, y), [rnn, head])
     planned = vlrnn.VLRNN(block, head, "MEAN", method=f"planner:budget={checkpoint_peak}")
@@ -162,6 +167,7 @@ def peers_original(args):
         "original_vlrnn": (lambda: original_algorithm(rnn, head, x, y, args.blocks),
                            [rnn, head]),
         "vlrnn_nn_lstm": (lambda: on_nn(x, y), [rnn, head]),
+        "vlrnn_nn_lstm_as_is": (lambda: on_nn_as_is(x, y), [rnn, head]),
         "vlrnn_lstm_block": (lambda: on_block(x, y), [block, head]),
         "vlrnn_lstm_block_planner": (lambda: planned(x, y), [block, head]),
         "cpp_lstm": (from_cpp("lstm"), [cpp["lstm"][0], cpp["lstm"][1]]),

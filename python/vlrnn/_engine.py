@@ -11,6 +11,7 @@ from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
 from ._sequences import batch_from
+from .nn import stock_engine_block
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
 
@@ -121,15 +122,18 @@ def grads_kept_on_error(tensors):
 class EngineCall:
     """The user's modules and batch, as the engine's model, head and tensors."""
 
-    def __init__(self, rnn, out, x, y, h0):
+    def __init__(self, rnn, out, x, y, h0, fast_cells=True):
         check_module(rnn, "rnn")
         check_module(out, "out")
         self.batch = batch_from(x, y)
         check_dtypes((("rnn", rnn), ("out", out)), self.batch)
         z_size, self.layout = probe(rnn, self.batch, h0)
         self.h0 = check_h0(h0, self.layout, self.batch)
+        stock = stock_engine_block(rnn) if fast_cells else None
         if hasattr(rnn, "engine_block"):
             block = EngineLayoutBlock(rnn.engine_block(), self.layout, type(rnn).__name__)
+        elif stock is not None:
+            block = EngineLayoutBlock(stock, self.layout, type(rnn).__name__)
         else:
             block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
                                   self.batch.packed is not None)

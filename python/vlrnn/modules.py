@@ -106,12 +106,20 @@ class VLRNN(PlainRNN):
     ('vlrnn:block=128', 'planner:percent=10', 'planner:budget=BYTES', 'checkpoint',
     'revolve:slots=8', 'tbptt:k=100', 'full'; vlrnn.methods() lists them). With neither,
     blocks of ceil(sqrt(T)) steps.
+
+    fast_cells: an unmodified torch.nn.LSTM / GRU (batch_first=True) is run by VLRNN's
+    hand-written cells (the same function of its own parameters: vlrnn.nn), without a Python
+    call per block; False calls the module itself. Either way, modules that are not stock
+    torch.nn.LSTM / GRU are called as they are.
     """
 
-    def __init__(self, rnn, out, loss_scaling="MEAN", N=None, method=None):
+    def __init__(self, rnn, out, loss_scaling="MEAN", N=None, method=None, fast_cells=True):
         super().__init__(rnn, out, loss_scaling)
         self.N = _check_blocks(N)
         self.method = _check_method(method)
+        if not isinstance(fast_cells, bool):
+            raise TypeError(f"fast_cells: expected True or False, got {fast_cells!r}")
+        self.fast_cells = fast_cells
         self.last_counters = None  # steps run by the last call (forward, no-grad, backward)
         self._methods = {}  # spec -> the engine's method, kept: the planner plans once
 
@@ -135,7 +143,7 @@ class VLRNN(PlainRNN):
 
     def forward(self, x, y, h0=None, N=None, method=None):
         spec = self.method_for(N, method)
-        call = EngineCall(self.rnn, self.out, x, y, h0)
+        call = EngineCall(self.rnn, self.out, x, y, h0, self.fast_cells)
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)
         with grads_kept_on_error(call.grad_tensors):

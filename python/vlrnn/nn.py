@@ -27,6 +27,66 @@ from . import _C
 from ._sequences import pack_like, packed_rows
 
 
+def _layer_weights(module, layer):
+    """Layer `layer`'s (w_ih, w_hh, b_ih, b_hh) under torch.nn's names (zeros: no bias)."""
+    w_ih = getattr(module, f"weight_ih_l{layer}")
+    w_hh = getattr(module, f"weight_hh_l{layer}")
+    if module.bias:
+        return w_ih, w_hh, getattr(module, f"bias_ih_l{layer}"), \
+            getattr(module, f"bias_hh_l{layer}")
+    zeros = w_ih.new_zeros(w_ih.shape[0])
+    return w_ih, w_hh, zeros, zeros
+
+
+def run_layers(cell, module, x, state, mask=None, drop=None):
+    """The stacked layers of `module` (torch.nn's parameter names) by the hand-written cells.
+    cell: 'lstm', or a GRU variant 'v1'..'v4'; x [T, B, F]; state: (h, c) or (h,), each
+    [L, B, H]; mask [T, B] bool or None; drop [T, L-1, B, H] or None.
+    Returns (z [T, B, H], the exit state as a tuple of [L, B, H])."""
+    exits = []
+    for layer in range(module.num_layers):
+        entry = [t[layer:layer + 1] for t in state]
+        weights = _layer_weights(module, layer)
+        if cell == "lstm":
+            x, h, c = _C.lstm_block(x, entry[0], entry[1], *weights, mask)
+            exits.append((h, c))
+        else:
+            x, h = _C.gru_block(cell, x, entry[0], *weights, mask)
+            exits.append((h,))
+        if drop is not None and layer < module.num_layers - 1:
+            x = x * drop[:, layer]
+    return x, tuple(torch.cat([e[i] for e in exits]) for i in range(len(state)))
+
+
+def stock_engine_block(rnn):
+    """For an unmodified torch.nn.LSTM or GRU called as the original's contract calls it
+    (batch_first=True), the engine's block function computed by the hand-written cells
+    (NOTE [ Python modules in the engine ]): the same function of the same parameters,
+    without a Python call per block into LibTorch's RNN. None wherever that would not be the
+    module's own function: a forward overridden or hooked, bidirectional, proj_size, not on
+    the CPU in float32 / float64, batch_first=False, or dropout between layers while
+    training (torch.nn draws those masks per call, the cells per step)."""
+    cell = {nn.LSTM.forward: "lstm", nn.GRU.forward: "v3"}.get(type(rnn).forward)
+    if cell is None or not rnn.batch_first or rnn.bidirectional or getattr(rnn, "proj_size", 0):
+        return None
+    if rnn.training and rnn.dropout > 0 and rnn.num_layers > 1:
+        return None
+    hooks = torch.nn.modules.module
+    if rnn._forward_hooks or rnn._forward_pre_hooks or hooks._global_forward_hooks \
+            or hooks._global_forward_pre_hooks:
+        return None
+    if any(p.device.type != "cpu" or p.dtype not in (torch.float32, torch.float64)
+           for p in rnn.parameters()):
+        return None
+
+    def block(x, state, lengths):
+        mask = None
+        if lengths is not None:
+            mask = torch.arange(x.shape[0]).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
+        return run_layers(cell, rnn, x, state, mask)
+    return block
+
+
 class _BlockRNN(nn.Module):
     GATES = None  # 4 (LSTM) or 3 (GRU)
     STATES = None  # 2: (h, c), or 1: h
@@ -83,16 +143,7 @@ class _BlockRNN(nn.Module):
             text += f", dropout={self.dropout}"
         return text
 
-    def _weights(self, layer):
-        w_ih = getattr(self, f"weight_ih_l{layer}")
-        w_hh = getattr(self, f"weight_hh_l{layer}")
-        if self.bias:
-            return w_ih, w_hh, getattr(self, f"bias_ih_l{layer}"), \
-                getattr(self, f"bias_hh_l{layer}")
-        zeros = w_ih.new_zeros(w_ih.shape[0])
-        return w_ih, w_hh, zeros, zeros
-
-    def _run_layer(self, layer, x, state, mask):
+    def _cell(self):
         raise NotImplementedError
 
     def _initial_state(self, hx, batch, like):
@@ -158,14 +209,7 @@ class _BlockRNN(nn.Module):
         drop = None
         if self.training and self.dropout > 0 and self.num_layers > 1:
             drop = self._dropout_masks(steps, batch, x, input if packed else None)
-        exits = []
-        for layer in range(self.num_layers):
-            x, exit_state = self._run_layer(
-                layer, x, [t[layer:layer + 1] for t in state], mask)
-            exits.append(exit_state)
-            if drop is not None and layer < self.num_layers - 1:
-                x = x * drop[:, layer]
-        final = tuple(torch.cat([e[i] for e in exits]) for i in range(self.STATES))
+        x, final = run_layers(self._cell(), self, x, state, mask, drop)
         if packed:
             output = pack_like(x, input)
         else:
@@ -177,9 +221,8 @@ class LSTM(_BlockRNN):
     """torch.nn.LSTM's interface, computed by the hand-written lstm_block cell."""
     GATES, STATES = 4, 2
 
-    def _run_layer(self, layer, x, state, mask):
-        z, h, c = _C.lstm_block(x, state[0], state[1], *self._weights(layer), mask)
-        return z, (h, c)
+    def _cell(self):
+        return "lstm"
 
 
 class GRU(_BlockRNN):
@@ -195,6 +238,5 @@ class GRU(_BlockRNN):
     def extra_repr(self):
         return super().extra_repr() + f", variant={self.variant!r}"
 
-    def _run_layer(self, layer, x, state, mask):
-        z, h = _C.gru_block(self.variant, x, state[0], *self._weights(layer), mask)
-        return z, (h,)
+    def _cell(self):
+        return self.variant

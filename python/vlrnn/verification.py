@@ -59,10 +59,11 @@ class VerifyReport(list):
         return self.table + self.summary + "\n"
 
 
-def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234):
+def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,
+           fast_cells=True):
     """Every method of `methods` (specs; default DEFAULT_METHODS) against full BPTT on
-    rnn and out with the batch (x, y) and h0, as VLRNN calls them. Gradients are computed
-    into .grad on the way (zeroed first); nothing else changes."""
+    rnn and out with the batch (x, y) and h0, as VLRNN(..., fast_cells=fast_cells) calls
+    them. Gradients are computed into .grad on the way (zeroed first); nothing else changes."""
     if methods is None:
         methods = DEFAULT_METHODS
     if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
@@ -70,7 +71,7 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
                         f"['vlrnn:blocks=4', 'checkpoint'], got {methods!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
-    call = EngineCall(rnn, out, x, y, h0)
+    call = EngineCall(rnn, out, x, y, h0, fast_cells)
     result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods), seed=seed,
                        label=type(rnn).__name__, head_label=type(out).__name__,
                        **call.engine_args())
@@ -78,8 +79,9 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
     return VerifyReport(rows, result["table"], result["summary"])
 
 
-def assert_exact(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234):
+def assert_exact(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,
+                 fast_cells=True):
     """verify(), raising AssertionError with the table when any exact method differs."""
-    report = verify(rnn, out, x, y, h0, methods, loss_scaling, seed)
+    report = verify(rnn, out, x, y, h0, methods, loss_scaling, seed, fast_cells)
     report.assert_exact()
     return report
