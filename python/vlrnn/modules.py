@@ -123,6 +123,15 @@ class VLRNN(PlainRNN):
         self.last_counters = None  # steps run by the last call (forward, no-grad, backward)
         self._methods = {}  # spec -> the engine's method, kept: the planner plans once
 
+    def _wants_gradients(self, x, h0):
+        if not torch.is_grad_enabled():
+            return False
+        tensors = list(self.rnn.parameters()) + list(self.out.parameters())
+        tensors.append(x.data if isinstance(x, PackedSequence) else x)
+        if h0 is not None:
+            tensors += [h0] if isinstance(h0, torch.Tensor) else list(h0)
+        return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
     def __getstate__(self):
         # The engine's methods are C++ objects: a copy or a pickle starts without them.
         state = self.__dict__.copy()
@@ -143,6 +152,11 @@ class VLRNN(PlainRNN):
 
     def forward(self, x, y, h0=None, N=None, method=None):
         spec = self.method_for(N, method)
+        if not self._wants_gradients(x, h0):
+            # Evaluation (torch.no_grad(), or nothing requires grad): the loss alone, in one
+            # pass without a graph, as the original computes it there.
+            with torch.no_grad():
+                return super().forward(x, y, h0)
         call = EngineCall(self.rnn, self.out, x, y, h0, self.fast_cells)
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)

@@ -118,3 +118,21 @@ def test_a_vlrnn_module_copies_and_pickles():
     for m in (twin, loaded):
         loss, _, _ = m(x, y)
         assert abs(loss.item() - model(x, y)[0].item()) < 1e-12
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+def test_evaluation_computes_the_loss_alone(packed):
+    rnn, out = make_rnn("lstm3"), MlpHead(H, CLASSES).double()
+    x, y = make_batch(packed)
+    model = vlrnn.VLRNN(rnn, out, "MEAN", N=3)
+    loss_train, seq_train, _ = model(x, y)
+    with torch.no_grad():
+        loss, seq, h = model(x, y)
+    assert abs(loss.item() - loss_train.item()) < 1e-12
+    assert type(seq) is type(seq_train)
+    for p in (*rnn.parameters(), *out.parameters()):  # frozen: nothing asks for a gradient
+        p.requires_grad_(False)
+        p.grad = None
+    loss_frozen, _, _ = model(x, y)
+    assert abs(loss_frozen.item() - loss_train.item()) < 1e-12
+    assert all(p.grad is None for p in (*rnn.parameters(), *out.parameters()))
