@@ -6,6 +6,20 @@
 
 #include <iostream>
 
+namespace {
+
+// The one error style of the command line: the message, a hint naming the subcommand's
+// --help, exit code 2.
+int report_error(const CLI::App& app, const std::string& message) {
+  const auto subcommands = app.get_subcommands();
+  std::cerr << "vlrnn: error: " << message << "\n"
+            << "hint: run 'vlrnn " << (subcommands.empty() ? "" : subcommands.front()->get_name() + " ")
+            << "--help' for usage\n";
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{
       "vlrnn: exact backpropagation through time in blocks, for very long sequences.\n"
@@ -38,12 +52,13 @@ int main(int argc, char** argv) {
     vlrnn::experiments::load_plugins_from_env();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are ParseErrors that succeed: CLI11 prints them. Every other
+    // parse error (a bad value, a missing file, an unknown flag) is reported like any
+    // other error: one "vlrnn: error:" line, a hint, exit 2.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    return report_error(app, e.what());
   } catch (const c10::Error& e) {
-    std::cerr << "vlrnn: error: " << e.what_without_backtrace() << "\n"
-              << "hint: run 'vlrnn " << (app.get_subcommands().empty() ? "" :
-                 app.get_subcommands().front()->get_name() + " ") << "--help' for usage\n";
-    return 2;
+    return report_error(app, e.what_without_backtrace());
   } catch (const std::exception& e) {
     std::cerr << "vlrnn: error: " << e.what() << "\n";
     return 2;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every `vlrnn` subcommand, given bad flags, bad config values, a missing file or an
-# unwritable output, prints a clear error naming the argument and exits non-zero: never an
-# abort, a core dump or a C++ backtrace. Usage: test_bad_inputs.sh path/to/vlrnn
+# unwritable output, prints a clear error naming the argument in one style ("vlrnn: error:
+# ..." and exit code 2, CLI11's parse errors included): never an abort, a core dump or a
+# C++ backtrace. Usage: test_bad_inputs.sh path/to/vlrnn
 set -uo pipefail
 vlrnn=$(realpath "${1:?usage: test_bad_inputs.sh path/to/vlrnn}")
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,8 +24,11 @@ expect() {
   out=$(cd "$source_dir" && timeout 120 "$vlrnn" "$@" 2>&1 < /dev/null)
   rc=$?
   local problem=""
-  if ((rc == 0)); then problem="exit code 0"; fi
+  if ((rc != 2)); then problem="exit code $rc, expected 2 (the one error style)"; fi
   if ((rc >= 124)); then problem="exit code $rc (a signal, a time-out or an abort)"; fi
+  if ! grep -q '^vlrnn: error: ' <<<"$out"; then
+    problem="${problem:+$problem; }no 'vlrnn: error: ' line"
+  fi
   if grep -qE 'frame #|Exception raised from|terminate called|core dumped|Aborted' <<<"$out"; then
     problem="${problem:+$problem; }a crash or a backtrace in the output"
   fi
@@ -50,6 +54,7 @@ expect "model" compare --model nosuch --T 8 --hidden 4
 expect "T" compare --T 0
 expect "batch" compare --batch -1
 expect "--hidden" compare --hidden abc
+expect "--T = abc" compare --T abc
 expect "vlrnn block" compare --methods vlrnn:block=0 --T 8 --hidden 4
 expect "nosuch" compare --methods nosuch --T 8 --hidden 4
 expect "block" compare --methods vlrnn:block=x --T 8 --hidden 4
