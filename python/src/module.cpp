@@ -6,6 +6,10 @@
 
 #include "python_modules.h"
 
+#if VLRNN_PYTHON_PLUGINS
+#include "lib/user_models.h"
+#endif
+
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lstm_block.h"
 #include "vlrnn/core/heads.h"
@@ -16,6 +20,8 @@
 #include "vlrnn/registry/models.h"
 #include "vlrnn/verify/report.h"
 #include "vlrnn/verify/verify_model.h"
+
+#include <dlfcn.h>
 
 #include <sstream>
 
@@ -150,6 +156,23 @@ py::list named_parameters(const torch::nn::Module& module) {
   return out;
 }
 
+// NOTE [ Plugins from Python ]: a plugin's vlrnn_register_plugin() calls add_model /
+// add_method, which it leaves for the host to define (NOTE [ Plugins ] in
+// experiments/lib/user_models.h). Python loads this extension with RTLD_LOCAL, so its
+// symbols are first made global; then the plugin's calls reach this extension's registries.
+void load_plugin(const std::string& path) {
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&load_plugin), &self) != 0 && self.dli_fname) {
+    dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+  }
+#if VLRNN_PYTHON_PLUGINS
+  input_error([&] { experiments::load_plugin(path, "path"); return 0; });
+#else
+  throw InputError("path: this build of vlrnn has no plugin loader (configure with "
+                   "VLRNN_BUILD_TOOLS=ON)");
+#endif
+}
+
 torch::Tensor optional_tensor(const py::object& tensor) {
   return tensor.is_none() ? torch::Tensor() : tensor.cast<torch::Tensor>();
 }
@@ -190,7 +213,26 @@ PYBIND11_MODULE(_C, m) {
         std::vector<std::vector<int64_t>> shapes;
         for (const auto& spec : self.state_spec()) shapes.push_back(spec.shape_for_batch(batch));
         return shapes;
-      });
+      })
+      .def("state_batch_dims", [](const RecurrentModule& self) {
+        std::vector<int64_t> dims;
+        for (const auto& spec : self.state_spec()) dims.push_back(spec.batch_dim);
+        return dims;
+      })
+      .def("to_dtype", [](RecurrentModule& self, bool float64) {
+        self.to(float64 ? torch::kFloat64 : torch::kFloat32);
+      }, py::arg("float64"))
+      .def("forward",
+           [](RecurrentModule& self, const torch::Tensor& x, const std::vector<torch::Tensor>& state,
+              const py::object& lengths) {
+             auto [z, exit] = self.forward(x, State(state), optional_tensor(lengths));
+             return std::make_pair(z, exit.tensors());
+           },
+           py::arg("x"), py::arg("state"), py::arg("lengths") = py::none(),
+           "x [T, B, F], the state in the model's layout, lengths [B] or None -> (z, state)")
+      .def("initial_state", [](const RecurrentModule& self, int64_t batch, const torch::Tensor& like) {
+        return self.initial_state(batch, like.options().requires_grad(false)).tensors();
+      }, py::arg("batch"), py::arg("like"), "zeros for `batch` sequences, with `like`'s dtype");
   py::class_<PythonModel, RecurrentModule, std::shared_ptr<PythonModel>>(m, "PythonModel")
       .def(py::init<py::function, int64_t, int64_t, const std::vector<std::vector<int64_t>>&,
                     int64_t, const NamedTensors&, std::string>(),
@@ -225,11 +267,15 @@ PYBIND11_MODULE(_C, m) {
   // The built-in C++ models and heads, for measuring the same method from C++ beside a
   // Python module (scripts/bench_python.py) and for verifying them from Python.
   m.def("make_model", [](const std::string& kind, int64_t input_size, int64_t hidden_size,
-                         int64_t num_layers) {
+                         int64_t num_layers, double dropout) {
     return input_error([&] {
-      return make_model({kind, input_size, hidden_size, num_layers, 0.0});
+      return make_model({kind, input_size, hidden_size, num_layers, dropout});
     });
-  }, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1);
+  }, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1,
+     py::arg("dropout") = 0.0);
+  m.def("model_kinds", &model_kinds);
+  m.def("load_plugin", &load_plugin, py::arg("path"),
+        "dlopens a plugin and runs its vlrnn_register_plugin() (NOTE [ Plugins from Python ])");
   m.def("make_head", [](const std::string& kind, int64_t input_size, int64_t outputs) {
     return input_error([&] { return make_head(kind, input_size, outputs); });
   }, py::arg("kind"), py::arg("input_size"), py::arg("outputs"));

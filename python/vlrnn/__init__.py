@@ -12,17 +12,20 @@ to first, getting the same gradients with memory nearly flat in sequence length.
 The API of the original Python VLRNN (RNNModule, OutputModule, PlainRNN, VLRNN), on a C++
 engine that also offers every other gradient method (method='planner:percent=10', ...),
 a verifier (vlrnn.verify, vlrnn.assert_exact), hand-written cells (vlrnn.nn.LSTM,
-vlrnn.nn.GRU) and TorchScript model files of `vlrnn verify --model-file` (vlrnn.ModelFile).
+vlrnn.nn.GRU), TorchScript model files of `vlrnn verify --model-file` (vlrnn.ModelFile) and
+C++ model kinds, a plugin's included (vlrnn.load_plugin, vlrnn.CppModel).
 """
 import torch  # first: the extension links the LibTorch that torch loads
 
 from . import _C, nn
+from .cpp_model import CppModel, load_plugin, model_kinds
 from .model_file import ModelFile
 from .modules import OutputModule, PlainRNN, RNNModule, VLRNN
 from .verification import DEFAULT_METHODS, VerifyReport, VerifyRow, assert_exact, verify
 
 __all__ = ["RNNModule", "OutputModule", "PlainRNN", "VLRNN", "verify", "assert_exact",
-           "VerifyReport", "VerifyRow", "DEFAULT_METHODS", "methods", "nn", "ModelFile"]
+           "VerifyReport", "VerifyRow", "DEFAULT_METHODS", "methods", "nn", "ModelFile", "CppModel",
+           "load_plugin", "model_kinds"]
 
 
 def methods():
