@@ -55,6 +55,7 @@ expect "T" compare --T 0
 expect "batch" compare --batch -1
 expect "--hidden" compare --hidden abc
 expect "--T = abc" compare --T abc
+expect "GiB available" compare --T 100 --batch 100000000
 expect "vlrnn block" compare --methods vlrnn:block=0 --T 8 --hidden 4
 expect "nosuch" compare --methods nosuch --T 8 --hidden 4
 expect "block" compare --methods vlrnn:block=x --T 8 --hidden 4
