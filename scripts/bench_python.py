@@ -26,6 +26,8 @@ thread, OpenBLAS with one thread), peers taking turns within each round:
               cpp_lstm          the same method (vlrnn:blocks=40) from C++ on the built-in
                                 "lstm" model (LibTorch's LSTM, as nn.LSTM as is) and "ce" head
               cpp_lstm_block    the same on the built-in "lstm_block" model
+              gemm_floor        only the GEMMs VLRNN(N=40) on an LSTM runs, at their
+                                shapes: what any implementation over this BLAS needs
   cell      H=1024 B=64 T=256 I=32, full BPTT under plain loss.backward(): nn.LSTM against
             vlrnn.nn.LSTM
   flat      vlrnn.VLRNN with vlrnn.nn.LSTM, blocks of 100 steps, at T=250 and T=4000 (the
@@ -128,6 +130,38 @@ def original_algorithm(rnn, head, x, y, blocks):
         delta = tuple(t.grad for t in h_n) if h_n is not None else None
 
 
+def gemm_floor(steps, batch, features, hidden, blocks):
+    """Only the matrix multiplies VLRNN(N=blocks) on an LSTM must run, at their shapes and
+    count, into preallocated outputs, nothing else: no gates, no head, no engine. What any
+    implementation over this BLAS needs at least (the Python loop adds ~2 us per call).
+    Per step: the recurrent GEMM twice (the pass without gradients, which skips the last
+    block, and the recomputation) and the backward's dh = D W_hh; per block: the input
+    projection as often and the weight gradients dW_hh, dW_ih as one GEMM each over the
+    block's steps."""
+    gates = 4 * hidden
+    size = math.ceil(steps / blocks)
+    w_hh, w_ih = torch.randn(gates, hidden), torch.randn(gates, features)
+    h, d = torch.randn(batch, hidden), torch.randn(batch, gates)  # [B, H], [B, 4H]
+    a, dh = torch.empty(batch, gates), torch.empty(batch, hidden)
+    xs = torch.randn(size * batch, features)  # [K*B, F]
+    hs, ds = torch.randn(size * batch, hidden), torch.randn(size * batch, gates)
+    proj = torch.empty(size * batch, gates)
+    dw_hh, dw_ih = torch.zeros(gates, hidden), torch.zeros(gates, features)
+
+    def run():
+        for start in range(0, steps, size):
+            passes = 1 if start + size >= steps else 2  # the last block is not recomputed
+            for _ in range(passes):
+                torch.mm(xs, w_ih.t(), out=proj)
+                for _ in range(min(size, steps - start)):
+                    torch.mm(h, w_hh.t(), out=a)
+            for _ in range(min(size, steps - start)):
+                torch.mm(d, w_hh, out=dh)
+            dw_hh.addmm_(ds.t(), hs)
+            dw_ih.addmm_(ds.t(), xs)
+    return run
+
+
 def copy_parameters(source_named, target_named):
     """Copies parameters in order (the built-in C++ models name them after LibTorch's)."""
     with torch.no_grad():
@@ -172,6 +206,7 @@ def peers_original(args):
         "vlrnn_lstm_block_planner": (lambda: planned(x, y), [block, head]),
         "cpp_lstm": (from_cpp("lstm"), [cpp["lstm"][0], cpp["lstm"][1]]),
         "cpp_lstm_block": (from_cpp("lstm_block"), [cpp["lstm_block"][0], cpp["lstm_block"][1]]),
+        "gemm_floor": (gemm_floor(steps, batch, features, hidden, args.blocks), []),
     }
     shape = dict(T=steps, B=batch, F=features, H=hidden, classes=classes, blocks=args.blocks,
                  planner_budget=checkpoint_peak)
