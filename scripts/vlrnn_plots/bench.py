@@ -16,7 +16,7 @@ scripts/bench_lstm_block.sh).
 from matplotlib.patches import Patch
 
 from . import stats
-from .common import plt, save, spread_name, yerr
+from .common import legend, plt, save, shared_legend, spread_name, yerr
 
 CLOCK = {"real": "wall-clock time", "cpu": "main-thread CPU time"}
 
@@ -93,7 +93,7 @@ def plot_relative(records, meta, directory, written, skipped, batch, suffix):
     if any_noisy:
         handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="////"))
         labels.append(f"noisy (CI > ±{stats.NOISY_HALF_WIDTH:.0%} or one repetition)")
-    ax.legend(handles, labels, fontsize=7, ncol=3, loc="upper center")
+    legend(ax, handles, labels, fontsize=7, ncol=3, loc="upper center")
     n = sorted({r["repetitions"] for r in at_b})
     save(fig, directory, name, meta, written,
          f"Bars: median {clock_words(records)} of {'/'.join(map(str, n))} repetitions, randomly "
@@ -139,7 +139,7 @@ def plot_gflops(records, meta, directory, written, skipped, suffix):
         ax.set_ylabel("achieved GFLOP/s (useful FLOPs)")
         ax.set_title(f"H = {h}")
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    shared_legend(list(axes[0]), fontsize=7)
     model = next((r.get("flops", {}).get("model") for r in data if r.get("flops", {}).get("model")), "")
     save(fig, directory, name, meta, written,
          f"FLOPs: {model or 'the program counts them'}; median {clock_words(records)}; "
@@ -169,7 +169,7 @@ def plot_memory(records, meta, directory, written, skipped, suffix):
         ax.set_ylabel("resident memory grown (MB)")
         ax.set_title(f"H = {h}, B = {batch}")
         ax.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    shared_legend(list(axes[0]), fontsize=7)
     save(fig, directory, name, meta, written,
          "Memory: VmRSS / VmHWM growth over the iteration's start, after malloc_trim; least of "
          "the repetitions (memory kept resident after a free only adds to a reading). No time.")

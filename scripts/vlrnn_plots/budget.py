@@ -10,8 +10,8 @@
 from collections import defaultdict
 
 from . import common, stats
-from .common import (noisy_legend_handle, plot_ratio_points, plt, save, time_samples,
-                     time_summary)
+from .common import (noisy_legend_handle, plot_ratio_points, plt, save, shared_legend,
+                     time_samples, time_summary)
 
 STYLE = {
     "planner": dict(color="C3", marker="o", label="planner (DP, budget)"),
@@ -81,7 +81,7 @@ def draw(records, meta, directory, written, skipped):
     steps = sorted({r["T"] for r in measured})
     fig, axes = plt.subplots(2, len(steps), figsize=(6.4 * len(steps), 8.2), squeeze=False,
                              sharex="col", gridspec_kw={"height_ratios": [3, 2]})
-    sources, theory_drawn, capped = set(), False, set()
+    sources, theory_drawn, capped, over_budget = set(), False, set(), False
     for column, T in enumerate(steps):
         ax, peak_ax = axes[0][column], axes[1][column]
         at_t = [r for r in measured if r["T"] == T]
@@ -154,20 +154,20 @@ def draw(records, meta, directory, written, skipped):
         ax.set_ylabel("time per iteration / full BPTT's")
         ax.set_title(f"T = {T}")
         ax.grid(True, which="both", alpha=0.3)
-        handles, labels = ax.get_legend_handles_labels()
-        handles.append(noisy_legend_handle())
-        labels.append(handles[-1].get_label())
-        if any(r.get("fits_budget") is False for r in at_t if r["method"] in BUDGETED):
-            handles.append(plt.Line2D([], [], marker="x", color="k", ls="none"))
-            labels.append("measured peak over its budget")
-        ax.legend(handles, labels, fontsize=7)
+        over_budget |= any(r.get("fits_budget") is False for r in at_t if r["method"] in BUDGETED)
         peak_ax.axhline(1.0, color="tab:red", lw=1, ls="--")
         peak_ax.set_xscale("log")
         peak_ax.set_yscale("log")
         peak_ax.set_xlabel("memory budget / full BPTT's measured iteration peak (log)")
         peak_ax.set_ylabel("measured iteration peak / budget")
         peak_ax.grid(True, which="both", alpha=0.3)
-        peak_ax.legend(fontsize=7, loc="upper right")
+    # One legend per row, on the last column: the columns show the same methods.
+    handles = [noisy_legend_handle()]
+    if over_budget:
+        handles.append(plt.Line2D([], [], marker="x", color="k", ls="none",
+                                  label="measured peak over its budget"))
+    shared_legend(list(axes[0]), extra=handles, fontsize=7)
+    shared_legend(list(axes[1]), fontsize=7, loc="upper right")
     problem = next((r.get("problem") for r in measured if r.get("problem")), {}) or meta.get("problem", {})
     fig.suptitle(f"Time overhead over full BPTT under a memory budget: {problem.get('model', '?')} "
                  f"H={problem.get('hidden', '?')} B={problem.get('B', '?')} "

@@ -2,12 +2,12 @@
 
 Every figure ends with a footer naming the command (or config) that measured it, the commit
 and the machine; a run from a tree with uncommitted changes (meta.json `git_dirty`) says
-DIRTY TREE in red, in the footer and in the corner of the figure.
+DIRTY TREE, in the footer and in red right above it. Where the footer, titles and legends
+go: layout.py.
 """
 import json
 import os
 import sys
-import textwrap
 
 import matplotlib
 
@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from . import stats  # noqa: E402
+from . import layout, stats  # noqa: E402
 
 MIB = 1024.0 * 1024.0
 # One colour per method name, stable across figures; unknown methods take the cycle.
@@ -102,21 +102,19 @@ def caption(meta):
     return " | ".join(parts)
 
 
-def save(fig, directory, name, meta, written, note=""):
-    """Adds the footer (note first, then the provenance), writes DIR/figures/NAME.{png,pdf}."""
-    width_chars = int(fig.get_figwidth() * 21)
-    text = (note + "\n" if note else "") + caption(meta)
-    lines = []
-    for paragraph in text.split("\n"):
-        lines += textwrap.wrap(paragraph, width_chars) or [""]
-    height = fig.get_figheight()
-    bottom = min(0.45, (len(lines) * 0.11 + 0.1) / height)
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=6, color="0.3", ha="left", va="bottom")
+def save(fig, directory, name, meta, written, note="", into=None):
+    """Adds the footer (note first, then the provenance), lays the figure out so that its
+    text stays on the canvas and its legends off the data (layout.arrange), and writes
+    INTO/NAME.{png,pdf}, INTO by default DIRECTORY/figures."""
+    footer = [fig.text(0.01, 0.005, (note + "\n" if note else "") + caption(meta),
+                       fontsize=6, color="0.3", ha="left", va="bottom")]
     if meta.get("git_dirty"):
-        fig.text(0.99, 0.995, "DIRTY TREE: measured with uncommitted changes", color="red",
-                 fontsize=8, fontweight="bold", ha="right", va="top")
-    fig.tight_layout(rect=(0, bottom, 1, 0.955 if meta.get("git_dirty") else 1))
-    out = os.path.join(directory, "figures")
+        # Right above the footer, where no suptitle or legend can lie over it.
+        footer.append(fig.text(0.01, 0.0, "DIRTY TREE: measured with uncommitted changes",
+                               color="red", fontsize=8, fontweight="bold", ha="left",
+                               va="bottom"))
+    layout.arrange(fig, footer)
+    out = into or os.path.join(directory, "figures")
     os.makedirs(out, exist_ok=True)
     for ext in FORMATS:
         # No creation date in a PDF: the same records give the same bytes, so redrawing a
@@ -125,6 +123,25 @@ def save(fig, directory, name, meta, written, note=""):
                     metadata={"CreationDate": None} if ext == "pdf" else None)
     plt.close(fig)
     written.append(name)
+
+
+def legend(ax, handles=None, labels=None, **options):
+    """A legend that save() moves where it covers no data point (layout.legend)."""
+    return layout.legend(ax, handles, labels, **options)
+
+
+def shared_legend(axes, extra=(), **options):
+    """One legend for panels that show the same things, on the last of them: the labelled
+    artists of every panel, each label once, then the artists `extra` (keys drawn nowhere,
+    such as noisy_legend_handle()). Beside the last panel a legend that has to move out of
+    the axes leaves no gap between the panels."""
+    handles, labels = [], []
+    pairs = [pair for ax in axes for pair in zip(*ax.get_legend_handles_labels())]
+    for handle, label in pairs + [(h, h.get_label()) for h in extra]:
+        if label not in labels:
+            handles.append(handle)
+            labels.append(label)
+    return legend(axes[-1], handles, labels, **options)
 
 
 def method_style(name, order):

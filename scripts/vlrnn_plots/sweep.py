@@ -16,7 +16,7 @@ is skipped with a note, never an error.
 from collections import defaultdict
 
 from . import common, stats
-from .common import (MIB, describe_fixed, method_style, noisy_legend_handle, order_key,
+from .common import (MIB, describe_fixed, legend, method_style, noisy_legend_handle, order_key,
                      plot_ratio_points, plt, save, spread_name, time_samples, time_summary,
                      varying, yerr)
 
@@ -37,6 +37,31 @@ def label_of(record, extra_keys):
     label = record.get("method_description") or record.get("method")
     extras = [f"{k}={record.get(k)}" for k in extra_keys]
     return label + (" " + " ".join(extras) if extras else "")
+
+
+def curves(records, extra_keys):
+    """{(method name, label): records}: one curve per method as the config gave it, and per
+    value of each of extra_keys (named in the label).
+
+    A method given its block length (NOTE [ Which methods get K ] in
+    experiments/lib/sweep_config.h) runs a spec that can change with T (checkpoint's
+    segments = T / K): its name and K make the curve. Any other method runs the same spec at
+    every point, so the spec makes the curve; not its display name, which may change with T
+    (a planner's percentage raised to the least it can honour at one T says so, and grouped
+    by that name it was two legend entries, a stray point and a line). The label is the
+    display name when every point shares it, else the name and K, or the spec."""
+    groups = defaultdict(list)
+    for r in records:
+        given = ("K", r["K"]) if r.get("K") is not None else ("spec", r["method"])
+        groups[(r["method_name"], given, tuple(str(r.get(k)) for k in extra_keys))].append(r)
+    out = {}
+    for (method, (kind, value), _), rs in groups.items():
+        shown = {r.get("method_description") or r["method"] for r in rs}
+        label = shown.pop() if len(shown) == 1 else \
+            f"{method} (K={value})" if kind == "K" else value
+        extras = " ".join(f"{k}={rs[0].get(k)}" for k in extra_keys)
+        out[(method, label + (" " + extras if extras else ""))] = rs
+    return out
 
 
 def ratio_to_full(record, by_key):
@@ -67,12 +92,7 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
     if not data:
         return skipped.append(f"{name} (no records for it)")
     extra = varying(data, ["model", "hidden", "layers", "B"])
-    series = defaultdict(list)
-    for r in data:
-        # A method whose options derive from K (checkpoint's segments = T / K) describes
-        # itself differently at every T: one curve per method and K, labelled by K.
-        fixed_k = {**r, "method_description": f"{r['method_name']} (K={r['K']})"} if r.get("K") else r
-        series[(r["method_name"], label_of(fixed_k, extra))].append(r)
+    series = curves(data, extra)
     if not any(len({r["T"] for r in rs}) > 1 for rs in series.values()):
         return skipped.append(f"{name} (no method was measured at more than one T)")
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
@@ -96,7 +116,7 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
     fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "dtype", "device"], extra)
     ax.set_title(f"(a) Peak memory of one iteration vs T\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
     save(fig, directory, name, meta, written,
          "Exact bytes of live tensors during one iteration (a tracking allocator); no time is drawn.")
 
@@ -144,7 +164,7 @@ def plot_time_vs_block(records, meta, directory, written, skipped, order):
     memory_ax.set_ylabel("iteration peak memory (MiB, dotted)", color="0.4")
     handles, labels = ax.get_legend_handles_labels()
     more_handles, more_labels = memory_ax.get_legend_handles_labels()
-    ax.legend(handles + more_handles, labels + more_labels, fontsize=6.5, loc="best")
+    legend(ax, handles + more_handles, labels + more_labels, fontsize=6.5)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("block length K (steps)")
     ax.set_ylabel("time per iteration (s, median)")
@@ -157,8 +177,8 @@ def plot_time_vs_block(records, meta, directory, written, skipped, order):
     rax.grid(True, which="both", alpha=0.3)
     rax.set_title("paired time ratio to full BPTT (bars: 95 % bootstrap CI)", fontsize=9)
     handles, labels = rax.get_legend_handles_labels()
-    rax.legend(handles + [noisy_legend_handle()], labels + [noisy_legend_handle().get_label()],
-               fontsize=7)
+    legend(rax, handles + [noisy_legend_handle()], labels + [noisy_legend_handle().get_label()],
+           fontsize=7)
     fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "T", "dtype", "device"], extra)
     fig.suptitle(f"(b) Time of one iteration vs block length K\n{fixed}", fontsize=10)
     note = ("Methods take turns within each repeat. Ratio: median over rounds of time / full's "
@@ -180,9 +200,7 @@ def plot_memory_vs_utilization(records, meta, directory, written, skipped, order
     name = "memory_vs_utilization"
     data = [r for r in ok(for_figure(records, name)) if r.get("utilization") is not None]
     extra = varying(data, ["model", "hidden", "layers", "T"])
-    series = defaultdict(list)
-    for r in data:
-        series[(r["method_name"], label_of(r, extra))].append(r)
+    series = curves(data, extra)
     if not any(len({r["B"] for r in rs}) > 1 for rs in series.values()):
         return skipped.append(f"{name} (no method was measured at more than one batch size)")
     fig, ax = plt.subplots(figsize=(6.4, 4.9))
@@ -203,7 +221,7 @@ def plot_memory_vs_utilization(records, meta, directory, written, skipped, order
     fixed = describe_fixed(data, ["model", "hidden", "layers", "T", "dtype", "device"], extra)
     ax.set_title(f"(c) Memory vs utilization over batch sizes\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
     save(fig, directory, name, meta, written,
          f"Utilization: useful FLOPs / median time / peak GEMM rate; "
          f"{spread_name([time_summary(r) for r in data])} of the time.")
@@ -283,7 +301,7 @@ def plot_tbptt_error(records, meta, directory, written, skipped, order):
     fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "T", "dtype", "device"], [])
     ax.set_title(f"(e) Truncated BPTT's gradient error vs k\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right")
+    legend(ax, fontsize=8, loc="upper right")
     save(fig, directory, name, meta, written,
          "Deterministic: the same seed gives the same error; no time is drawn.")
 

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .common import FALLBACK, MIB, method_style, order_key, plt, save
+from .common import FALLBACK, MIB, legend, method_style, order_key, plt, save
 
 SMOOTH_STEPS = 10
 # Exact methods' curves lie on top of each other: each later one is drawn thinner and dashed
@@ -125,7 +125,7 @@ def _draw_loss_vs_step(runs, records, meta, directory, written, order):
         ax.set_ylabel("loss per scored step")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-    train_ax.legend(fontsize=7)
+    legend(train_ax, fontsize=7)
     fig.suptitle(f"{meta.get('task', '')}", fontsize=10)
     save(fig, directory, "loss_vs_step", meta, written,
          note="Median over seeds; the band spans the best and the worst seed.")
@@ -152,7 +152,7 @@ def _draw_loss_vs_time(runs, records, meta, directory, written, order):
     ax.set_xlabel("training wall clock (s; evaluation not counted)")
     ax.set_ylabel("held-out loss per scored step")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     ax.set_title(f"{meta.get('task', '')}", fontsize=9)
     save(fig, directory, "loss_vs_time", meta, written,
          note="Median over seeds on a common time grid (linear between evaluations); the band "
@@ -187,7 +187,7 @@ def _draw_deviation(runs, meta, directory, written, skipped, order, exact_method
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("largest |loss - full BPTT's loss| so far")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    legend(ax, fontsize=7)
     dtype = (meta.get("config") or {}).get("dtype", "float32")
     save(fig, directory, "deviation_from_full", meta, written,
          note=f"Same weights, same batches, {dtype}: an exact method differs from full BPTT only "

@@ -1,15 +1,27 @@
 """Figure of a `vlrnn verify --out DIR` folder: records of kind "verify".
 
   verify_max_rel   the worst relative difference to full BPTT of every exact case, per
-                   method and dtype, against the tolerance (no time is measured)
+                   method and dtype, against the tolerance (no time is measured); the
+                   title names the models verified
 """
 import math
 
-from .common import method_style, order_key, plt, save
+from .common import legend, method_style, order_key, plt, save
 
 
 def accepts(record):
     return record.get("kind") == "verify"
+
+
+def what_was_verified(records):
+    """The models the cases ran and how many configurations each method ran, e.g. "model
+    lstm, 30 configurations" or "9 models (gru, lstm, ...), 2000 configurations"."""
+    models = sorted({str(r.get("model", "?")) for r in records})
+    # A random case's description can repeat under another seed: the seed tells them apart.
+    configurations = len({(r.get("seed"), r.get("case")) for r in records})
+    named = f"model {models[0]}" if len(models) == 1 else \
+        f"{len(models)} models ({', '.join(models)})"
+    return f"{named}, {configurations} configurations"
 
 
 def draw(records, meta, directory, written, skipped):
@@ -45,7 +57,9 @@ def draw(records, meta, directory, written, skipped):
                      fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
         ax.set_ylim(math.log10(floor) - 0.5, math.log10(tolerance) + 1)
-        ax.legend(fontsize=8, loc="center right")
+        legend(ax, fontsize=8, loc="center right")
+    fig.suptitle(f"Gradients of the exact methods vs full BPTT: {what_was_verified(data)}",
+                 fontsize=10)
     save(fig, directory, name, meta, written,
          "Each dot: one case's largest relative difference over every tensor it compares "
          "(loss, per-step losses, parameter gradients, dL/dh0, dL/dx, final state).")
