@@ -58,14 +58,19 @@ def draw(records, meta, directory, written, skipped):
         ax.set_title(f"{name}: {shape_words(reference)}; time ratio to {reference['peer']}",
                      fontsize=9)
         ax = axes[row][1]
-        peaks = [max(r["peak_bytes"], 1) / MIB for r in rs]
+        # A peer that allocates nothing during the iteration (gemm_floor writes into
+        # preallocated outputs) has no memory to compare: no bar, a word instead.
+        measured = [r["peak_bytes"] / MIB for r in rs if r["peak_bytes"] > 0]
+        least = min(measured) / 2
+        peaks = [r["peak_bytes"] / MIB if r["peak_bytes"] > 0 else 0.0 for r in rs]
         ax.barh(ys, peaks, color="tab:orange", alpha=0.75)
         ref_peak = max(reference["peak_bytes"], 1)
         for y, r, p in zip(ys, rs, peaks):
-            ax.text(p, y, f" {p:.1f} MiB (x{r['peak_bytes'] / ref_peak:.3g})", va="center",
-                    fontsize=7)
+            text = (f" {p:.1f} MiB (x{r['peak_bytes'] / ref_peak:.3g})" if p > 0
+                    else " no tensors allocated")
+            ax.text(max(p, least), y, text, va="center", fontsize=7)
         ax.set_xscale("log")
-        ax.set_xlim(min(peaks) / 2, max(peaks) * 30)
+        ax.set_xlim(least, max(measured) * 30)
         ax.set_yticks(list(ys))
         ax.set_yticklabels([])
         ax.invert_yaxis()
