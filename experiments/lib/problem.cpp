@@ -45,28 +45,28 @@ int64_t available_memory_bytes() {
   return -1;
 }
 
-// NOTE [ Data that cannot fit ]: a batch whose data alone ([T, B, F] inputs and [T, B]
-// targets) exceeds the memory this machine has available is refused before anything is
-// allocated, saying what was asked, how much that is and what would fit, rather than
+}  // namespace
+
+// NOTE [ Data that cannot fit ]: a batch, of a benchmark problem or of a training task,
+// whose data alone ([T, B, F] inputs and [T, B] targets) exceeds the memory this machine
+// has available is refused before anything is allocated, saying what was asked, how much that is and what would fit, rather than
 // surfacing the allocator's "[enforce fail at alloc_cpu.cpp]" (an iteration needs more
 // than its data, so passing this check is no promise that the step fits).
-void check_data_fits(const ProblemSpec& spec, int64_t input_size) {
-  if (!spec.device.is_cpu()) return;
-  const double element = spec.dtype == torch::kFloat64 ? 8.0 : 4.0;
-  const double per_sequence = double(spec.time_steps) * (double(input_size) + 1.0) * element;
-  const double bytes = per_sequence * double(spec.batch);
+void check_data_fits(int64_t time_steps, int64_t batch, int64_t input_size,
+                     torch::ScalarType dtype) {
+  const double element = dtype == torch::kFloat64 ? 8.0 : 4.0;
+  const double per_sequence = double(time_steps) * (double(input_size) + 1.0) * element;
+  const double bytes = per_sequence * double(batch);
   const int64_t available = available_memory_bytes();
   if (available <= 0 || bytes <= double(available)) return;
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  TORCH_CHECK(false, "batch: ", spec.batch, " sequences of T = ", spec.time_steps,
+  TORCH_CHECK(false, "batch: ", batch, " sequences of T = ", time_steps,
               " steps and F = ", input_size, " features need ", fmt::format("{:.1f}", bytes / gib),
               " GiB for their data alone; this machine has ",
               fmt::format("{:.1f}", double(available) / gib), " GiB available, where at most ",
               int64_t(double(available) / per_sequence),
               " such sequences fit (and an iteration needs more than its data)");
 }
-
-}  // namespace
 
 Problem make_problem(const ProblemSpec& spec) {
   TORCH_CHECK(spec.time_steps >= 1, "T: expected >= 1 time steps, got ", spec.time_steps);
@@ -91,7 +91,7 @@ Problem make_problem(const ProblemSpec& spec) {
   p.head = make_head(spec.head, p.model->output_size(), spec.head_outputs);
   p.model->to(spec.device, spec.dtype);
   p.head->to(spec.device, spec.dtype);
-  check_data_fits(spec, p.spec.input_size);
+  if (spec.device.is_cpu()) check_data_fits(spec.time_steps, spec.batch, p.spec.input_size, spec.dtype);
   const auto cpu = torch::TensorOptions().dtype(spec.dtype);
   p.batch.inputs = torch::randn({spec.time_steps, spec.batch, p.spec.input_size}, cpu)
                        .to(spec.device);  // [T, B, F]

@@ -49,6 +49,12 @@ struct Problem {
 torch::Tensor random_lengths(double min_fraction, int64_t T, int64_t batch, int64_t at_least = 1,
                              c10::optional<at::Generator> generator = c10::nullopt);
 
+// NOTE [ Data that cannot fit ] (problem.cpp): throws, naming the batch, what its data
+// needs and how many sequences fit, when a batch's data alone ([T, B, F] inputs and [T, B]
+// targets of `dtype`) exceeds the memory this machine has available.
+void check_data_fits(int64_t time_steps, int64_t batch, int64_t input_size,
+                     torch::ScalarType dtype);
+
 // Weights and data drawn on the CPU from `spec.seed` (the same on every device), then moved.
 Problem make_problem(const ProblemSpec& spec);
 

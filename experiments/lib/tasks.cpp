@@ -201,6 +201,7 @@ double min_length_of(const json& config) {
 
 SequenceBatch Task::batch(Split split, int64_t index, int64_t batch_size, uint64_t seed) const {
   TORCH_CHECK(batch_size >= 1, "batch: expected >= 1 sequences, got ", batch_size);
+  check_data_fits(time_steps(), batch_size, input_size(), torch::kFloat32);  // drawn in float32
   auto generator = at::detail::createCPUGenerator(
       mix(mix(seed) ^ mix(uint64_t(index) * 2 + (split == Split::kEval ? 1 : 0))));
   return draw(split, batch_size, generator);

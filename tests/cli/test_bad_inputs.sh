@@ -134,6 +134,8 @@ expect "methods[0]" train "$work/train_bad_method.json" --out "$work/t1" --allow
 expect "task.delay" train "$work/train_no_delay.json" --out "$work/t2" --allow-dirty
 expect "cannot read the text file" train "$work/train_no_text.json" --out "$work/t3" --allow-dirty
 expect "optimizer.lr" train "$work/train_bad_lr.json" --out "$work/t4" --allow-dirty
+echo '{"task": {"kind": "adding", "steps": 100}, "methods": ["full"], "batch": 100000000}' > "$work/train_huge_batch.json"
+expect "GiB available" train "$work/train_huge_batch.json" --out "$work/t6" --allow-dirty
 expect "config" train "$work/missing.json"
 (cd "$source_dir" && "$vlrnn" train "$work/train_ok.json" --out "$work/t5" --allow-dirty > /dev/null 2>&1)
 expect "different config" train "$work/train_other.json" --out "$work/t5" --resume --allow-dirty
