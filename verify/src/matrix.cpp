@@ -1,6 +1,7 @@
 #include "vlrnn/verify/matrix.h"
 
 #include "vlrnn/methods/block.h"
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
 
@@ -131,16 +132,23 @@ std::vector<VerifyCase> default_matrix() {
   return cases;
 }
 
-std::vector<VerifyCase> model_matrix(const std::string& kind) {
+std::vector<VerifyCase> model_matrix(const std::string& kind, const std::string& head) {
   VerifyCase base;
   base.model = kind;
   base.num_layers = 1;
-  // The model's own F: a TorchScript file fixes it whatever the config asks.
-  base.input_size = make_model({kind, base.input_size, base.hidden_size, 1, 0.0})->input_size();
+  base.head = head;
+  // The head's own Z: a TorchScript head fixes it; a built-in reads whatever it is given.
+  base.hidden_size = make_head(head, base.hidden_size, 3)->input_size();
+  // The model's own F: a TorchScript file fixes it whatever the config asks (and H).
+  const auto model = make_model({kind, base.input_size, base.hidden_size, 1, 0.0});
+  base.input_size = model->input_size();
+  TORCH_CHECK(model->output_size() == base.hidden_size, "head \"", head, "\": expected it to "
+              "read the model's H = ", model->output_size(), " features per step (model \"",
+              kind, "\"), found input_size Z = ", base.hidden_size);
   std::vector<VerifyCase> cases;
   for (const auto& method : method_names()) {
     if (method == "full") continue;
-    add_cases(cases, base, {{kind, 1, "ce", 0.0}},
+    add_cases(cases, base, {{kind, 1, head, 0.0}},
               reduced_method_variants(method, base.time_steps));
   }
   return cases;
