@@ -137,14 +137,16 @@ std::vector<VerifyCase> model_matrix(const std::string& kind, const std::string&
   base.model = kind;
   base.num_layers = 1;
   base.head = head;
-  // The head's own Z: a TorchScript head fixes it; a built-in reads whatever it is given.
-  base.hidden_size = make_head(head, base.hidden_size, 3)->input_size();
-  // The model's own F: a TorchScript file fixes it whatever the config asks (and H).
+  // A head that fixes its own Z (a head file) gives H; a built-in reads whatever it is given.
+  const int64_t z = make_head(head, base.hidden_size, 3)->input_size();
+  const bool fixed_z = make_head(head, base.hidden_size + 1, 3)->input_size() == z;
+  if (fixed_z) base.hidden_size = z;
+  // The model's own F (and H): a TorchScript file fixes them whatever the config asks.
   const auto model = make_model({kind, base.input_size, base.hidden_size, 1, 0.0});
   base.input_size = model->input_size();
-  TORCH_CHECK(model->output_size() == base.hidden_size, "head \"", head, "\": expected it to "
+  TORCH_CHECK(!fixed_z || model->output_size() == z, "head \"", head, "\": expected it to "
               "read the model's H = ", model->output_size(), " features per step (model \"",
-              kind, "\"), found input_size Z = ", base.hidden_size);
+              kind, "\"), found input_size Z = ", z);
   std::vector<VerifyCase> cases;
   for (const auto& method : method_names()) {
     if (method == "full") continue;
