@@ -38,6 +38,7 @@ struct CompareArgs {
   bool quiet = false;
   std::string json_path;
   std::string model_file;  // a TorchScript model (lib/user_models.h) instead of --model
+  std::string head_file;   // a TorchScript head (lib/user_models.h) instead of --head
 };
 
 std::vector<std::string> resolve_methods(const CompareArgs& args) {
@@ -183,6 +184,7 @@ void write_json(const CompareArgs& args, const std::vector<experiments::MethodRu
 int run_compare(CompareArgs args) {
   apply_threads(args.measuring);
   if (!args.model_file.empty()) args.problem.model = experiments::add_model_file(args.model_file);
+  if (!args.head_file.empty()) args.problem.head = experiments::add_head_file(args.head_file);
   args.problem.dtype = experiments::parse_dtype(args.dtype);
   args.problem.device = experiments::parse_device(args.device);
   const auto specs = resolve_methods(args);
@@ -254,10 +256,15 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "variable-length batch: lengths uniform in [f*T, T] for a fraction f < 1 "
                   "(default 1: all sequences T steps)")
       ->capture_default_str();
-  sub->add_option("--head", p.head, "per-step head: ce (Linear + cross-entropy) or mse")
+  sub->add_option("--head", p.head, "per-step head: ce (Linear + cross-entropy), mse or a plugin's head kind")
       ->capture_default_str();
   sub->add_option("--classes", p.head_outputs, "C: head outputs (classes for ce)")
       ->capture_default_str();
+  sub->add_option("--head-file", args->head_file,
+                  "a TorchScript head file instead of --head: its own loss, Z and targets "
+                  "(vlrnn/core/script_head.h; Z must be the model's H)")
+      ->excludes("--head")
+      ->excludes("--classes");
   sub->add_option("--block,-K", args->block,
                   "K: the block length of a bare 'vlrnn' in --methods (0: its default, "
                   "ceil(sqrt(T)))")

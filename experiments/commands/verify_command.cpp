@@ -28,12 +28,20 @@ struct VerifyArgs {
   int64_t random_case = -1;  // >= 0: rerun this one random configuration
   std::string model;         // one model kind instead of the matrix's models
   std::string model_file;    // a TorchScript model (lib/user_models.h), as one kind
+  std::string head_file;     // a TorchScript head (lib/user_models.h), as the cases' head
 };
 
 // The cases to run: the matrix, N random configurations, or one random configuration.
 std::vector<verify::VerifyCase> cases_for(const VerifyArgs& args) {
-  if (!args.model_file.empty()) return verify::model_matrix(experiments::add_model_file(args.model_file));
-  if (!args.model.empty()) return verify::model_matrix(args.model);
+  // A head file alone is verified on an LSTM (its H the head's Z).
+  const std::string head =
+      args.head_file.empty() ? "ce" : experiments::add_head_file(args.head_file);
+  if (!args.model_file.empty()) {
+    return verify::model_matrix(experiments::add_model_file(args.model_file), head);
+  }
+  if (!args.model.empty() || !args.head_file.empty()) {
+    return verify::model_matrix(args.model.empty() ? "lstm" : args.model, head);
+  }
   if (args.random_case >= 0) return verify::random_configuration(uint64_t(args.random_case));
   if (args.random == 0) return verify::default_matrix();
   std::vector<verify::VerifyCase> cases;
@@ -159,6 +167,12 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "as --model, for a TorchScript model file (vlrnn/core/script_model.h; "
                   "scripts/export_cell.py saves an example)")
       ->excludes("--model")
+      ->excludes("--random")
+      ->excludes("--random-case");
+  sub->add_option("--head-file", args->head_file,
+                  "verify with this TorchScript head (its own loss; vlrnn/core/script_head.h; "
+                  "scripts/export_head.py saves an example) instead of ce: with --model or "
+                  "--model-file, or alone on an LSTM whose H is the head's Z")
       ->excludes("--random")
       ->excludes("--random-case");
   sub->callback([args, &exit_code] { exit_code = run_verify(*args); });

@@ -89,6 +89,15 @@ Problem make_problem(const ProblemSpec& spec) {
     config.hidden_size = p.spec.hidden_size = p.model->output_size();
   }
   p.head = make_head(spec.head, p.model->output_size(), spec.head_outputs);
+  const bool builtin_head = spec.head == "ce" || spec.head == "mse";
+  if (!builtin_head) {
+    // A head of the user's (a head file) fixes its own Z and C (lib/user_models.h).
+    TORCH_CHECK(p.head->input_size() == p.model->output_size(), "head \"", spec.head,
+                "\": expected it to read the model's H = ", p.model->output_size(),
+                " features per step (", spec.model, "), found input_size Z = ",
+                p.head->input_size(), " (give the model H = Z, or export the head for H)");
+    if (const auto targets = p.head->targets()) p.spec.head_outputs = targets->size;
+  }
   p.model->to(spec.device, spec.dtype);
   p.head->to(spec.device, spec.dtype);
   if (spec.device.is_cpu()) check_data_fits(spec.time_steps, spec.batch, p.spec.input_size, spec.dtype);
@@ -100,9 +109,15 @@ Problem make_problem(const ProblemSpec& spec) {
   if (spec.min_length_fraction < 1.0) {
     p.batch.lengths = random_lengths(spec.min_length_fraction, spec.time_steps, spec.batch);
   }
-  p.flops = measure::has_flop_model(spec.model)
+  // A user's head: its weights' GEMMs, and the elementwise work of the built-in head that
+  // reads the same targets.
+  const auto targets = p.head->targets();
+  const std::string flops_head =
+      builtin_head ? spec.head
+                   : (targets && targets->kind == HeadTargets::Kind::kValues ? "mse" : "ce");
+  p.flops = measure::has_flop_model(spec.model) && builtin_head
                 ? measure::flops_per_step(config, spec.head, spec.head_outputs)
-                : measure::flops_from_weights(*p.model, *p.head, spec.head, spec.head_outputs);
+                : measure::flops_from_weights(*p.model, *p.head, flops_head, p.spec.head_outputs);
   return p;
 }
 

@@ -16,7 +16,9 @@ struct ProblemSpec {
   int64_t input_size = 64;     // F
   int64_t hidden_size = 256;   // H
   int64_t num_layers = 1;      // L
-  std::string head = "ce";     // "ce" (classes) or "mse" (regression outputs)
+  // "ce" (classes), "mse" (regression outputs) or any head kind (registry/heads.h); a head
+  // file's kind is its path, and it fixes its own Z (= the model's H) and C
+  std::string head = "ce";
   int64_t head_outputs = 16;   // C
   int64_t time_steps = 4096;   // T
   int64_t batch = 32;          // B

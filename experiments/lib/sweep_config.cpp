@@ -4,6 +4,7 @@
 #include "lib/method_specs.h"
 #include "lib/user_models.h"
 
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
 
@@ -26,7 +27,8 @@ const std::vector<std::string> kExperimentKeys = {
     "name",   "description", "kind",    "figures", "methods", "models",        "T",
     "batch",  "block",       "hidden",  "layers",  "input",   "head",          "classes",
     "dtype",  "device",      "repeats", "warmup",  "seed",    "gradient_error", "budget_mib",
-    "batch_start", "batch_max", "batch_multiple", "model_file", "until_stable", "max_repeats"};
+    "batch_start", "batch_max", "batch_multiple", "model_file", "head_file", "until_stable",
+    "max_repeats"};
 const std::vector<std::string> kTopOnlyKeys = {"memory_limit_mib", "block_options",
                                                "experiments"};
 // What scripts/plot.py draws (see its docstring).
@@ -85,6 +87,17 @@ void apply_key(ExperimentSpec& e, PendingMethods& methods, const std::string& ke
       const auto model = make_model({e.models[0]});
       e.input_size = model->input_size();
       e.hidden_sizes = {model->output_size()};
+    } catch (const c10::Error& error) {
+      fail(path, error.what_without_backtrace());
+    }
+  }
+  else if (key == "head_file") {
+    // A TorchScript head registered as a head kind (lib/user_models.h); it replaces "head"
+    // and "classes" (the file fixes the targets it reads), so the records show its C.
+    try {
+      e.head = add_head_file(read_string(v, path), /*argument=*/"");
+      const auto targets = make_head(e.head, 1, 2)->targets();
+      if (targets) e.classes = targets->size;
     } catch (const c10::Error& error) {
       fail(path, error.what_without_backtrace());
     }
@@ -167,6 +180,18 @@ void check_model_file_alone(const json& object, const std::string& path) {
   }
 }
 
+// "head_file" brings its own head and targets: "head" or "classes" beside it would be
+// overridden by one or the other in key order.
+void check_head_file_alone(const json& object, const std::string& path) {
+  if (!object.contains("head_file")) return;
+  for (const char* key : {"head", "classes"}) {
+    if (object.contains(key)) {
+      fail(path + "." + key, fmt::format("\"head_file\" gives the head and the targets it reads: "
+                                         "expected no \"{}\" beside it", key));
+    }
+  }
+}
+
 // The experiments of the config with their JSON paths: the "experiments" list, or the top
 // level as the one experiment.
 std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
@@ -184,6 +209,7 @@ std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
     if (!list[i].is_object()) fail(path, fmt::format("expected an object, got {}", type_of(list[i])));
     check_keys(list[i], path, kExperimentKeys);
     check_model_file_alone(list[i], path);
+    check_head_file_alone(list[i], path);
     out.emplace_back(list[i], path);
   }
   return out;
@@ -193,6 +219,17 @@ std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
 void check_experiment(const ExperimentSpec& e, const json& object, const std::string& path) {
   if (e.head == "ce" && e.classes < 2) {
     fail(path + ".classes", fmt::format("expected >= 2 classes for a ce head, got {}", e.classes));
+  }
+  if (e.head != "ce" && e.head != "mse") {
+    // A head file reads a fixed Z: every hidden size must give it (a model file's H, too).
+    for (const auto hidden : e.hidden_sizes) {
+      const int64_t z = make_head(e.head, hidden, e.classes)->input_size();
+      if (hidden != z) {
+        fail(path + (object.contains("model_file") ? ".model_file" : ".hidden"),
+             fmt::format("the head \"{}\" reads Z = {} features per step (its input_size); "
+                         "expected the model's H = {}, got H = {}", e.head, z, z, hidden));
+      }
+    }
   }
   if (e.until_stable > 0 && e.max_repeats < e.repeats) {
     fail(path + ".max_repeats", fmt::format("expected >= repeats ({}), got {}", e.repeats, e.max_repeats));
@@ -216,6 +253,7 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
   check_keys(config, "$", top_keys);
 
   check_model_file_alone(config, "$");
+  check_head_file_alone(config, "$");
   SweepConfig out;
   out.raw = config;
   out.name = config.contains("name") ? read_string(config["name"], "$.name") : name;

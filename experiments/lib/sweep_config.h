@@ -24,9 +24,13 @@
 //                  working directory: the experiment's one model, instead of "models";
 //                  its own F and H replace "input" and "hidden" (giving any of those three
 //                  in the same object is an error)
+//   head_file      a TorchScript head file (vlrnn/core/script_head.h), relative to the
+//                  working directory: the experiment's head, instead of "head" and "classes"
+//                  (giving either in the same object is an error); its input_size must be
+//                  every hidden size (or the model file's H)
 //   T, batch, block, hidden, layers
 //                  lists of positive integers; block may be empty (no K-dependent methods)
-//   input, classes F and C; head "ce" or "mse"
+//   input, classes F and C; head "ce", "mse" or another registered head kind
 //   dtype          "float32" | "float64";  device "cpu" | "cuda" | "cuda:N"
 //   repeats, warmup, seed, gradient_error (bool: compare each point's gradients with full)
 //   until_stable   a fraction (e.g. 0.05): after `repeats`, rounds until every time ratio to

@@ -8,8 +8,10 @@ double point_cost(const SweepPoint& point, const ExperimentSpec& experiment) {
   const auto& p = point.problem;
   // An unknown model kind is costed as an LSTM: this is only a prediction.
   const std::string kind = measure::has_flop_model(p.model) ? p.model : "lstm";
+  // A head of the user's (a head file) likewise as a ce head of its C.
+  const std::string head = p.head == "mse" ? "mse" : "ce";
   const double per_step = measure::flops_per_step({kind, p.input_size, p.hidden_size, p.num_layers},
-                                                  p.head, p.head_outputs).forward() * 3.0;
+                                                  head, p.head_outputs).forward() * 3.0;
   const double runs = double(experiment.warmup + experiment.repeats) + (experiment.gradient_error ? 2.0 : 0.0);
   if (experiment.kind == "max_batch") {
     // Unknown until searched: assume a few hundred sequences and ~8 probes.

@@ -5,6 +5,9 @@
 #include "lib/problem.h"
 #include "lib/tasks.h"
 
+#include "lib/user_models.h"
+
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/models.h"
 
 #include <fmt/format.h>
@@ -22,12 +25,26 @@ using namespace json_fields;
 const std::vector<std::string> kKeys = {
     "name", "description", "task", "model", "methods", "seeds", "batch", "steps",
     "time_limit_s", "optimizer", "schedule", "eval_every", "eval_batches", "eval_batch",
-    "checkpoint_every", "memory_budget_mib", "batch_max", "dtype", "device"};
+    "checkpoint_every", "memory_budget_mib", "batch_max", "dtype", "device", "head_file"};
 
 ModelConfig parse_model(const json& v, double& carry_bias) {
   if (!v.is_object()) fail("model", "expected an object with a \"kind\", got " + type_of(v));
-  check_keys(v, "model", {"kind", "hidden", "layers", "dropout", "carry_bias"});
+  check_keys(v, "model", {"kind", "model_file", "hidden", "layers", "dropout", "carry_bias"});
   ModelConfig model;
+  if (v.contains("model_file")) {
+    // A TorchScript model (lib/user_models.h): it fixes its own kind and sizes.
+    for (const char* key : {"kind", "hidden", "layers", "dropout"}) {
+      if (v.contains(key)) {
+        fail(std::string("model.") + key, fmt::format("\"model_file\" gives the model and its "
+                                                      "sizes: expected no \"{}\" beside it", key));
+      }
+    }
+    try {
+      model.kind = add_model_file(read_string(v["model_file"], "model.model_file"), "");
+    } catch (const c10::Error& error) {
+      fail("model.model_file", error.what_without_backtrace());
+    }
+  }
   if (v.contains("kind")) model.kind = read_string(v["kind"], "model.kind", model_kinds());
   if (v.contains("hidden")) model.hidden_size = read_int(v["hidden"], "model.hidden", 1);
   if (v.contains("layers")) model.num_layers = read_int(v["layers"], "model.layers", 1);
@@ -127,6 +144,40 @@ void read_counts(TrainConfig& out, const json& config) {
   }
 }
 
+// The model reads the task's F, and the head the model's H and the task's targets: checked
+// here, naming the key, rather than failing in the first step.
+void check_model_and_head(const TrainConfig& config, const Task& task) {
+  ModelConfig model_config = config.model;
+  model_config.input_size = task.input_size();
+  std::shared_ptr<RecurrentModule> model;
+  try {
+    model = make_model(model_config);
+  } catch (const c10::Error& error) {
+    fail("model", error.what_without_backtrace());
+  }
+  if (model->input_size() != task.input_size()) {
+    fail("model.model_file", fmt::format("the task {} gives F = {} features per step; the model "
+                                         "reads F = {} (its input_size)", task.describe(),
+                                         task.input_size(), model->input_size()));
+  }
+  if (config.head.empty()) return;
+  const auto head = make_head(config.head, model->output_size(), task.head_outputs(), true);
+  if (head->input_size() != model->output_size()) {
+    fail("head_file", fmt::format("the head reads Z = {} features per step (its input_size); the "
+                                  "model \"{}\" gives H = {}", head->input_size(),
+                                  config.model.kind, model->output_size()));
+  }
+  const HeadTargets wanted{task.head_kind() == "ce" ? HeadTargets::Kind::kClasses
+                                                    : HeadTargets::Kind::kValues,
+                           task.head_outputs()};
+  const auto reads = head->targets();
+  if (reads && !(*reads == wanted)) {
+    fail("head_file", fmt::format("the task {} gives targets {}; the head reads {} (its "
+                                  "num_classes / target_size)", task.describe(),
+                                  wanted.describe(), reads->describe()));
+  }
+}
+
 }  // namespace
 
 double LrSchedule::lr_at(double base_lr, int64_t step, int64_t total_steps) const {
@@ -154,9 +205,17 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
   out.name = config.contains("name") ? read_string(config["name"], "name") : name;
   TORCH_CHECK(config.contains("task"), "config task: missing (which task to train on)");
   out.task = config["task"];
-  make_task(out.task);  // checks it now, before any run
+  const auto task = make_task(out.task);  // checks it now, before any run
   TORCH_CHECK(config.contains("methods"), "config methods: missing (which gradient methods)");
   if (config.contains("model")) out.model = parse_model(config["model"], out.carry_bias);
+  if (config.contains("head_file")) {
+    try {
+      out.head = add_head_file(read_string(config["head_file"], "head_file"), "");
+    } catch (const c10::Error& error) {
+      fail("head_file", error.what_without_backtrace());
+    }
+  }
+  check_model_and_head(out, *task);
   if (config.contains("optimizer")) out.optimizer = parse_optimizer(config["optimizer"]);
   if (config.contains("schedule")) out.schedule = parse_schedule(config["schedule"]);
   read_counts(out, config);

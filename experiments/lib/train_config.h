@@ -8,6 +8,11 @@
 //   "name": "train-copy",
 //   "task": {"kind": "copy", "delay": 100, "symbols": 1},     (lib/tasks.h)
 //   "model": {"kind": "lstm", "hidden": 64, "layers": 1, "dropout": 0},
+//                  (a plugin's kind, or {"model_file": "cell.pt"}: a TorchScript model
+//                   that fixes its own sizes, its F the task's)
+//   "head_file": "head.pt",   (optional: a TorchScript head, vlrnn/core/script_head.h,
+//                              instead of the task's Linear + ce / mse; it must read the
+//                              model's H and the task's targets)
 //   "methods": ["full", "vlrnn:block=16", {"method": "tbptt:k=16", "batch": 64}],
 //   "seeds": [1, 2, 3], "batch": 32, "steps": 1000,
 //   "optimizer": {"kind": "adam", "lr": 0.003, "clip": 1.0},
@@ -66,6 +71,9 @@ struct TrainConfig {
   nlohmann::json source;  // the config as written (meta.json; --resume checks it is unchanged)
   nlohmann::json task;  // built by make_task (lib/tasks.h)
   ModelConfig model;    // input_size comes from the task
+  // The head kind: "" the task's own (Linear + ce or mse, lib/tasks.h), or a head file's
+  // (its path, registered by add_head_file) or another registered head kind.
+  std::string head;
   // "model": {"carry_bias": b}: the gate that keeps the state (an LSTM's forget gate, a
   // GRU's update gate z) starts at bias b, set after the default initialisation (NaN: left
   // alone). A bias of a few units carries the state across long delays from the first step,

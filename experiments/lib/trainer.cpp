@@ -3,7 +3,7 @@
 #include "lib/max_batch.h"
 #include "lib/units.h"
 
-#include "vlrnn/core/heads.h"
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/core/rng.h"
 #include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/timer.h"
@@ -72,8 +72,10 @@ Trainee build_trainee(const TrainConfig& config, const Task& task, const TrainRu
   Trainee t;
   t.model = make_model(model);
   if (!std::isnan(config.carry_bias)) set_carry_bias(*t.model, model.hidden_size, config.carry_bias);
-  t.head = make_head(task.head_kind(), t.model->output_size(), task.head_outputs(),
-                     /*sparse_targets=*/true);
+  // The task's Linear + ce / mse, or the config's own head (head_file), which
+  // load_train_config checked against the model and the task's targets.
+  t.head = make_head(config.head.empty() ? task.head_kind() : config.head,
+                     t.model->output_size(), task.head_outputs(), /*sparse_targets=*/true);
   t.model->to(config.device, config.dtype);
   t.head->to(config.device, config.dtype);
   t.parameters = t.model->parameters();
@@ -248,7 +250,8 @@ json run_record(const TrainConfig& config, const Task& task, const TrainRunSpec&
           {"task_kind", task.kind()},
           {"chance_loss", task.chance_loss()},
           {"model", config.model.kind},
-          {"hidden", config.model.hidden_size},
+          {"head", config.head.empty() ? task.head_kind() : config.head},
+          {"hidden", t.model->output_size()},
           {"layers", config.model.num_layers},
           {"method", spec.method},
           {"method_description", t.method->describe()},

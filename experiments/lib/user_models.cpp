@@ -1,6 +1,8 @@
 #include "lib/user_models.h"
 
+#include "vlrnn/core/script_head.h"
 #include "vlrnn/core/script_model.h"
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/models.h"
 
 #include <dlfcn.h>
@@ -59,6 +61,21 @@ std::string add_model_file(const std::string& path, const std::string& argument)
   }
   add_model(path, "TorchScript model " + path, [path](const ModelConfig&) {
     return std::static_pointer_cast<RecurrentModule>(ScriptModel::load(path));
+  });
+  return path;
+}
+
+std::string add_head_file(const std::string& path, const std::string& argument) {
+  for (const auto& kind : head_kinds()) {
+    if (kind == path) return kind;
+  }
+  try {
+    ScriptHead::load(path);  // checked now, so a bad file fails before anything runs
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, argument.empty() ? "" : argument + ": ", e.what_without_backtrace());
+  }
+  add_head(path, "TorchScript head " + path, [path](const HeadConfig& config) {
+    return std::static_pointer_cast<OutputModule>(ScriptHead::load(path, config.sparse_targets));
   });
   return path;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Models the `vlrnn` tool did not ship with, made known by name without editing the
 // library: plugins (shared libraries that register models or methods) and TorchScript
-// model files (vlrnn/core/script_model.h).
+// model and head files (vlrnn/core/script_model.h, script_head.h).
 //
 // NOTE [ Plugins ]
 // A plugin is a shared library exporting
@@ -33,5 +33,11 @@ void load_plugins_from_env();
 // (make_problem takes F and H from the model). Throws naming `argument` (unless empty) and
 // the file on a bad file.
 std::string add_model_file(const std::string& path, const std::string& argument = "--model-file");
+
+// The same for a TorchScript head (NOTE [ The TorchScript head signature ]): registers it
+// as a head kind named by the path (add_head) and returns the kind. The file fixes the
+// head's sizes (its input_size Z and the targets it reads): HeadConfig's input_size and
+// outputs are ignored; its sparse_targets is honoured.
+std::string add_head_file(const std::string& path, const std::string& argument = "--head-file");
 
 }  // namespace vlrnn::experiments

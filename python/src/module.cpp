@@ -12,7 +12,7 @@
 
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lstm_block.h"
-#include "vlrnn/core/heads.h"
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/core/script_model.h"
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/out_of_memory.h"

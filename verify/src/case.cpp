@@ -1,6 +1,6 @@
 #include "vlrnn/verify/case.h"
 
-#include "vlrnn/core/heads.h"
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/core/rng.h"
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/methods/block.h"

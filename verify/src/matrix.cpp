@@ -1,6 +1,7 @@
 #include "vlrnn/verify/matrix.h"
 
 #include "vlrnn/methods/block.h"
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
 
@@ -131,16 +132,25 @@ std::vector<VerifyCase> default_matrix() {
   return cases;
 }
 
-std::vector<VerifyCase> model_matrix(const std::string& kind) {
+std::vector<VerifyCase> model_matrix(const std::string& kind, const std::string& head) {
   VerifyCase base;
   base.model = kind;
   base.num_layers = 1;
-  // The model's own F: a TorchScript file fixes it whatever the config asks.
-  base.input_size = make_model({kind, base.input_size, base.hidden_size, 1, 0.0})->input_size();
+  base.head = head;
+  // A head that fixes its own Z (a head file) gives H; a built-in reads whatever it is given.
+  const int64_t z = make_head(head, base.hidden_size, 3)->input_size();
+  const bool fixed_z = make_head(head, base.hidden_size + 1, 3)->input_size() == z;
+  if (fixed_z) base.hidden_size = z;
+  // The model's own F (and H): a TorchScript file fixes them whatever the config asks.
+  const auto model = make_model({kind, base.input_size, base.hidden_size, 1, 0.0});
+  base.input_size = model->input_size();
+  TORCH_CHECK(!fixed_z || model->output_size() == z, "head \"", head, "\": expected it to "
+              "read the model's H = ", model->output_size(), " features per step (model \"",
+              kind, "\"), found input_size Z = ", z);
   std::vector<VerifyCase> cases;
   for (const auto& method : method_names()) {
     if (method == "full") continue;
-    add_cases(cases, base, {{kind, 1, "ce", 0.0}},
+    add_cases(cases, base, {{kind, 1, head, 0.0}},
               reduced_method_variants(method, base.time_steps));
   }
   return cases;

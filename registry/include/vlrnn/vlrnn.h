@@ -1,6 +1,6 @@
 #pragma once
 // Everything a user of VLRNN needs: core types, built-in models and heads, and the
-// registries of gradient methods and model kinds. It lives in the registry layer because it
+// registries of gradient methods, model kinds and heads. It lives in the registry layer because it
 // names headers from every layer below (docs/architecture.md).
 
 #include "vlrnn/cells/block_lstm.h"
@@ -11,5 +11,6 @@
 #include "vlrnn/core/sequence.h"
 #include "vlrnn/core/state.h"
 #include "vlrnn/methods/gradient_method.h"
+#include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"

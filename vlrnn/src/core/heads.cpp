@@ -1,8 +1,5 @@
 #include "vlrnn/core/heads.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 namespace vlrnn {
 
 namespace F = torch::nn::functional;
@@ -28,18 +25,7 @@ torch::Tensor LinearCrossEntropyHead::forward(const torch::Tensor& z_block,
 
 void LinearCrossEntropyHead::check_targets(const torch::Tensor& targets,
                                            const std::string& argument) const {
-  TORCH_CHECK(targets.dim() == 2, argument,
-              ": expected class indices of shape [T, B] (rank 2) for a cross-entropy head, got "
-              "rank ", targets.dim(), " with shape ", targets.sizes());
-  TORCH_CHECK(targets.scalar_type() == torch::kLong, argument,
-              ": expected int64 class indices, got ", targets.scalar_type());
-  if (targets.numel() > 0) {
-    const auto lo = targets.min().item<int64_t>(), hi = targets.max().item<int64_t>();
-    const int64_t lowest = sparse_targets_ ? kNoTarget : 0;
-    TORCH_CHECK(lo >= lowest && hi < num_classes(), argument, ": expected class indices in [0, ",
-                num_classes(), ")", sparse_targets_ ? " or -1 (no target)" : "",
-                ", got values in [", lo, ", ", hi, "]");
-  }
+  this->targets()->check(targets, sparse_targets_, argument, "a cross-entropy head");
 }
 
 LinearMseHead::LinearMseHead(int64_t input_size, int64_t num_outputs, bool sparse_targets)
@@ -61,38 +47,15 @@ torch::Tensor LinearMseHead::forward(const torch::Tensor& z_block, const torch::
 
 void LinearMseHead::check_targets(const torch::Tensor& targets,
                                   const std::string& argument) const {
-  TORCH_CHECK(targets.dim() == 3 && targets.size(2) == num_outputs(), argument,
-              ": expected regression targets of shape [T, B, ", num_outputs(),
-              "] for an MSE head, got shape ", targets.sizes());
-  TORCH_CHECK(targets.is_floating_point(), argument,
-              ": expected floating-point regression targets, got ", targets.scalar_type());
-  TORCH_CHECK(sparse_targets_ || targets.numel() == 0 || !torch::isnan(targets).any().item<bool>(),
-              argument, ": NaN in regression targets (a head built with sparse_targets reads "
-              "NaN as 'no target at this step'; this one was not)");
-}
-
-std::vector<std::string> head_kinds() { return {"ce", "mse"}; }
-
-std::shared_ptr<OutputModule> make_head(const std::string& kind, int64_t input_size,
-                                        int64_t outputs, bool sparse_targets) {
-  if (kind == "ce") {
-    return std::make_shared<LinearCrossEntropyHead>(input_size, outputs, sparse_targets);
-  }
-  if (kind == "mse") return std::make_shared<LinearMseHead>(input_size, outputs, sparse_targets);
-  TORCH_CHECK(false, "head: unknown kind \"", kind, "\"; known kinds: ",
-              fmt::format("{}", fmt::join(head_kinds(), ", ")));
+  this->targets()->check(targets, sparse_targets_, argument, "an MSE head");
 }
 
 torch::Tensor random_targets(const OutputModule& head, int64_t time_steps, int64_t batch,
                              const torch::TensorOptions& float_options) {
-  if (auto ce = dynamic_cast<const LinearCrossEntropyHead*>(&head)) {
-    return torch::randint(0, ce->num_classes(), {time_steps, batch},
-                          float_options.dtype(torch::kLong));
-  }
-  if (auto mse = dynamic_cast<const LinearMseHead*>(&head)) {
-    return torch::randn({time_steps, batch, mse->num_outputs()}, float_options);
-  }
-  TORCH_CHECK(false, "random_targets: only the built-in heads (ce, mse) are supported");
+  const auto targets = head.targets();
+  TORCH_CHECK(targets, "random_targets: the head does not say which targets it reads (expected "
+              "OutputModule::targets() to give class indices or values, found none)");
+  return targets->random(time_steps, batch, float_options);
 }
 
 }  // namespace vlrnn

@@ -23,9 +23,11 @@ std::vector<VerifyCase> default_matrix();
 
 // One model kind (a built-in, one added with add_model(), a plugin's or a TorchScript
 // file's) on the hand-written cells' reduced grid: every method but "full" × {sum, mean}
-// × {float64, float32} × {h0 with grad, h0 absent} × the three length sets, one layer, head
-// "ce". The cases take F from the model (a model file fixes its own). `vlrnn verify
-// --model KIND` and `--model-file PATH` run it.
-std::vector<VerifyCase> model_matrix(const std::string& kind);
+// × {float64, float32} × {h0 with grad, h0 absent} × the three length sets, one layer, with
+// `head` (a head kind: "ce", or a user's, e.g. a head file's). The cases take F from the
+// model (a model file fixes its own) and H from the head when it reads a fixed Z (a head
+// file); a model whose H differs from that Z is an error naming both. `vlrnn verify
+// --model KIND`, `--model-file PATH` and `--head-file PATH` run it.
+std::vector<VerifyCase> model_matrix(const std::string& kind, const std::string& head = "ce");
 
 }  // namespace vlrnn::verify

@@ -4,18 +4,11 @@
 
 #include "vlrnn/core/output_module.h"
 
-#include <memory>
 #include <string>
-#include <vector>
 
 namespace vlrnn {
 
-// NOTE [ Steps without a target ]: sparse supervision (the adding problem scores the last
-// step only, a copy task its recall steps) marks the other steps as having no target: class
-// index kNoTarget for a cross-entropy head, NaN for an MSE head. Their loss is 0 and they pass
-// no gradient. A head accepts the markers only when built with `sparse_targets`, so that a
-// stray -1 or NaN in ordinary data is still an error, not a silently unscored step.
-constexpr int64_t kNoTarget = -1;
+// kNoTarget and NOTE [ Steps without a target ]: vlrnn/core/head_targets.h.
 
 // Linear + cross-entropy; targets [T, B] int64 class indices in [0, C) (or kNoTarget when
 // built with sparse_targets).
@@ -26,6 +19,9 @@ class LinearCrossEntropyHead : public OutputModule {
   int64_t input_size() const override { return linear_->options.in_features(); }
   void check_targets(const torch::Tensor& targets, const std::string& argument) const override;
   int64_t num_classes() const { return linear_->options.out_features(); }
+  std::optional<HeadTargets> targets() const override {
+    return HeadTargets{HeadTargets::Kind::kClasses, num_classes()};
+  }
 
  private:
   torch::nn::Linear linear_{nullptr};
@@ -41,17 +37,19 @@ class LinearMseHead : public OutputModule {
   int64_t input_size() const override { return linear_->options.in_features(); }
   void check_targets(const torch::Tensor& targets, const std::string& argument) const override;
   int64_t num_outputs() const { return linear_->options.out_features(); }
+  std::optional<HeadTargets> targets() const override {
+    return HeadTargets{HeadTargets::Kind::kValues, num_outputs()};
+  }
 
  private:
   torch::nn::Linear linear_{nullptr};
   bool sparse_targets_;
 };
 
-std::vector<std::string> head_kinds();  // "ce", "mse"
-std::shared_ptr<OutputModule> make_head(const std::string& kind, int64_t input_size,
-                                        int64_t outputs, bool sparse_targets = false);
+// Heads by name (make_head, add_head, head_kinds): vlrnn/registry/heads.h.
 
-// Random targets suited to `head` for a batch of T steps and B sequences.
+// Random targets suited to `head` for a batch of T steps and B sequences (its targets());
+// throws for a head that does not say which it reads.
 torch::Tensor random_targets(const OutputModule& head, int64_t time_steps, int64_t batch,
                              const torch::TensorOptions& float_options);
 

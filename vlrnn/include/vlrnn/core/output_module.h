@@ -2,8 +2,11 @@
 // The per-step head: maps the recurrent model's outputs and the targets of a block to one
 // loss per step and sequence. Shapes: z_block [Tb, B, Z], y_block [Tb, B(, O)] -> [Tb, B].
 
+#include "vlrnn/core/head_targets.h"
+
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 
 namespace vlrnn {
@@ -17,6 +20,10 @@ class OutputModule : public torch::nn::Module {
   virtual int64_t input_size() const = 0;  // Z
   // Throws naming `argument` when `targets` [T, B(, O)] do not suit this head.
   virtual void check_targets(const torch::Tensor& targets, const std::string& argument) const = 0;
+  // The targets it reads (NOTE [ Head targets ]): what verify, compare and sweeps draw for it
+  // and what train checks a task against. None: a head that does not say (it can still be
+  // trained and verified on data you give it).
+  virtual std::optional<HeadTargets> targets() const { return std::nullopt; }
 };
 
 }  // namespace vlrnn
