@@ -119,9 +119,10 @@ void ScriptHead::probe_forward() {
     c10::IValue out;
     try {
       out = module_.forward({z_in, y_in});
-    } catch (const c10::Error& e) {
+    } catch (const std::exception& e) {  // a c10::Error, or the interpreter's runtime_error
+      const auto* error = dynamic_cast<const c10::Error*>(&e);
       TORCH_CHECK(false, origin_, ": ", call, " failed (y as declared: ", targets_.describe(),
-                  "): ", e.what_without_backtrace());
+                  "): ", error ? error->what_without_backtrace() : e.what());
     }
     TORCH_CHECK(out.isTensor(), origin_, ": ", call, ": expected a Tensor (the loss [T, B]), "
                 "found ", out.type()->str());
