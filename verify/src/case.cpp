@@ -17,7 +17,9 @@
 namespace vlrnn::verify {
 
 std::string VerifyCase::name() const {
-  std::string model_name = model == "gru_lstm" ? model : fmt::format("{}x{}", model, num_layers);
+  std::string model_name = !model_label.empty() ? model_label
+                           : model == "gru_lstm"  ? model
+                                                  : fmt::format("{}x{}", model, num_layers);
   if (dropout > 0) model_name += fmt::format("+drop{}", dropout);
   std::string lengths_mode;
   if (!lengths.empty()) {

@@ -18,6 +18,7 @@ namespace vlrnn::verify {
 
 struct VerifyCase {
   std::string model = "lstm";  // a model kind (make_model)
+  std::string model_label;     // the model's part of name() (empty: kind x layers)
   int64_t num_layers = 1;
   double dropout = 0.0;        // between stacked layers (models with several layers)
   std::string head = "ce";     // "ce" or "mse"
