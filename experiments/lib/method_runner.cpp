@@ -206,7 +206,7 @@ nlohmann::json to_json(const ProblemSpec& spec) {
   return {{"model", spec.model},
           {"input", spec.input_size},
           {"hidden", spec.hidden_size},
-          {"layers", spec.num_layers},
+          {"layers", spec.num_layers > 0 ? nlohmann::json(spec.num_layers) : nlohmann::json()},
           {"head", spec.head},
           {"classes", spec.head_outputs},
           {"T", spec.time_steps},
