@@ -75,7 +75,8 @@ check "--T without --model: exit 2, saying it needs one" \
 echo "== part 4: compare --check"
 rc=0
 "$vlrnn" compare --model-file some/deep/folder/cell.pt --T 64 --batch 4 \
-  --methods full,vlrnn,tbptt:k=8 --repeats 1 --warmup 0 --quiet --check > compare.txt 2>&1 || rc=$?
+  --methods full,vlrnn,tbptt:k=8 --repeats 1 --warmup 0 --quiet --check --json compare.json \
+  --allow-dirty > compare.txt 2>&1 || rc=$?
 check "an exact model passes --check (exit $rc)" \
   bash -c "test $rc = 0 && grep -q 'check: 2 passed, 0 failed' compare.txt && grep -q 'tbptt(k=8): approx' compare.txt"
 rc=0
@@ -107,6 +108,8 @@ check "its explanation is printed once for its 24 rows" \
   bash -c "[[ \$(grep -c 'depend on where the sequence is cut' locked.txt) == 1 ]] && grep -q 'likely cause \[1\] of 24 failed rows' locked.txt"
 check "compare's header: no L=1 for a model file" \
   bash -c "grep '^vlrnn compare:' compare.txt | grep -q 'cell.pt F=8 H=16' && ! grep '^vlrnn compare:' compare.txt | grep -q ' L=1 '"
+check "compare's JSON: no layers for a model file that does not say" \
+  "$python" -c "import json, sys; sys.exit('layers' in json.load(open('compare.json'))['problem'])"
 check "compare's RSS column says whose peak it is" \
   bash -c "grep -qE 'proc RSS/iter|proc RSS life' compare.txt && ! grep -q 'peak RSS' compare.txt"
 cat > sweep.json <<'JSON'
