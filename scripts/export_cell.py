@@ -16,6 +16,9 @@ loads what PyTorch 2.x saves, as LibTorch 1.13 loads what Debian's python3-torch
 Usage: export_cell.py OUT.pt [--input F] [--hidden H] [--dropout P] [--seed S]
        export_cell.py OUT.pt --broken KIND   (a deliberately wrong module, for the tests:
                                               arity, state, shape, lengths)
+       export_cell.py OUT.pt --per-call-mask TBH|BH   (the right signature, but a dropout
+                      mask drawn once per call, not per step, for the tests: TBH one [T, B, H]
+                      draw, BH one [B, H] mask shared by the call's steps)
 """
 import argparse
 import sys
@@ -98,6 +101,35 @@ class IgnoresLengths(Broken):
         return self.inner(x, state, torch.full_like(lengths, x.size(0)))
 
 
+class PerCallMask(torch.nn.Module):
+    """The cell above with its dropout mask drawn once per forward() call instead of one
+    step at a time, against the RecurrentModule contract. TBH: one [T, B, H] draw; on a CPU
+    generator that fills a tensor element by element these masks equal per-step ones, so
+    block methods pass there, and elsewhere they depend on where the sequence is cut. BH:
+    one [B, H] mask for every step of the call (locked dropout), cut-dependent anywhere."""
+
+    def __init__(self, input_size: int, hidden_size: int, dropout: float, per_step_shape: bool):
+        super().__init__()
+        self.input_size = input_size
+        self.dropout = dropout
+        self.per_step_shape = per_step_shape
+        self.inner = LstmCellLoop(input_size, hidden_size, 0.0)
+
+    @torch.jit.export
+    def initial_state(self, batch: int) -> Tuple[Tensor, Tensor]:
+        return self.inner.initial_state(batch)
+
+    def forward(self, x: Tensor, state: Tuple[Tensor, Tensor],
+                lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        z, s = self.inner(x, state, lengths)                        # [T, B, H]
+        keep = 1.0 - self.dropout
+        if self.per_step_shape:
+            mask = torch.bernoulli(torch.full(z.shape, keep, dtype=z.dtype))     # [T, B, H]
+        else:
+            mask = torch.bernoulli(torch.full(z.shape[1:], keep, dtype=z.dtype))  # [B, H]
+        return z * mask / keep, s
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="where to save the scripted cell (.pt)")
@@ -107,9 +139,15 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
     parser.add_argument("--broken", choices=["arity", "state", "shape", "lengths"],
                         help="save a module that breaks the signature, for the tests")
+    parser.add_argument("--per-call-mask", choices=["TBH", "BH"],
+                        help="draw the dropout mask once per call, [T, B, H] or one [B, H] for "
+                             "every step (against the contract, for the tests)")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
-    if args.broken is None:
+    if args.per_call_mask:
+        args.dropout = max(args.dropout, 0.3)  # masks that differ wherever they can
+        cell = PerCallMask(args.input, args.hidden, args.dropout, args.per_call_mask == "TBH")
+    elif args.broken is None:
         cell = LstmCellLoop(args.input, args.hidden, args.dropout)
     else:
         kind = {"arity": WrongArity, "state": StateNotTuple, "shape": WrongShape,

@@ -10,6 +10,7 @@
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/environment.h"
 #include "vlrnn/measure/peak_gemm.h"
+#include "vlrnn/verify/compare.h"
 
 #include <fmt/format.h>
 
@@ -35,6 +36,7 @@ struct CompareArgs {
   int64_t warmup = 1;
   MeasuringArgs measuring;
   bool no_error = false;
+  bool check = false;  // the gradient error as pass/fail against verify's tolerances
   bool quiet = false;
   std::string json_path;
   std::string model_file;  // a TorchScript model (lib/user_models.h) instead of --model
@@ -65,13 +67,31 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
 
 std::string ratio(double value) { return std::isfinite(value) ? fmt::format("{:.2f}", value) : "-"; }
 
+// NOTE [ The RSS column ]: VmHWM is the process's high-water mark. Where it can be reset
+// (/proc/self/clear_refs), each iteration starts from the RSS of the moment, so the column is
+// the process's peak during that method's iterations: it still counts whatever the process
+// holds (libraries, the data, memory the allocator kept from earlier methods), so it is not
+// the method's own memory (the iteration peak is). Where it cannot, it is the process's
+// lifetime maximum so far, the same for every method once the largest has run; the column
+// is named for what it is.
+bool rss_reset_everywhere(const std::vector<experiments::MethodRun>& runs) {
+  for (const auto& run : runs) {
+    if (run.status == "ok" && !run.memory.rss_peak_reset) return false;
+  }
+  return true;
+}
+
+std::string rss_column(const std::vector<experiments::MethodRun>& runs) {
+  return rss_reset_everywhere(runs) ? "proc RSS/iter" : "proc RSS life";
+}
+
 void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& runs) {
   const auto* full = experiments::find_full(runs);
   size_t width = 6;
   for (const auto& run : runs) width = std::max(width, run.description.size());
   const std::string header = fmt::format(
-      "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>22}  {:>10}",
-      "method", width, "time", "spread (min-max)", "iter. peak", "peak RSS", "useful rate",
+      "{:<{}}  {:>10}  {:>19}  {:>10}  {:>13}  {:>14}  {:>6}  {:>9}  {:>11}  {:>9}  {:>22}  {:>10}",
+      "method", width, "time", "spread (min-max)", "iter. peak", rss_column(runs), "useful rate",
       "util.", "recompute", "max rel err", "time/full", "paired [95% CI]", "mem full/x");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
   for (const auto& run : runs) {
@@ -98,12 +118,47 @@ void print_table(std::ostream& out, const std::vector<experiments::MethodRun>& r
                                        double(run.memory.iteration_peak_bytes)
                                  : NAN;
     out << fmt::format(
-        "{:<{}}  {:>10}  {:>19}  {:>10}  {:>10}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>22}  {:>10}\n",
+        "{:<{}}  {:>10}  {:>19}  {:>10}  {:>13}  {:>14}  {:>6}  {:>8.1f}%  {:>11}  {:>9}  {:>22}  {:>10}\n",
         run.description, width, format_seconds(run.time.median), spread,
         format_bytes(double(run.memory.iteration_peak_bytes)),
         format_bytes(double(run.memory.peak_rss_bytes)), format_rate(run.useful_flops_per_second),
         util, 100.0 * run.flops.overhead(), err, ratio(time_ratio), paired_text, ratio(mem_ratio));
   }
+}
+
+// --check: each exact method's gradient error against verify's tolerance for the dtype
+// (1e-10 relative in float64, 1e-5 in float32); approximate methods are reported, never
+// failed, as in `vlrnn verify`. Prints one line per method and returns the failures.
+int64_t check_gradients(std::ostream& out, const CompareArgs& args,
+                        const std::vector<experiments::MethodRun>& runs) {
+  const double tolerance = verify::tolerance_for(args.problem.dtype);
+  int64_t failed = 0, passed = 0;
+  out << fmt::format("\ncheck: max rel diff vs full BPTT, tolerance {:.0e} ({})\n", tolerance,
+                     args.dtype);
+  for (const auto& run : runs) {
+    std::string verdict;
+    if (run.status != "ok") {
+      verdict = fmt::format("FAIL ({})", run.status);
+    } else if (!run.error_vs_full) {
+      verdict = fmt::format("FAIL (no gradient comparison: {})", run.error_vs_full_note);
+    } else if (!run.exact) {
+      verdict = fmt::format("approx (not checked; grad rel err {:.3e})",
+                            run.error_vs_full->grad_rel_error);
+    } else if (run.error_vs_full->max_rel <= tolerance) {
+      verdict = fmt::format("pass ({:.2e})", run.error_vs_full->max_rel);
+    } else {
+      verdict = fmt::format("FAIL ({:.2e} > {:.0e}, worst {})", run.error_vs_full->max_rel,
+                            tolerance, run.error_vs_full->worst);
+    }
+    if (verdict.rfind("FAIL", 0) == 0) {
+      ++failed;
+    } else if (verdict.rfind("pass", 0) == 0) {
+      ++passed;
+    }
+    out << fmt::format("  {}: {}\n", run.description, verdict);
+  }
+  out << fmt::format("check: {} passed, {} failed\n", passed, failed);
+  return failed;
 }
 
 // Rounds actually timed: --repeats, or more under --until-stable.
@@ -140,10 +195,16 @@ void print_report(const CompareArgs& args, const experiments::Problem& problem,
   std::cout << fmt::format("time: median of {} (after {} warm-up); time/full: ratio of medians; "
                            "paired: median over rounds of the ratio within a round (robust to a "
                            "shared machine's drifts), 95% bootstrap interval; * noisy: interval "
-                           "beyond +-10% or < 3 rounds, not a finding\nstep peak: tensor bytes above parameters + "
-                           "data ({}); peak RSS: whole process\n\n",
+                           "beyond +-10% or < 3 rounds, not a finding\niter. peak: tensor bytes above parameters + "
+                           "data ({}), the method's own; {}\n\n",
                            timed_rounds(runs), args.warmup,
-                           format_bytes(double(runs.front().workload_bytes)));
+                           format_bytes(double(runs.front().workload_bytes)),
+                           rss_reset_everywhere(runs)
+                               ? "proc RSS/iter: the whole process's resident peak during the "
+                                 "method's iterations (libraries, data and memory kept from "
+                                 "earlier methods included), not the method's own"
+                               : "proc RSS life: the whole process's resident peak since it "
+                                 "started (VmHWM could not be reset here), not per method");
   print_table(std::cout, runs);
 }
 
@@ -191,6 +252,8 @@ int run_compare(CompareArgs args) {
   // Bad values fail here, before the seconds spent measuring the peak GEMM rate.
   TORCH_CHECK(args.repeats >= 1, "--repeats: expected >= 1 timed runs, got ", args.repeats);
   TORCH_CHECK(args.warmup >= 0, "--warmup: expected >= 0 untimed runs, got ", args.warmup);
+  TORCH_CHECK(!(args.check && args.no_error), "--check: expected the gradient comparison "
+              "with full BPTT it judges, got --no-error as well");
   experiments::RunOptions options;
   options.warmup = args.warmup;
   options.repeats = args.repeats;
@@ -222,6 +285,7 @@ int run_compare(CompareArgs args) {
   const auto runs = experiments::run_methods(problem, specs, options);
   print_report(args, problem, runs, blas.vendor, peak.flops_per_second, load_start);
   if (!args.json_path.empty()) write_json(args, runs, blas.vendor, peak.flops_per_second, load_start);
+  if (args.check && check_gradients(std::cout, args, runs) > 0) return 1;
   for (const auto& run : runs) {
     if (run.status == "error") return 1;
   }
@@ -236,7 +300,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       app, "compare", "Several methods on one workload, side by side: time, memory, GFLOP/s, ratios to full",
       "Run several gradient methods on one workload, interleaved round-robin on the same "
       "weights and data, and print them side by side: median time and spread, iteration peak "
-      "memory (exact tensor bytes above parameters + data), peak RSS, useful GFLOP/s and "
+      "memory (exact tensor bytes above parameters + data), the process's peak RSS, useful "
+      "GFLOP/s and "
       "utilization of the measured peak GEMM rate, recompute overhead, gradient error vs "
       "full BPTT, and ratios to full (time method/full, memory full/method).");
   auto& p = args->problem;
@@ -289,7 +354,11 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   add_stability_options(sub, args->measuring);
   sub->add_flag("--no-error", args->no_error,
                 "skip the gradient comparison with full BPTT (saves full's memory and time)");
-  sub->add_flag("--quiet,-q", args->quiet, "no per-step progress on stderr");
+  sub->add_flag("--check", args->check,
+                "judge each exact method's gradient error like `vlrnn verify` (max rel diff "
+                "<= 1e-10 in float64, 1e-5 in float32; truncated BPTT reported, never failed) "
+                "and exit 1 on a failure");
+  sub->add_flag("--quiet,-q", args->quiet, "no per-iteration progress on stderr");
   sub->add_option("--json", args->json_path, "also write every measurement to this JSON file");
   sub->callback([args, &exit_code] { exit_code = run_compare(*args); });
 }

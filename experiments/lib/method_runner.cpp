@@ -203,17 +203,19 @@ const MethodRun* find_full(const std::vector<MethodRun>& runs) {
 }
 
 nlohmann::json to_json(const ProblemSpec& spec) {
-  return {{"model", spec.model},
-          {"input", spec.input_size},
-          {"hidden", spec.hidden_size},
-          {"layers", spec.num_layers},
-          {"head", spec.head},
-          {"classes", spec.head_outputs},
-          {"T", spec.time_steps},
-          {"B", spec.batch},
-          {"dtype", dtype_name(spec.dtype)},
-          {"device", spec.device.str()},
-          {"seed", spec.seed}};
+  nlohmann::json j = {{"model", spec.model},
+                      {"input", spec.input_size},
+                      {"hidden", spec.hidden_size},
+                      {"layers", spec.num_layers},
+                      {"head", spec.head},
+                      {"classes", spec.head_outputs},
+                      {"T", spec.time_steps},
+                      {"B", spec.batch},
+                      {"dtype", dtype_name(spec.dtype)},
+                      {"device", spec.device.str()},
+                      {"seed", spec.seed}};
+  if (spec.num_layers <= 0) j.erase("layers");  // a model file's, unknown: left out, not 1
+  return j;
 }
 
 nlohmann::json to_json(const measure::TimingStats& stats) {

@@ -10,7 +10,9 @@
 namespace vlrnn::experiments {
 
 std::string ProblemSpec::describe() const {
-  std::string text = fmt::format("{} L={} F={} H={} {} C={} T={} B={} {} {}", model, num_layers,
+  // L=0: a model file's layers, unknown unless the file says (make_problem).
+  const std::string layers = num_layers > 0 ? fmt::format(" L={}", num_layers) : "";
+  std::string text = fmt::format("{}{} F={} H={} {} C={} T={} B={} {} {}", model, layers,
                                  input_size, hidden_size, head, head_outputs, time_steps, batch,
                                  dtype_name(dtype), device.str());
   if (min_length_fraction < 1.0) text += fmt::format(" lengths~U[{}T,T]", min_length_fraction);
@@ -84,9 +86,15 @@ Problem make_problem(const ProblemSpec& spec) {
   config.num_layers = spec.num_layers;
   p.model = make_model(config);
   // A TorchScript model file fixes its own sizes (lib/user_models.h): the data follows it.
-  if (dynamic_cast<const ScriptModel*>(p.model.get())) {
+  if (const auto* script_model = dynamic_cast<const ScriptModel*>(p.model.get())) {
     config.input_size = p.spec.input_size = p.model->input_size();
     config.hidden_size = p.spec.hidden_size = p.model->output_size();
+    // Its layers too: the script's own `num_layers: int` where it has one, else 0 (unknown,
+    // left out of describe()), never the command line's default of 1.
+    const auto& script = script_model->script();
+    p.spec.num_layers = script.hasattr("num_layers") && script.attr("num_layers").isInt()
+                            ? script.attr("num_layers").toInt()
+                            : 0;
   }
   p.head = make_head(spec.head, p.model->output_size(), spec.head_outputs);
   const bool builtin_head = spec.head == "ce" || spec.head == "mse";

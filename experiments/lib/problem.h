@@ -15,7 +15,7 @@ struct ProblemSpec {
   std::string model = "lstm";  // a model kind (vlrnn/core/models.h)
   int64_t input_size = 64;     // F
   int64_t hidden_size = 256;   // H
-  int64_t num_layers = 1;      // L
+  int64_t num_layers = 1;      // L (0: unknown, a model file's that does not say)
   // "ce" (classes), "mse" (regression outputs) or any head kind (registry/heads.h); a head
   // file's kind is its path, and it fixes its own Z (= the model's H) and C
   std::string head = "ce";
@@ -29,7 +29,7 @@ struct ProblemSpec {
   torch::Device device = torch::kCPU;
   uint64_t seed = 1;
 
-  // "lstm L=1 F=64 H=256 ce C=16 T=4096 B=32 float32 cpu"
+  // "lstm L=1 F=64 H=256 ce C=16 T=4096 B=32 float32 cpu" (no L= when num_layers is 0)
   std::string describe() const;
   bool operator==(const ProblemSpec& other) const { return describe() == other.describe() && seed == other.seed; }
 };

@@ -199,7 +199,7 @@ class Recorder {
     if (status != "ok") ++summary_.failed;
     std::string result = status;
     if (status == "ok" && r.contains("time_s")) {
-      result = fmt::format("{} per step, iteration peak {}", format_seconds(r["time_s"]["median"].get<double>()),
+      result = fmt::format("{} per iteration, iteration peak {}", format_seconds(r["time_s"]["median"].get<double>()),
                            format_bytes(r["memory"]["iteration_peak_bytes"].get<double>()));
     } else if (status != "ok") {
       result += ": " + r.value("error", std::string());

@@ -1,5 +1,7 @@
 #include "vlrnn/verify/case.h"
 
+#include "vlrnn/verify/cut_dependence.h"
+
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/core/rng.h"
 #include "vlrnn/measure/out_of_memory.h"
@@ -15,7 +17,9 @@
 namespace vlrnn::verify {
 
 std::string VerifyCase::name() const {
-  std::string model_name = model == "gru_lstm" ? model : fmt::format("{}x{}", model, num_layers);
+  std::string model_name = !model_label.empty() ? model_label
+                           : model == "gru_lstm"  ? model
+                                                  : fmt::format("{}x{}", model, num_layers);
   if (dropout > 0) model_name += fmt::format("+drop{}", dropout);
   std::string lengths_mode;
   if (!lengths.empty()) {
@@ -34,37 +38,11 @@ namespace {
 // on where the sequence is cut. The same shows when a model's output depends on the cut for
 // any other reason (state it keeps between calls, a step that looks ahead). Check it
 // directly: from one generator state, one forward over all T steps and two forwards cut at
-// T / 2 must give the same outputs and final state.
+// T / 2 must give the same outputs and final state (cut_dependence.h).
 std::string cut_dependence(const Workload& workload, uint64_t seed) {
-  const int64_t T = workload.batch.time_steps();
-  if (T < 2) return "";
-  torch::NoGradGuard no_grad;
-  const auto device = workload.batch.inputs.device();
-  const RngState before = RngState::capture(device);
-  torch::manual_seed(seed);
-  auto [z_whole, h_whole] = run_model(workload, workload.batch.inputs, 0, T, workload.h0);
-  torch::manual_seed(seed);
-  const int64_t cut = T / 2;
-  auto [z_first, h_cut] = run_model(workload, workload.batch.inputs.narrow(0, 0, cut), 0, cut,
-                                    workload.h0);
-  auto [z_second, h_cut_exit] = run_model(workload, workload.batch.inputs.narrow(0, cut, T - cut),
-                                          cut, T - cut, h_cut);
-  before.restore();
-  const auto z_cut = torch::cat({z_first, z_second});
-  const double scale = std::max(z_whole.abs().max().item<double>(), 1e-300);
-  double worst = (z_cut - z_whole).abs().max().item<double>() / scale;
-  for (size_t i = 0; i < h_whole.size(); ++i) {
-    const double s = std::max(h_whole[i].abs().max().item<double>(), 1e-300);
-    worst = std::max(worst, (h_cut_exit[i] - h_whole[i]).abs().max().item<double>() / s);
-  }
-  if (!(worst > tolerance_for(workload.batch.inputs.scalar_type()))) return "";
-  return fmt::format(
-      "the model's outputs depend on where the sequence is cut into blocks: from the same "
-      "generator state, one forward over steps [0, {}) and two forwards over [0, {}) and "
-      "[{}, {}) differ by {:.2e} (relative). If it draws random numbers (dropout), its masks "
-      "must be drawn one step at a time (the RecurrentModule contract); block methods cannot "
-      "be exact otherwise",
-      T, cut, cut, T, worst);
+  return cut_dependence_diagnosis(measure_cut_dependence(workload, seed),
+                                  workload.batch.time_steps(),
+                                  tolerance_for(workload.batch.inputs.scalar_type()));
 }
 
 // A batch of random data for `spec`: inputs [T, B, F], targets, lengths padded with nan.
@@ -120,30 +98,54 @@ VerifyOutcome verify_against_full(GradientMethod& method, const Workload& worklo
   return outcome;
 }
 
+namespace {
+
+// What a case runs on, built from its seed: model, head, data and h0.
+struct BuiltCase {
+  std::shared_ptr<RecurrentModule> model;
+  std::shared_ptr<OutputModule> head;
+  SequenceBatch batch;
+  State h0;
+  Workload workload(const VerifyCase& spec) const {
+    return Workload{*model, *head, batch, h0, reduction_from_string(spec.reduction)};
+  }
+};
+
+BuiltCase build_case(const VerifyCase& spec, const CaseInjection& injection) {
+  BuiltCase built;
+  torch::manual_seed(spec.seed);
+  built.model = make_model(
+      {spec.model, spec.input_size, spec.hidden_size, spec.num_layers, spec.dropout});
+  if (injection.wrap_model) built.model = injection.wrap_model(built.model);
+  built.model->to(spec.dtype);
+  built.head = make_head(spec.head, built.model->output_size(), spec.head == "ce" ? 3 : 2);
+  built.head->to(spec.dtype);
+  built.batch = make_batch(spec, *built.head);
+  built.h0 = make_h0(spec, *built.model);
+  return built;
+}
+
+}  // namespace
+
 VerifyOutcome run_case(const VerifyCase& spec, const CaseInjection& injection) {
   VerifyOutcome outcome;
   outcome.tolerance = tolerance_for(spec.dtype);
   try {
-    torch::manual_seed(spec.seed);
-    auto model = make_model(
-        {spec.model, spec.input_size, spec.hidden_size, spec.num_layers, spec.dropout});
-    if (injection.wrap_model) model = injection.wrap_model(model);
-    model->to(spec.dtype);
-    auto head = make_head(spec.head, model->output_size(), spec.head == "ce" ? 3 : 2);
-    head->to(spec.dtype);
-    const SequenceBatch batch = make_batch(spec, *head);
-    const State h0 = make_h0(spec, *model);
-    const Workload workload{*model, *head, batch, h0, reduction_from_string(spec.reduction)};
-
+    const BuiltCase built = build_case(spec, injection);
     auto method = injection.make_method ? injection.make_method(spec)
                                         : make_method_from_spec(spec.method);
-    outcome = verify_against_full(*method, workload, spec.seed + 1);
+    outcome = verify_against_full(*method, built.workload(spec), spec.seed + 1);
   } catch (const std::exception& e) {
     outcome.error = measure::short_message(e);
     outcome.passed = false;
   }
   outcome.spec = spec;
   return outcome;
+}
+
+CutDependence case_cut_dependence(const VerifyCase& spec, const CaseInjection& injection) {
+  const BuiltCase built = build_case(spec, injection);
+  return measure_cut_dependence(validated(built.workload(spec)), spec.seed + 1);
 }
 
 }  // namespace vlrnn::verify

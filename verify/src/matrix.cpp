@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 
 namespace vlrnn::verify {
 
@@ -69,28 +71,70 @@ struct ModelShape {
   double dropout;
 };
 
-// Every case of `shapes` × `specs` × {sum, mean} × {float64, float32} × {h0 with grad, h0
-// absent} × the length sets, from `base`.
+// One batch's lengths: empty (every sequence T long) or one per sequence; `tail`: no
+// sequence reaches T (a batch padded to a bucket length).
+struct LengthSet {
+  std::vector<int64_t> lengths;
+  bool tail = false;
+};
+
+// Every sequence T long; mixed lengths, unsorted, one of length 1, one shorter than most
+// blocks, one of length T; and the same with no sequence reaching T, so that whole blocks
+// at the end hold only padding. At T = 28: {17, 28, 1, 4} and {17, 9, 1, 4}.
+std::vector<LengthSet> default_length_sets(int64_t T, int64_t B) {
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const int64_t most = std::min(ceil_div(6 * T, 10), std::max<int64_t>(T - 1, 1));
+  const std::vector<int64_t> mixed = {most, T, 1, ceil_div(T, 7)};
+  const std::vector<int64_t> short_of_T = {most, std::max<int64_t>(T / 3, 1), 1, ceil_div(T, 7)};
+  std::vector<LengthSet> sets = {{{}, false}};
+  auto repeat = [B](const std::vector<int64_t>& pattern) {
+    std::vector<int64_t> lengths(static_cast<size_t>(B));
+    for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = pattern[i % pattern.size()];
+    return lengths;
+  };
+  if (B >= 2) sets.push_back({repeat(mixed), false});  // B = 1: the same as all T
+  auto tail = repeat(short_of_T);
+  if (*std::max_element(tail.begin(), tail.end()) < T) sets.push_back({tail, true});
+  return sets;
+}
+
+// B lengths uniform in [ceil(f T), T], one of them T, a portable function of `seed`
+// (SplitMix64, no std:: distributions, whose output differs between standard libraries).
+std::vector<int64_t> drawn_lengths(double f, int64_t T, int64_t B, uint64_t seed) {
+  const int64_t shortest = std::clamp<int64_t>(int64_t(std::ceil(f * double(T))), 1, T);
+  std::vector<int64_t> lengths(static_cast<size_t>(B));
+  uint64_t x = seed;
+  for (auto& len : lengths) {
+    x += 0x9E3779B97F4A7C15ull;
+    uint64_t z = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    len = shortest + int64_t(z % uint64_t(T - shortest + 1));
+  }
+  lengths[0] = T;  // the batch spans all T steps
+  return lengths;
+}
+
+// Every case of `shapes` × `specs` × {sum, mean} × `dtypes` × {h0 with grad, h0 absent} ×
+// `length_sets`, from `base`.
 void add_cases(std::vector<VerifyCase>& cases, const VerifyCase& base,
-               const std::vector<ModelShape>& shapes, const std::vector<std::string>& specs) {
-  const int64_t T = base.time_steps;
-  // Every sequence T long; mixed lengths, unsorted, one of length 1, one shorter than most
-  // blocks, one of length T; and the same with no sequence reaching T (a batch padded to a
-  // bucket length), so that whole blocks at the end hold only padding.
-  const std::vector<std::vector<int64_t>> length_sets = {{}, {17, T, 1, 4}, {17, 9, 1, 4}};
+               const std::vector<ModelShape>& shapes, const std::vector<std::string>& specs,
+               const std::vector<LengthSet>& length_sets,
+               const std::vector<torch::ScalarType>& dtypes = {torch::kFloat64,
+                                                               torch::kFloat32}) {
   for (const auto& spec : specs) {
     for (const auto& m : shapes) {
       for (const char* reduction : {"sum", "mean"}) {
-        for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
+        for (auto dtype : dtypes) {
           for (bool h0_with_grad : {true, false}) {
-            for (const auto& lengths : length_sets) {
+            for (const auto& set : length_sets) {
               VerifyCase c = base;
-              c.lengths = lengths;
-              if (!lengths.empty()) c.batch = int64_t(lengths.size());
+              c.lengths = set.lengths;
+              if (!set.lengths.empty()) c.batch = int64_t(set.lengths.size());
               // The padded tail runs with and without dL/dx asked for (paired with the h0
               // mode, so the matrix does not double): a block no sequence reaches gets no
               // input gradient at all.
-              if (&lengths == &length_sets.back()) c.inputs_with_grad = h0_with_grad;
+              if (set.tail) c.inputs_with_grad = h0_with_grad;
               c.model = m.kind;
               c.num_layers = m.layers;
               c.dropout = m.dropout;
@@ -124,34 +168,62 @@ std::vector<VerifyCase> default_matrix() {
       {"lstm_block", 3, "mse", 0.3}};
   std::vector<VerifyCase> cases;
   const VerifyCase base;
+  const auto length_sets = default_length_sets(base.time_steps, 4);
   for (const auto& method : method_names()) {
     if (method == "full") continue;
-    add_cases(cases, base, models, method_variants(method, base.time_steps));
-    add_cases(cases, base, gru_variants, reduced_method_variants(method, base.time_steps));
+    add_cases(cases, base, models, method_variants(method, base.time_steps), length_sets);
+    add_cases(cases, base, gru_variants, reduced_method_variants(method, base.time_steps),
+              length_sets);
   }
   return cases;
 }
 
-std::vector<VerifyCase> model_matrix(const std::string& kind, const std::string& head) {
+std::vector<VerifyCase> model_matrix(const std::string& kind, const ModelGrid& grid) {
+  TORCH_CHECK(grid.time_steps >= 1, "T: expected >= 1 time steps, got ", grid.time_steps);
+  TORCH_CHECK(grid.batch >= 0, "batch: expected >= 1 sequences (0: the default), got ", grid.batch);
+  TORCH_CHECK(grid.min_length == 0.0 || (grid.min_length > 0.0 && grid.min_length <= 1.0),
+              "min_length: expected a fraction of T in (0, 1], got ", grid.min_length);
+  TORCH_CHECK(!grid.dtypes.empty(), "dtypes: expected at least one dtype, got none");
   VerifyCase base;
   base.model = kind;
+  base.model_label = grid.label;
   base.num_layers = 1;
-  base.head = head;
+  base.time_steps = grid.time_steps;
+  if (grid.batch > 0) base.batch = grid.batch;
+  base.head = grid.head;
   // A head that fixes its own Z (a head file) gives H; a built-in reads whatever it is given.
-  const int64_t z = make_head(head, base.hidden_size, 3)->input_size();
-  const bool fixed_z = make_head(head, base.hidden_size + 1, 3)->input_size() == z;
+  const int64_t z = make_head(grid.head, base.hidden_size, 3)->input_size();
+  const bool fixed_z = make_head(grid.head, base.hidden_size + 1, 3)->input_size() == z;
   if (fixed_z) base.hidden_size = z;
   // The model's own F (and H): a TorchScript file fixes them whatever the config asks.
   const auto model = make_model({kind, base.input_size, base.hidden_size, 1, 0.0});
   base.input_size = model->input_size();
-  TORCH_CHECK(!fixed_z || model->output_size() == z, "head \"", head, "\": expected it to "
-              "read the model's H = ", model->output_size(), " features per step (model \"",
+  TORCH_CHECK(!fixed_z || model->output_size() == z, "head \"", grid.head, "\": expected it "
+              "to read the model's H = ", model->output_size(), " features per step (model \"",
               kind, "\"), found input_size Z = ", z);
+  std::vector<LengthSet> length_sets;
+  if (grid.min_length > 0.0) {
+    auto lengths = drawn_lengths(grid.min_length, base.time_steps, base.batch, base.seed);
+    const bool all_T = std::all_of(lengths.begin(), lengths.end(),
+                                   [&](int64_t n) { return n == base.time_steps; });
+    length_sets = {{all_T ? std::vector<int64_t>{} : lengths, false}};
+  } else {
+    length_sets = default_length_sets(base.time_steps, grid.batch > 0 ? grid.batch : 4);
+  }
+  const ModelShape shape{kind, 1, grid.head, 0.0};
   std::vector<VerifyCase> cases;
+  if (!grid.methods.empty()) {
+    std::vector<std::string> specs;
+    for (const auto& spec : grid.methods) {
+      if (spec != "full") specs.push_back(spec);  // the reference itself
+    }
+    add_cases(cases, base, {shape}, specs, length_sets, grid.dtypes);
+    return cases;
+  }
   for (const auto& method : method_names()) {
     if (method == "full") continue;
-    add_cases(cases, base, {{kind, 1, head, 0.0}},
-              reduced_method_variants(method, base.time_steps));
+    add_cases(cases, base, {shape}, reduced_method_variants(method, base.time_steps),
+              length_sets, grid.dtypes);
   }
   return cases;
 }

@@ -6,6 +6,7 @@
 // verify_against_full() (verify_model.h).
 
 #include "vlrnn/verify/compare.h"
+#include "vlrnn/verify/cut_dependence.h"
 
 #include <functional>
 #include <memory>
@@ -17,6 +18,7 @@ namespace vlrnn::verify {
 
 struct VerifyCase {
   std::string model = "lstm";  // a model kind (make_model)
+  std::string model_label;     // the model's part of name() (empty: kind x layers)
   int64_t num_layers = 1;
   double dropout = 0.0;        // between stacked layers (models with several layers)
   std::string head = "ce";     // "ce" or "mse"
@@ -70,5 +72,11 @@ VerifyOutcome verify_against_full(GradientMethod& method, const Workload& worklo
 // Builds the model, head and data from `spec.seed` and verifies spec.method (or what
 // `injection` supplies) against full BPTT. Never throws: errors land in `error`.
 VerifyOutcome run_case(const VerifyCase& spec, const CaseInjection& injection = {});
+
+// The case's model, data and h0 checked for cut dependence (cut_dependence.h) from the
+// generator state its methods start from: once per model is enough for the warning that a
+// pass here does not carry over (`vlrnn verify --model` runs it on its first case). Throws
+// what building the case or the model's forward throws.
+CutDependence case_cut_dependence(const VerifyCase& spec, const CaseInjection& injection = {});
 
 }  // namespace vlrnn::verify
