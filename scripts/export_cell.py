@@ -15,7 +15,7 @@ loads what PyTorch 2.x saves, as LibTorch 1.13 loads what Debian's python3-torch
 
 Usage: export_cell.py OUT.pt [--input F] [--hidden H] [--dropout P] [--seed S]
        export_cell.py OUT.pt --broken KIND   (a deliberately wrong module, for the tests:
-                                              arity, state, shape, lengths)
+                                              arity, state, shape, lengths, batch_first)
 """
 import argparse
 import sys
@@ -98,6 +98,20 @@ class IgnoresLengths(Broken):
         return self.inner(x, state, torch.full_like(lengths, x.size(0)))
 
 
+class BatchFirst(Broken):
+    """Reads x as [B, T, F], as a batch-first user's model would: fed [T, B, F], its cell
+    gets a batch of T rows against a state of B."""
+
+    def forward(self, x: Tensor, state: Tuple[Tensor, Tensor],
+                lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        h, c = state                                    # [B, H] each
+        outputs = []
+        for t in range(x.size(1)):
+            h, c = self.inner.cell(x[:, t], (h, c))     # x[:, t]: [T, F] here, not [B, F]
+            outputs.append(h)
+        return torch.stack(outputs, 1), (h, c)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="where to save the scripted cell (.pt)")
@@ -105,7 +119,7 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=16, help="H: hidden size")
     parser.add_argument("--dropout", type=float, default=0.1, help="dropout on each step's output")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
-    parser.add_argument("--broken", choices=["arity", "state", "shape", "lengths"],
+    parser.add_argument("--broken", choices=["arity", "state", "shape", "lengths", "batch_first"],
                         help="save a module that breaks the signature, for the tests")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
@@ -113,7 +127,7 @@ def main() -> int:
         cell = LstmCellLoop(args.input, args.hidden, args.dropout)
     else:
         kind = {"arity": WrongArity, "state": StateNotTuple, "shape": WrongShape,
-                "lengths": IgnoresLengths}[args.broken]
+                "lengths": IgnoresLengths, "batch_first": BatchFirst}[args.broken]
         cell = kind(args.input, args.hidden)
     torch.jit.script(cell).save(args.out)
     print(f"export_cell: saved {type(cell).__name__} (F={args.input}, H={args.hidden}, "

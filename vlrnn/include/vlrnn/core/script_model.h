@@ -45,7 +45,10 @@ class ScriptModel : public RecurrentModule {
   // ending after step 1) and throws naming `origin` and what was expected and what was
   // found: a missing method or attribute, the wrong arity, a state that is not a tuple of
   // tensors or whose layout changes in forward, a z of the wrong shape, z not zero past a
-  // sequence's end, a state not frozen for a sequence with no valid step.
+  // sequence's end, a state not frozen for a sequence with no valid step. An error raised
+  // inside the module's own forward (or initial_state) during the probe is rethrown naming
+  // `origin`, the call, the shapes given, the [T, B, F] layout expected and TorchScript's
+  // error in one line.
   static std::shared_ptr<ScriptModel> wrap(torch::jit::Module module, const std::string& origin);
 
   std::pair<torch::Tensor, State> forward(const torch::Tensor& x_block, const State& h_entry,
@@ -66,6 +69,13 @@ class ScriptModel : public RecurrentModule {
   void check_signature();
   std::vector<torch::Tensor> probe_initial_state();
   void probe_forward(const std::vector<torch::Tensor>& state_of_two);
+  // One forward call: (z, exit state). `probe_call` names the call during the probe, so
+  // an error inside the module names it too.
+  std::pair<torch::Tensor, std::vector<torch::Tensor>> call_forward(
+      const torch::Tensor& x, const std::vector<torch::Tensor>& state,
+      const torch::Tensor& lengths, const std::string& probe_call);
+  // The dtype and device of the module's parameters (float32 on the CPU without any).
+  torch::TensorOptions parameter_options() const;
 
   torch::jit::Module module_;
   std::string origin_;  // the file, or what the module came from, for messages
