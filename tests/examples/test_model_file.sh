@@ -27,6 +27,11 @@ echo "== vlrnn verify --model-file cell.pt"
 "$vlrnn" verify --model-file cell.pt --failures-only | tee verify.txt
 grep -qE '^verify: [1-9][0-9]* passed, 0 failed' verify.txt
 
+echo "== a stock torch.nn.LSTM (2 layers, batch_first=True), scripted as it is"
+"$python" "$source_dir/scripts/export_cell.py" lstm.pt --stock lstm --layers 2
+"$vlrnn" verify --model-file lstm.pt --failures-only | tee verify_lstm.txt
+grep -qE '^verify: [1-9][0-9]* passed, 0 failed' verify_lstm.txt
+
 echo "== vlrnn compare --model-file cell.pt"
 "$vlrnn" compare --model-file cell.pt --T 128 --batch 4 --methods full,vlrnn,checkpoint \
   --repeats 2 --warmup 0 --quiet --json compare.json --allow-dirty
@@ -75,4 +80,5 @@ check_broken state "expected Tuple[Tensor, ...]"
 check_broken shape "expected z of shape [T, B, H]"
 check_broken lengths "honour lengths"
 check_broken batch_first "forward(x [3, 2, 8], state, lengths [3, 1]) raised an error in the load-time probe (expected x laid out [T, B, F]"
+check_broken bidirectional "bidirectional=True is not supported" --stock gru --bidirectional
 exit $((failures > 0))

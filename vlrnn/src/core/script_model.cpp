@@ -141,13 +141,18 @@ void ScriptModel::probe() {
 }
 
 void ScriptModel::check_signature() {
+  if (StockRnnScript::is_stock(module_)) {  // its own signature, adapted
+    stock_.emplace(module_, origin_);
+    input_size_ = stock_->input_size();
+    return;
+  }
   // The signature (NOTE [ The TorchScript model signature ] in script_model.h).
   auto forward_method = module_.find_method("forward");
   if (!forward_method) {
     std::vector<std::string> names;
     for (const auto& m : module_.get_methods()) names.push_back(m.name());
     TORCH_CHECK(false, origin_, ": expected a method ", kForwardSignature,
-                ", found none (methods: ",
+                " (or a scripted stock torch.nn.LSTM / GRU / RNN), found none (methods: ",
                 fmt::format("{}", fmt::join(names, ", ")), ")");
   }
   const auto& schema = forward_method->function().getSchema();
@@ -169,6 +174,10 @@ void ScriptModel::check_signature() {
 }
 
 std::vector<torch::Tensor> ScriptModel::probe_initial_state() {
+  if (stock_) {  // hx: zeros [L, B, H], as hx=None is
+    state_spec_ = stock_->state_spec();
+    return initial_state(2, parameter_options()).tensors();
+  }
   auto init = module_.find_method("initial_state");
   TORCH_CHECK(init, origin_, ": expected a method initial_state(self, batch: int) -> "
               "Tuple[Tensor, ...] (the zero state of `batch` sequences), found none");
@@ -270,6 +279,10 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> ScriptModel::call_forward(
                         "F = {} features; a model written batch first must transpose it "
                         "(x.transpose(0, 1))",
                         x.size(0), x.size(1), x.size(2));
+  if (stock_) {
+    const auto call = probe_call.empty() ? "" : stock_->describe() + "'s forward__0 for " + probe_call;
+    return guarded(origin_, call, expected, [&] { return stock_->forward(x, state, lengths); });
+  }
   const auto out = guarded(origin_, probe_call, expected,
                            [&] { return module_.forward({x, to_tuple(state), lengths}); });
   return unpack_forward(out, origin_);
@@ -281,7 +294,8 @@ torch::TensorOptions ScriptModel::parameter_options() const {
 }
 
 std::string ScriptModel::describe() const {
-  return fmt::format("ScriptModel({}) {}", origin_, RecurrentModule::describe());
+  return fmt::format("ScriptModel({}{}) {}", origin_, stock_ ? ", " + stock_->describe() : "",
+                     RecurrentModule::describe());
 }
 
 void ScriptModel::train(bool on) {
