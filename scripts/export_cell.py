@@ -13,9 +13,16 @@ vlrnn/include/vlrnn/core/script_model.h (NOTE [ The TorchScript model signature 
 Only torch.jit.script and Module.save are used (no version-specific API), so a LibTorch 2.x
 loads what PyTorch 2.x saves, as LibTorch 1.13 loads what Debian's python3-torch 1.13 saves.
 
+A stock torch.nn.LSTM / GRU / RNN needs no such signature: scripted as it is, vlrnn adapts
+its forward(input, hx) (NOTE [ Stock recurrent modules in a model file ] in
+vlrnn/include/vlrnn/core/stock_rnn_script.h); --stock saves one.
+
 Usage: export_cell.py OUT.pt [--input F] [--hidden H] [--dropout P] [--seed S]
+       export_cell.py OUT.pt --stock lstm|gru|rnn|rnn_relu [--layers L] [--time-first]
+                             [--bidirectional] [--proj P]   (torch.jit.script(nn.LSTM(...));
+                                                             batch_first=True by default)
        export_cell.py OUT.pt --broken KIND   (a deliberately wrong module, for the tests:
-                                              arity, state, shape, lengths)
+                                              arity, state, shape, lengths, batch_first)
        export_cell.py OUT.pt --per-call-mask TBH|BH   (the right signature, but a dropout
                       mask drawn once per call, not per step, for the tests: TBH one [T, B, H]
                       draw, BH one [B, H] mask shared by the call's steps)
@@ -130,28 +137,67 @@ class PerCallMask(torch.nn.Module):
         return z * mask / keep, s
 
 
+class BatchFirst(Broken):
+    """Reads x as [B, T, F], as a batch-first user's model would: fed [T, B, F], its cell
+    gets a batch of T rows against a state of B."""
+
+    def forward(self, x: Tensor, state: Tuple[Tensor, Tensor],
+                lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        h, c = state                                    # [B, H] each
+        outputs = []
+        for t in range(x.size(1)):
+            h, c = self.inner.cell(x[:, t], (h, c))     # x[:, t]: [T, F] here, not [B, F]
+            outputs.append(h)
+        return torch.stack(outputs, 1), (h, c)
+
+
+def stock_module(kind: str, args) -> torch.nn.Module:
+    """torch.nn.LSTM / GRU / RNN as a PyTorch user builds it (batch_first=True unless
+    --time-first)."""
+    common = dict(num_layers=args.layers, batch_first=not args.time_first,
+                  dropout=args.dropout, bidirectional=args.bidirectional)
+    if kind == "lstm":
+        return torch.nn.LSTM(args.input, args.hidden, proj_size=args.proj, **common)
+    if kind == "gru":
+        return torch.nn.GRU(args.input, args.hidden, **common)
+    return torch.nn.RNN(args.input, args.hidden,
+                        nonlinearity="relu" if kind == "rnn_relu" else "tanh", **common)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="where to save the scripted cell (.pt)")
     parser.add_argument("--input", type=int, default=8, help="F: input features")
     parser.add_argument("--hidden", type=int, default=16, help="H: hidden size")
-    parser.add_argument("--dropout", type=float, default=0.1, help="dropout on each step's output")
+    parser.add_argument("--dropout", type=float, default=None,
+                        help="dropout on each step's output (default 0.1); with --stock, "
+                        "between layers (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
-    parser.add_argument("--broken", choices=["arity", "state", "shape", "lengths"],
+    parser.add_argument("--broken", choices=["arity", "state", "shape", "lengths", "batch_first"],
                         help="save a module that breaks the signature, for the tests")
     parser.add_argument("--per-call-mask", choices=["TBH", "BH"],
                         help="draw the dropout mask once per call, [T, B, H] or one [B, H] for "
                              "every step (against the contract, for the tests)")
+    parser.add_argument("--stock", choices=["lstm", "gru", "rnn", "rnn_relu"],
+                        help="save a scripted stock torch.nn module instead of the cell")
+    parser.add_argument("--layers", type=int, default=2, help="--stock: num_layers")
+    parser.add_argument("--time-first", action="store_true", help="--stock: batch_first=False")
+    parser.add_argument("--bidirectional", action="store_true", help="--stock: bidirectional")
+    parser.add_argument("--proj", type=int, default=0, help="--stock lstm: proj_size")
     args = parser.parse_args()
+    if args.dropout is None:
+        args.dropout = 0.0 if args.stock else 0.1
     torch.manual_seed(args.seed)
-    if args.per_call_mask:
+    if args.stock is not None:
+        cell = stock_module(args.stock, args)
+    elif args.per_call_mask:
         args.dropout = max(args.dropout, 0.3)  # masks that differ wherever they can
         cell = PerCallMask(args.input, args.hidden, args.dropout, args.per_call_mask == "TBH")
     elif args.broken is None:
         cell = LstmCellLoop(args.input, args.hidden, args.dropout)
     else:
         kind = {"arity": WrongArity, "state": StateNotTuple, "shape": WrongShape,
-                "lengths": IgnoresLengths}[args.broken]
+                "lengths": IgnoresLengths, "batch_first": BatchFirst}[args.broken]
         cell = kind(args.input, args.hidden)
     torch.jit.script(cell).save(args.out)
     print(f"export_cell: saved {type(cell).__name__} (F={args.input}, H={args.hidden}, "

@@ -165,6 +165,48 @@ def forward(self, x: Tensor, state: Tuple[Tensor], lengths: Tensor) -> Tuple[Ten
       {"cell.pt", "no valid step", "keep its entry state", "state tensor 0 changed"});
 }
 
+TEST(ScriptModel, AnErrorInsideTheModelNamesTheCallAndTheLayoutNotATraceback) {
+  // A model written batch first ([B, T, F]) given the probe's time-first x [3, 2, 3]:
+  // x[:, t] is [3, 3] against a state of 2 rows, and TorchScript's add fails inside it.
+  const auto batch_first = make_script(R"(
+def forward(self, x: Tensor, state: Tuple[Tensor], lengths: Tensor) -> Tuple[Tensor, Tuple[Tensor]]:
+    h = state[0]
+    zs = []
+    for t in range(x.size(1)):
+        h = torch.tanh(torch.matmul(x[:, t], self.w) + self.u * h)
+        zs.append(h)
+    return torch.stack(zs, 1), (h,)
+)");
+  std::string message;
+  try {
+    ScriptModel::wrap(batch_first, "model file \"bf.pt\"");
+  } catch (const c10::Error& e) {
+    message = e.what_without_backtrace();
+  }
+  for (const std::string fragment :
+       {"model file \"bf.pt\"", "forward(x [3, 2, 3], state, lengths [3, 1])",
+        "raised an error in the load-time probe", "x laid out [T, B, F], time first",
+        "T = 3 steps, B = 2 sequences, F = 3 features", "transpose",
+        "RuntimeError: The size of tensor a (3) must match the size of tensor b (2)"}) {
+    EXPECT_NE(message.find(fragment), std::string::npos) << "lacks \"" << fragment << "\":\n"
+                                                         << message;
+  }
+  // One line of TorchScript's error, not its traceback.
+  EXPECT_EQ(message.find("Traceback"), std::string::npos) << message;
+  EXPECT_EQ(message.find("The following operation failed"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+
+  testing::expect_error_mentions(
+      [] {
+        ScriptModel::wrap(make_script(kForward, true, R"(
+def initial_state(self, batch: int) -> Tuple[Tensor]:
+    return (torch.zeros(batch, 3) + torch.zeros(2, 3),)
+)"), "cell.pt");
+      },
+      {"cell.pt", "initial_state(3) raised an error in the load-time probe",
+       "expected the zero state of 3 sequences", "must match the size"});
+}
+
 TEST(ScriptModel, LoadNamesTheFile) {
   testing::expect_error_mentions([] { ScriptModel::load("/nonexistent/cell.pt"); },
                                  {"model file \"/nonexistent/cell.pt\"", "cannot read"});

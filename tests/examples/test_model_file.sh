@@ -27,6 +27,11 @@ echo "== vlrnn verify --model-file cell.pt"
 "$vlrnn" verify --model-file cell.pt --failures-only | tee verify.txt
 grep -qE '^verify: [1-9][0-9]* passed, 0 failed' verify.txt
 
+echo "== a stock torch.nn.LSTM (2 layers, batch_first=True), scripted as it is"
+"$python" "$source_dir/scripts/export_cell.py" lstm.pt --stock lstm --layers 2
+"$vlrnn" verify --model-file lstm.pt --failures-only | tee verify_lstm.txt
+grep -qE '^verify: [1-9][0-9]* passed, 0 failed' verify_lstm.txt
+
 echo "== vlrnn compare --model-file cell.pt"
 "$vlrnn" compare --model-file cell.pt --T 128 --batch 4 --methods full,vlrnn,checkpoint \
   --repeats 2 --warmup 0 --quiet --json compare.json --allow-dirty
@@ -52,20 +57,28 @@ grep -q '"model":"cell.pt"' sweep_out/results.jsonl
 
 echo "== modules with the wrong signature"
 failures=0
-check_broken() {  # kind, what the error must mention
-  "$python" "$source_dir/scripts/export_cell.py" "broken_$1.pt" --broken "$1" > /dev/null
+check_broken() {  # name, what the error must mention, export_cell.py's options (--broken NAME)
+  local name=$1 expected=$2
+  shift 2
+  local options=("$@")
+  ((${#options[@]})) || options=(--broken "$name")
+  "$python" "$source_dir/scripts/export_cell.py" "broken_$name.pt" "${options[@]}" > /dev/null
   local out rc=0
-  out=$("$vlrnn" verify --model-file "broken_$1.pt" 2>&1) || rc=$?
-  if ((rc == 0 || rc >= 124)) || ! grep -qF -- "$2" <<<"$out" || grep -qE 'frame #|terminate called' <<<"$out"; then
-    echo "FAIL broken $1 (rc=$rc): expected an error mentioning '$2'"
+  out=$("$vlrnn" verify --model-file "broken_$name.pt" 2>&1) || rc=$?
+  # One error line: no C++ frames, no TorchScript traceback.
+  if ((rc != 2)) || ! grep -qF -- "$expected" <<<"$out" ||
+     grep -qE 'frame #|terminate called|Traceback' <<<"$out"; then
+    echo "FAIL broken $name (rc=$rc): expected exit 2 and an error mentioning '$expected'"
     sed 's/^/    /' <<<"$out" | head -10
     failures=$((failures + 1))
   else
-    echo "ok   broken $1: $(grep -m1 'error' <<<"$out")"
+    echo "ok   broken $name: $(grep -m1 'error' <<<"$out")"
   fi
 }
 check_broken arity "3 arguments"
 check_broken state "expected Tuple[Tensor, ...]"
 check_broken shape "expected z of shape [T, B, H]"
 check_broken lengths "honour lengths"
+check_broken batch_first "forward(x [3, 2, 8], state, lengths [3, 1]) raised an error in the load-time probe (expected x laid out [T, B, F]"
+check_broken bidirectional "bidirectional=True is not supported" --stock gru --bidirectional
 exit $((failures > 0))

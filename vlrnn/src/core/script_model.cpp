@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace vlrnn {
@@ -49,6 +50,47 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> unpack_forward(const c10::I
               type_string(out));
   const auto tuple = out.toTuple();
   return {tuple->elements()[0].toTensor(), tensors_of(tuple->elements()[1], origin, "forward's returned state")};
+}
+
+// The line of a TorchScript error that says what went wrong. The interpreter's message is
+// "The following operation failed in the TorchScript interpreter.", one or two tracebacks
+// ("File ..." and the source lines, indented as the source is), then the error itself,
+// "RuntimeError: ..." (or the Python class the script raised); that line is the one wanted.
+// Any other message gives its first non-empty line.
+std::string first_error_line(const std::string& what) {
+  static const std::regex error_line(R"(^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception): .*)");
+  std::istringstream lines(what);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find_first_not_of(" \t") != std::string::npos) all.push_back(line);
+  }
+  if (all.empty()) return "(no message)";
+  if (all[0].rfind("The following operation failed in the TorchScript interpreter", 0) != 0) {
+    return all[0];
+  }
+  for (size_t i = all.size(); i-- > 1;) {
+    if (std::regex_match(all[i], error_line)) return all[i];
+  }
+  return all.back();
+}
+
+// Runs `fn`, the module's own code, during the load-time probe: an error raised inside it is
+// rethrown naming `origin`, the call, what it expected, and TorchScript's error in one line,
+// not the whole traceback. An empty `call` (not probing) runs `fn` as it is.
+template <typename Fn>
+auto guarded(const std::string& origin, const std::string& call, const std::string& expected,
+             Fn fn) -> decltype(fn()) {
+  if (call.empty()) return fn();
+  std::string error;
+  try {
+    return fn();
+  } catch (const c10::Error& e) {
+    error = first_error_line(e.what_without_backtrace());
+  } catch (const std::exception& e) {  // the interpreter rethrows as std::runtime_error
+    error = first_error_line(e.what());
+  }
+  TORCH_CHECK(false, origin, ": ", call, " raised an error in the load-time probe (expected ",
+              expected, "); TorchScript's error: ", error);
 }
 
 }  // namespace
@@ -99,12 +141,18 @@ void ScriptModel::probe() {
 }
 
 void ScriptModel::check_signature() {
+  if (StockRnnScript::is_stock(module_)) {  // its own signature, adapted
+    stock_.emplace(module_, origin_);
+    input_size_ = stock_->input_size();
+    return;
+  }
   // The signature (NOTE [ The TorchScript model signature ] in script_model.h).
   auto forward_method = module_.find_method("forward");
   if (!forward_method) {
     std::vector<std::string> names;
     for (const auto& m : module_.get_methods()) names.push_back(m.name());
-    TORCH_CHECK(false, origin_, ": expected a method ", kForwardSignature, ", found none (methods: ",
+    TORCH_CHECK(false, origin_, ": expected a method ", kForwardSignature,
+                " (or a scripted stock torch.nn.LSTM / GRU / RNN), found none (methods: ",
                 fmt::format("{}", fmt::join(names, ", ")), ")");
   }
   const auto& schema = forward_method->function().getSchema();
@@ -126,11 +174,21 @@ void ScriptModel::check_signature() {
 }
 
 std::vector<torch::Tensor> ScriptModel::probe_initial_state() {
+  if (stock_) {  // hx: zeros [L, B, H], as hx=None is
+    state_spec_ = stock_->state_spec();
+    return initial_state(2, parameter_options()).tensors();
+  }
   auto init = module_.find_method("initial_state");
   TORCH_CHECK(init, origin_, ": expected a method initial_state(self, batch: int) -> "
               "Tuple[Tensor, ...] (the zero state of `batch` sequences), found none");
-  const auto s2 = tensors_of((*init)({c10::IValue(int64_t(2))}), origin_, "initial_state(2)");
-  const auto s3 = tensors_of((*init)({c10::IValue(int64_t(3))}), origin_, "initial_state(3)");
+  auto call_init = [&](int64_t batch) {
+    const auto call = fmt::format("initial_state({})", batch);
+    return tensors_of(guarded(origin_, call, fmt::format("the zero state of {} sequences", batch),
+                              [&] { return (*init)({c10::IValue(batch)}); }),
+                      origin_, call);
+  };
+  const auto s2 = call_init(2);
+  const auto s3 = call_init(3);
   TORCH_CHECK(s2.size() == s3.size(), origin_, ": initial_state: expected the same number of "
               "tensors for every batch size, found ", s2.size(), " for 2 and ", s3.size(), " for 3");
   state_spec_.clear();
@@ -164,19 +222,14 @@ void ScriptModel::probe_forward(const std::vector<torch::Tensor>& s2) {
   torch::NoGradGuard no_grad;
   const bool was_training = module_.is_training();
   module_.eval();
-  auto options = torch::TensorOptions().dtype(torch::kFloat32);
-  for (const auto& p : module_.parameters()) {
-    options = p.options();
-    break;
-  }
+  const auto options = parameter_options();
   const int64_t F = input_size_;
   auto x = torch::linspace(-1.0, 1.0, 6 * F, options).reshape({3, 2, F});  // [T, B, F]
   std::vector<torch::Tensor> entry;
   for (const auto& s : s2) entry.push_back(s.to(options) + 0.5);  // nonzero: freezing shows
   const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(options.device());
-  auto [z, exit] = unpack_forward(
-      module_.forward({x, to_tuple(entry), torch::tensor({3, 1}, long_options)}), origin_);
   const std::string call = fmt::format("forward(x [3, 2, {}], state, lengths [3, 1])", F);
+  auto [z, exit] = call_forward(x, entry, torch::tensor({3, 1}, long_options), call);
   TORCH_CHECK(z.dim() == 3 && z.size(0) == 3 && z.size(1) == 2 && z.size(2) >= 1, origin_, ": ",
               call, ": expected z of shape [T, B, H] = [3, 2, H], found ", shape_string(z));
   output_size_ = z.size(2);
@@ -190,8 +243,8 @@ void ScriptModel::probe_forward(const std::vector<torch::Tensor>& s2) {
   TORCH_CHECK(z.slice(0, 1).select(1, 1).eq(0).all().item<bool>(), origin_, ": ", call,
               ": expected z zero past each sequence's end (sequence 1 has 1 valid step), found "
               "nonzero values at steps 1-2 of sequence 1: forward must honour lengths");
-  auto [z0, frozen] = unpack_forward(
-      module_.forward({x, to_tuple(entry), torch::tensor({3, 0}, long_options)}), origin_);
+  auto [z0, frozen] = call_forward(x, entry, torch::tensor({3, 0}, long_options),
+                                  fmt::format("forward(x [3, 2, {}], state, lengths [3, 0])", F));
   for (size_t i = 0; i < frozen.size(); ++i) {
     const auto d = state_spec_[i].batch_dim;
     TORCH_CHECK(frozen[i].select(d, 1).equal(entry[i].select(d, 1)), origin_,
@@ -211,13 +264,38 @@ std::pair<torch::Tensor, State> ScriptModel::forward(const torch::Tensor& x_bloc
           ? lengths.to(x_block.device(), torch::kLong)
           : torch::full({x_block.size(1)}, x_block.size(0),
                         torch::TensorOptions().dtype(torch::kLong).device(x_block.device()));
-  auto [z, exit] = unpack_forward(module_.forward({x_block, to_tuple(h_entry.tensors()), valid}),
-                                  origin_);
+  auto [z, exit] = call_forward(x_block, h_entry.tensors(), valid, /*probe_call=*/"");
   return {z, State(std::move(exit))};  // z [T, B, H]
 }
 
+std::pair<torch::Tensor, std::vector<torch::Tensor>> ScriptModel::call_forward(
+    const torch::Tensor& x, const std::vector<torch::Tensor>& state,
+    const torch::Tensor& lengths, const std::string& probe_call) {
+  // x [T, B, F]; lengths [B] int64 on x's device
+  const std::string expected =
+      probe_call.empty()
+          ? ""
+          : fmt::format("x laid out [T, B, F], time first: T = {} steps, B = {} sequences, "
+                        "F = {} features; a model written batch first must transpose it "
+                        "(x.transpose(0, 1))",
+                        x.size(0), x.size(1), x.size(2));
+  if (stock_) {
+    const auto call = probe_call.empty() ? "" : stock_->describe() + "'s forward__0 for " + probe_call;
+    return guarded(origin_, call, expected, [&] { return stock_->forward(x, state, lengths); });
+  }
+  const auto out = guarded(origin_, probe_call, expected,
+                           [&] { return module_.forward({x, to_tuple(state), lengths}); });
+  return unpack_forward(out, origin_);
+}
+
+torch::TensorOptions ScriptModel::parameter_options() const {
+  for (const auto& p : module_.parameters()) return p.options();
+  return torch::TensorOptions().dtype(torch::kFloat32);
+}
+
 std::string ScriptModel::describe() const {
-  return fmt::format("ScriptModel({}) {}", origin_, RecurrentModule::describe());
+  return fmt::format("ScriptModel({}{}) {}", origin_, stock_ ? ", " + stock_->describe() : "",
+                     RecurrentModule::describe());
 }
 
 void ScriptModel::train(bool on) {
