@@ -40,7 +40,10 @@ TEST(ReadmeSnippet, IsTheCompiledExample) {
   const auto snippet = example.substr(begin + begin_marker.size(), end - begin - begin_marker.size());
 
   const std::string readme = slurp(root + "/README.md");
-  const auto code = readme.find("```cpp\n");
+  // The first C++ block of the section that shows the library from C++.
+  const auto section = readme.find("\n## Using VLRNN from C++\n");
+  ASSERT_NE(section, std::string::npos) << "README.md lacks its '## Using VLRNN from C++'";
+  const auto code = readme.find("```cpp\n", section);
   ASSERT_NE(code, std::string::npos);
   const auto code_end = readme.find("```", code + 7);
   EXPECT_EQ(trimmed_lines(readme.substr(code + 7, code_end - code - 7)), trimmed_lines(snippet));
