@@ -1,5 +1,7 @@
 #include "vlrnn/core/script_head.h"
 
+#include "script_common.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -48,17 +50,7 @@ std::shared_ptr<ScriptHead> ScriptHead::wrap(torch::jit::Module module, const st
 
 ScriptHead::ScriptHead(torch::jit::Module module, std::string origin, bool sparse_targets)
     : module_(std::move(module)), origin_(std::move(origin)), sparse_targets_(sparse_targets) {
-  // The same tensors, registered here too (as in ScriptModel): "mlp.0.weight" -> "mlp_0_weight".
-  auto local_name = [](std::string name) {
-    for (auto& ch : name) ch = ch == '.' ? '_' : ch;
-    return name;
-  };
-  for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
-    register_parameter(local_name(p.name), p.value, p.value.requires_grad());
-  }
-  for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
-    register_buffer(local_name(b.name), b.value);
-  }
+  register_script_tensors(*this, module_);  // script_common.h
   OutputModule::train(module_.is_training());
 }
 
@@ -120,9 +112,8 @@ void ScriptHead::probe_forward() {
     try {
       out = module_.forward({z_in, y_in});
     } catch (const std::exception& e) {  // a c10::Error, or the interpreter's runtime_error
-      const auto* error = dynamic_cast<const c10::Error*>(&e);
       TORCH_CHECK(false, origin_, ": ", call, " failed (y as declared: ", targets_.describe(),
-                  "): ", error ? error->what_without_backtrace() : e.what());
+                  "): ", error_line(e));
     }
     TORCH_CHECK(out.isTensor(), origin_, ": ", call, ": expected a Tensor (the loss [T, B]), "
                 "found ", out.type()->str());

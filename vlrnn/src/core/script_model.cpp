@@ -1,5 +1,7 @@
 #include "vlrnn/core/script_model.h"
 
+#include "script_common.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -52,28 +54,6 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> unpack_forward(const c10::I
   return {tuple->elements()[0].toTensor(), tensors_of(tuple->elements()[1], origin, "forward's returned state")};
 }
 
-// The line of a TorchScript error that says what went wrong. The interpreter's message is
-// "The following operation failed in the TorchScript interpreter.", one or two tracebacks
-// ("File ..." and the source lines, indented as the source is), then the error itself,
-// "RuntimeError: ..." (or the Python class the script raised); that line is the one wanted.
-// Any other message gives its first non-empty line.
-std::string first_error_line(const std::string& what) {
-  static const std::regex error_line(R"(^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception): .*)");
-  std::istringstream lines(what);
-  std::vector<std::string> all;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find_first_not_of(" \t") != std::string::npos) all.push_back(line);
-  }
-  if (all.empty()) return "(no message)";
-  if (all[0].rfind("The following operation failed in the TorchScript interpreter", 0) != 0) {
-    return all[0];
-  }
-  for (size_t i = all.size(); i-- > 1;) {
-    if (std::regex_match(all[i], error_line)) return all[i];
-  }
-  return all.back();
-}
-
 // Runs `fn`, the module's own code, during the load-time probe: an error raised inside it is
 // rethrown naming `origin`, the call, what it expected, and TorchScript's error in one line,
 // not the whole traceback. An empty `call` (not probing) runs `fn` as it is.
@@ -84,10 +64,8 @@ auto guarded(const std::string& origin, const std::string& call, const std::stri
   std::string error;
   try {
     return fn();
-  } catch (const c10::Error& e) {
-    error = first_error_line(e.what_without_backtrace());
-  } catch (const std::exception& e) {  // the interpreter rethrows as std::runtime_error
-    error = first_error_line(e.what());
+  } catch (const std::exception& e) {  // a c10::Error, or the interpreter's runtime_error
+    error = error_line(e);
   }
   TORCH_CHECK(false, origin, ": ", call, " raised an error in the load-time probe (expected ",
               expected, "); TorchScript's error: ", error);
@@ -119,19 +97,7 @@ std::shared_ptr<ScriptModel> ScriptModel::wrap(torch::jit::Module module,
 
 ScriptModel::ScriptModel(torch::jit::Module module, std::string origin)
     : module_(std::move(module)), origin_(std::move(origin)) {
-  // The same tensors, registered here too: gradient methods read parameters(), .grad()
-  // accumulates in the script module's own, and to() converts both (set_data).
-  // nn::Module names may not contain '.': "cell.weight_ih" -> "cell_weight_ih".
-  auto local_name = [](std::string name) {
-    for (auto& ch : name) ch = ch == '.' ? '_' : ch;
-    return name;
-  };
-  for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
-    register_parameter(local_name(p.name), p.value, p.value.requires_grad());
-  }
-  for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
-    register_buffer(local_name(b.name), b.value);
-  }
+  register_script_tensors(*this, module_);  // script_common.h
   RecurrentModule::train(module_.is_training());
 }
 
