@@ -9,14 +9,7 @@
 set -uo pipefail
 vlrnn=$(realpath "${1:?usage: test_verify_outputs.sh path/to/vlrnn}")
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-python=${VLRNN_PYTHON:-}
-for candidate in /usr/bin/python3 python3; do
-  if [[ -z $python ]] && "$candidate" -c 'import torch' 2>/dev/null; then python=$candidate; fi
-done
-if [[ -z $python ]]; then
-  echo "SKIP: no python3 can import torch (install python3-torch: scripts/install_deps.sh)"
-  exit 77
-fi
+source "$source_dir/tests/torch_python.sh"  # sets python, or skips (exit 77)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/some/deep/folder"

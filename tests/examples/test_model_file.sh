@@ -8,15 +8,7 @@
 set -euo pipefail
 vlrnn=${1:?usage: test_model_file.sh path/to/vlrnn}
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
-# Debian's python3-torch lives in /usr/bin/python3's packages (a pyenv python3 lacks it).
-python=${VLRNN_PYTHON:-}
-for candidate in /usr/bin/python3 python3; do
-  if [[ -z $python ]] && "$candidate" -c 'import torch' 2>/dev/null; then python=$candidate; fi
-done
-if [[ -z $python ]]; then
-  echo "SKIP: no python3 can import torch (install python3-torch: scripts/install_deps.sh)"
-  exit 77
-fi
+source "$source_dir/tests/torch_python.sh"  # sets python, or skips (exit 77)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
