@@ -51,9 +51,10 @@ int64_t available_memory_bytes() {
 
 // NOTE [ Data that cannot fit ]: a batch, of a benchmark problem or of a training task,
 // whose data alone ([T, B, F] inputs and [T, B] targets) exceeds the memory this machine
-// has available is refused before anything is allocated, saying what was asked, how much that is and what would fit, rather than
-// surfacing the allocator's "[enforce fail at alloc_cpu.cpp]" (an iteration needs more
-// than its data, so passing this check is no promise that the step fits).
+// has available is refused before anything is allocated, saying what was asked, how much
+// that is and what would fit, rather than surfacing the allocator's "[enforce fail at
+// alloc_cpu.cpp]" (an iteration needs more than its data, so passing this check is no
+// promise that the step fits).
 void check_data_fits(int64_t time_steps, int64_t batch, int64_t input_size,
                      torch::ScalarType dtype) {
   const double element = dtype == torch::kFloat64 ? 8.0 : 4.0;

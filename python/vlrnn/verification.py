@@ -9,7 +9,9 @@ Each method runs on the same weights, data and generator state as full BPTT, and
 per-step losses, every gradient (parameters, h0 and x when they require grad) and the final
 state are compared: relative to each tensor's largest entry, within 1e-10 in float64 and
 1e-5 in float32. A failing row says in plain words what the module likely breaks (e.g.
-dropout masks drawn once per call instead of once per step).
+dropout masks drawn once per call instead of once per step). A module that passes here but
+draws its random numbers once per call gets report.warning: such a pass does not carry over
+to a GPU.
 """
 from typing import List, NamedTuple
 
@@ -38,11 +40,13 @@ class VerifyRow(NamedTuple):
 
 
 class VerifyReport(list):
-    """The rows, with the table `vlrnn verify` prints as str()."""
+    """The rows, with the table `vlrnn verify` prints as str(). `warning` is non-empty when
+    the module passes here but draws its random numbers once per call: the pass does not
+    carry over to a GPU or an MKL build, whose generators lay out one call's draw otherwise."""
 
-    def __init__(self, rows, table, summary):
+    def __init__(self, rows, table, summary, warning=""):
         super().__init__(rows)
-        self.table, self.summary = table, summary
+        self.table, self.summary, self.warning = table, summary, warning
 
     @property
     def passed(self):
@@ -56,7 +60,8 @@ class VerifyReport(list):
             raise AssertionError(f"gradients differ from full BPTT:\n{self}")
 
     def __str__(self):
-        return self.table + self.summary + "\n"
+        warning = f"WARNING: {self.warning}\n" if self.warning else ""
+        return warning + self.table + self.summary + "\n"
 
 
 def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,
@@ -76,7 +81,7 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
                        label=type(rnn).__name__, head_label=type(out).__name__,
                        **call.engine_args())
     rows = [VerifyRow(**row) for row in result["rows"]]
-    return VerifyReport(rows, result["table"], result["summary"])
+    return VerifyReport(rows, result["table"], result["summary"], result["warning"])
 
 
 def assert_exact(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,

@@ -55,6 +55,35 @@ def test_per_call_masks_fail_with_the_diagnosis():
         report.assert_exact()
 
 
+class TimeMajorCallMask(nn.Module):
+    """One [T, B, H] mask per call, drawn time-major: on this CPU's generator the same
+    numbers as per-step [B, H] draws, so block methods pass here; elsewhere they need not."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(F, H, batch_first=True)
+
+    def forward(self, x, h):
+        z, h = self.gru(x, h)  # [B, T, H]
+        keep = torch.full((z.shape[1], z.shape[0], z.shape[2]), 0.7, dtype=z.dtype)
+        mask = torch.bernoulli(keep).transpose(0, 1)  # [T, B, H] drawn, used as [B, T, H]
+        return z * mask / 0.7, h
+
+
+def test_per_call_draws_that_pass_here_are_warned_about():
+    x, y = make_batch(False, steps=20)
+    torch.manual_seed(0)
+    report = vlrnn.verify(TimeMajorCallMask().double(), MlpHead(H, CLASSES).double(), x, y,
+                          methods=["vlrnn:blocks=4", "checkpoint"])
+    assert report.passed
+    assert "GPU" in report.warning
+    assert str(report).startswith("WARNING: ")
+    torch.manual_seed(0)
+    per_step = vlrnn.verify(make_rnn("vlrnn_nn_composite", dropout=0.3),  # per-step masks
+                            MlpHead(H, CLASSES).double(), x, y, methods=["vlrnn:blocks=4"])
+    assert per_step.passed and per_step.warning == ""
+
+
 def test_stock_multi_layer_dropout_is_diagnosed():
     """torch.nn.LSTM draws one mask per layer and call ([T, B, H]): cut into blocks, the
     layers' draws interleave differently, so no block method can be exact for it."""

@@ -92,7 +92,10 @@ double cut_vs_whole(const Workload& workload, uint64_t seed, int64_t cut) {
 
 }  // namespace
 
-CutDependence measure_cut_dependence(const Workload& workload, uint64_t seed) {
+CutDependence measure_cut_dependence(const Workload& given, uint64_t seed) {
+  // As a gradient method sees it: h0 absent means the model's initial state (a model that
+  // is handed no state, as a Python module is, need not know what that is), padding zeroed.
+  const Workload workload = validated(given);
   CutDependence result;
   const int64_t T = workload.batch.time_steps();
   if (T < 2) return result;
