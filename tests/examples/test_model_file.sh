@@ -25,18 +25,14 @@ echo "== a stock torch.nn.LSTM (2 layers, batch_first=True), scripted as it is"
 grep -qE '^verify: [1-9][0-9]* passed, 0 failed' verify_lstm.txt
 
 echo "== vlrnn compare --model-file cell.pt"
+# --check: exit 1 unless every method's gradients equal full's within verify's tolerance.
 "$vlrnn" compare --model-file cell.pt --T 128 --batch 4 --methods full,vlrnn,checkpoint \
-  --repeats 2 --warmup 0 --quiet --json compare.json --allow-dirty
+  --repeats 2 --warmup 0 --quiet --check --json compare.json --allow-dirty
 "$python" - compare.json <<'PY'
 import json, sys
 out = json.load(open(sys.argv[1]))
-runs = out["runs"]
-assert [r["status"] for r in runs] == ["ok"] * 3, runs
-for r in runs:
-    err = (r.get("error_vs_full") or {}).get("max_rel", 0.0)
-    assert err <= 1e-5, (r["method"], err)
 assert out["problem"]["input"] == 8, out["problem"]  # the file's F, not --input's
-print("compare: 3 methods ok, gradients equal to full's")
+print("compare: the model file's own F")
 PY
 
 echo "== vlrnn sweep with \"model_file\""
