@@ -19,6 +19,7 @@
 
 #include "lib/method_runner.h"
 #include "lib/problem.h"
+#include "lib/source_stamp.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/environment.h"
@@ -253,8 +254,8 @@ int run(const Args& args) {
                         {"blas", blas.vendor},
                         {"blas_library", blas.loaded},
                         {"torch_threads", at::get_num_threads()},
-                        {"git_sha", measure::git_sha(".")},
-                        {"git_dirty", measure::git_dirty(".")},
+                        {"git_sha", experiments::built_from().git_sha},
+                        {"git_dirty", experiments::git_dirty_json(experiments::built_from().tree)},
                         {"load_average_start", load_start},
                         {"load_average_end", measure::load_average()},
                         {"warmup", args.warmup},

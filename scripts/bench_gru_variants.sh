@@ -33,7 +33,7 @@ blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null |
 torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/include/torch/version.h \
                   2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
 
-META_COMMAND="${cmd[*]}" META_SCRIPT="scripts/bench_gru_variants.sh $out '$filter' $clock" \
+META_COMMAND="scripts/bench_gru_variants.sh $out '$filter' $clock" META_BENCHMARK_COMMAND="${cmd[*]}" \
 META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="$(basename "$json")" META_CLOCK="$clock" \
 python3 scripts/bench_meta.py "$out/meta.json"

@@ -38,7 +38,7 @@ torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/in
                   2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
 torch_threads=$(python3 -c "import json; print(json.load(open('$out/bench_lstm_block.json'))['context'].get('torch_threads', ''))")
 
-META_COMMAND="${cmd1[*]} && ${cmd2[*]}" META_SCRIPT="scripts/bench_lstm_block.sh $out" \
+META_COMMAND="scripts/bench_lstm_block.sh $out" META_BENCHMARK_COMMAND="${cmd1[*]} && ${cmd2[*]}" \
 META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="bench_lstm_block.json bench_lstm_block_h2048.json" \
 META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\"}" \

@@ -64,6 +64,7 @@ from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 import vlrnn  # noqa: E402
 from vlrnn import _C  # noqa: E402
+import results_writer  # noqa: E402
 from vlrnn_plots import stats  # noqa: E402
 
 
@@ -294,8 +295,7 @@ def measure(name, factory, args, write):
         ratios = sorted(a / b for a, b in zip(seconds[peer], seconds[reference]))
         record = dict(kind="python_peer", experiment=name, peer=peer, order=order,
                       reference=reference, **shape,
-                      time_samples=seconds[peer], time_median=summary["median"],
-                      time_min=summary["min"], time_max=summary["max"],
+                      time_s=summary,  # with samples_s, the rounds in order
                       peak_bytes=min(peaks[peer]), peak_bytes_samples=peaks[peer],
                       paired_time_ratio=ratios[len(ratios) // 2],
                       paired_time_ratio_ci=ratio_ci,
@@ -336,19 +336,13 @@ def main():
     torch.set_num_threads(1)
     _C.memory.install()
     os.makedirs(args.out, exist_ok=True)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sha = sh(f"git -C {root} rev-parse HEAD") or "unknown"
-    dirty = sha == "unknown" or bool(sh(f"git -C {root} status --porcelain -- python vlrnn "
-                                        "registry baselines verify scripts/bench_python.py"))
-    meta = dict(schema_version=1, command=" ".join(["scripts/bench_python.py"] + sys.argv[1:]),
-                env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
-                git_sha=sha, git_dirty=dirty, libtorch=torch.__version__,
-                python=platform.python_version(), intra_op_threads=torch.get_num_threads(),
+    meta = results_writer.environment(
+        " ".join(["scripts/bench_python.py"] + sys.argv[1:]), torch.__version__,
+        sh("readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu"), torch.get_num_threads())
+    meta.update(env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+                python=platform.python_version(),
                 openblas_env={k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")},
-                blas=sh("ls -l /etc/alternatives/libblas.so.3-x86_64-linux-gnu | sed 's/.*-> //'"),
-                nproc=os.cpu_count(), cpu=sh("lscpu | sed -n 's/^Model name: *//p'"),
-                loadavg_before=open("/proc/loadavg").read().split()[:3],
-                date_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 repeats=args.repeats, warmup=args.warmup)
     with open(os.path.join(args.out, "results.jsonl"), "w") as records:
         def write(record):
@@ -356,10 +350,9 @@ def main():
             records.flush()
         for name in chosen:
             measure(name, factories[name], args, write)
-    meta["loadavg_after"] = open("/proc/loadavg").read().split()[:3]
-    with open(os.path.join(args.out, "meta.json"), "w") as out:
-        json.dump(meta, out, indent=2)
-        out.write("\n")
+    meta["load_average_end"] = results_writer.load_average()
+    meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    results_writer.write_meta(args.out, meta)
     print(f"wrote {args.out}/results.jsonl and meta.json; draw: python3 scripts/plot.py {args.out}")
 
 

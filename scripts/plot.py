@@ -45,10 +45,10 @@ def compare_figures_folder(path):
 
 
 def draw_compare_file(path):
-    data = compare.load(path)
+    meta, records = compare.load(path)
     out = compare_figures_folder(path)
     written, skipped = [], []
-    compare.draw(data, out, written, skipped)
+    compare.draw(meta, records, out, written, skipped)
     for name in written:
         print(f"plot.py: wrote {out}/{name} ({', '.join(common.FORMATS)})")
     for note in skipped:

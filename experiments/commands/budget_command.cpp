@@ -5,9 +5,9 @@
 #include "commands/command.h"
 #include "commands/measuring_options.h"
 
+#include "lib/environment.h"
 #include "lib/method_runner.h"
 #include "lib/results_store.h"
-#include "lib/sweep_runner.h"
 #include "lib/units.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"

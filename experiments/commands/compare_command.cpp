@@ -1,9 +1,10 @@
 #include "commands/command.h"
 #include "commands/measuring_options.h"
 
+#include "lib/environment.h"
 #include "lib/method_runner.h"
-#include "lib/results_store.h"
 #include "lib/method_specs.h"
+#include "lib/results_store.h"
 #include "lib/units.h"
 #include "lib/user_models.h"
 
@@ -14,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -208,37 +208,35 @@ void print_report(const CompareArgs& args, const experiments::Problem& problem,
   print_table(std::cout, runs);
 }
 
+// --json FILE: the run as a result set in one file (lib/results_store.h), one record per
+// method; `meta` is environment_json() as the run started.
 void write_json(const CompareArgs& args, const std::vector<experiments::MethodRun>& runs,
-                const std::string& blas_vendor, double peak_flops, const std::string& load_start) {
+                nlohmann::json meta, const measure::PeakGemm& peak) {
   const auto& s = args.problem;
-  nlohmann::json out = {{"problem", experiments::to_json(s)},
-                        {"peak_gemm_flops_per_s", peak_flops},
-                        {"device", measure::describe_device(s.device)},
-                        {"blas", blas_vendor},
-                        {"git_sha", measure::git_sha(".")},
-                        {"git_dirty", measure::git_dirty(".")},
-                        {"command_line", command_line()},
-                        {"load_average_start", load_start},
-                        {"warmup", args.warmup},
-                        {"repeats", args.repeats},
-                        {"timed_rounds", timed_rounds(runs)},
-                        {"until_stable", args.measuring.until_stable},
-                        {"runs", nlohmann::json::array()}};
+  meta.update({{"command", command_line()},
+               {"problem", experiments::to_json(s)},
+               {"devices", {{s.device.str(), measure::describe_device(s.device)}}},
+               {"peak_gemm", {{s.device.str() + "/" + args.dtype, experiments::peak_gemm_json(peak)}}},
+               {"warmup", args.warmup},
+               {"repeats", args.repeats},
+               {"timed_rounds", timed_rounds(runs)},
+               {"until_stable", args.measuring.until_stable},
+               {"load_average_end", measure::load_average()},
+               {"finished", experiments::utc_now()}});
+  std::vector<nlohmann::json> records;
   const auto* full = experiments::find_full(runs);
   for (const auto& run : runs) {
     auto j = experiments::to_json(run);
+    j["kind"] = "compare";
     if (full && run.status == "ok") {
       j["time_ratio_to_full"] = run.time.median / full->time.median;
       j.update(experiments::ratio_json(run, full));
       j["memory_ratio_full_to_this"] = double(full->memory.iteration_peak_bytes) /
                                        double(std::max<int64_t>(1, run.memory.iteration_peak_bytes));
     }
-    out["runs"].push_back(j);
+    records.push_back(std::move(j));
   }
-  out["load_average_end"] = measure::load_average();
-  std::ofstream file(args.json_path);
-  TORCH_CHECK(file, "--json: cannot write \"", args.json_path, "\"");
-  file << out.dump(2) << "\n";
+  experiments::write_results_file(args.json_path, std::move(meta), records, "--json");
   std::cerr << "vlrnn compare: wrote " << args.json_path << "\n";
 }
 
@@ -271,7 +269,11 @@ int run_compare(CompareArgs args) {
   const auto problem = experiments::make_problem(args.problem);
   args.problem = problem.spec;  // a model file's own F and H (make_problem), as reported
 
-  const std::string load_start = measure::load_average();
+  // The machine and the code as the run starts (meta of --json; its load_average is the
+  // load before the measurements).
+  auto meta = experiments::environment_json();
+  meta["started"] = experiments::utc_now();
+  const std::string load_start = meta["load_average"].get<std::string>();
   const auto blas = measure::detect_blas();
   const auto peak = measure_peak(args, blas);
   options.peak_flops_per_second = peak.flops_per_second;
@@ -284,7 +286,7 @@ int run_compare(CompareArgs args) {
                            args.no_error ? "" : "; then gradients vs full BPTT");
   const auto runs = experiments::run_methods(problem, specs, options);
   print_report(args, problem, runs, blas.vendor, peak.flops_per_second, load_start);
-  if (!args.json_path.empty()) write_json(args, runs, blas.vendor, peak.flops_per_second, load_start);
+  if (!args.json_path.empty()) write_json(args, runs, std::move(meta), peak);
   if (args.check && check_gradients(std::cout, args, runs) > 0) return 1;
   for (const auto& run : runs) {
     if (run.status == "error") return 1;

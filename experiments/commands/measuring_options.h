@@ -1,9 +1,10 @@
 #pragma once
 // The options every measuring subcommand shares (compare, sweep, budget): the thread policy
 // (NOTE [ Thread policy ] in vlrnn/measure/threads.h) and the provenance rule, results are
-// written from a clean tree only (NOTE [ Results from a clean tree ]).
+// written from a clean build only (NOTE [ Provenance from the build ] in lib/source_stamp.h).
 
-#include "vlrnn/measure/environment.h"
+#include "lib/source_stamp.h"
+
 #include "vlrnn/measure/threads.h"
 
 #include <CLI/CLI.hpp>
@@ -30,8 +31,8 @@ inline void add_measuring_options(CLI::App* sub, MeasuringArgs& args) {
                   "threads of the BLAS (OpenBLAS) for the GEMMs (0: every core)")
       ->capture_default_str();
   sub->add_flag("--allow-dirty", args.allow_dirty,
-                "write results even when tracked files have uncommitted changes (recorded "
-                "in meta.json as git_dirty: true)");
+                "write results even from a binary built from uncommitted changes, or from an "
+                "unknown tree (recorded in meta.json as git_dirty: true or \"unknown\")");
 }
 
 // --until-stable / --max-repeats, for commands that time methods against full BPTT.
@@ -63,15 +64,10 @@ inline measure::ThreadSettings apply_threads(const MeasuringArgs& args) {
   return measure::apply_thread_policy(args.threads, args.blas_threads);
 }
 
-// NOTE [ Results from a clean tree ]: a result set is only worth committing when the code
-// that made it is a commit someone can check out, so writing results from a checkout with
-// uncommitted changes to tracked files (results/ aside) is refused unless --allow-dirty says
-// it is on purpose; meta.json records git_dirty either way.
+// Results are written from a binary built from a clean, known tree only, unless --allow-dirty
+// says the run is on purpose (NOTE [ Provenance from the build ]).
 inline void check_clean_tree(const MeasuringArgs& args, const std::string& what) {
-  TORCH_CHECK(args.allow_dirty || !measure::git_dirty("."), what,
-              ": refusing to write results from a tree with uncommitted changes (git status "
-              "lists modified tracked files): commit them first, or pass --allow-dirty to "
-              "record a dirty run on purpose (meta.json then says git_dirty: true)");
+  experiments::check_results_provenance(experiments::built_from(), args.allow_dirty, what);
 }
 
 }  // namespace vlrnn::cli

@@ -38,7 +38,7 @@ int run_merge_command(const MergeArgs& args) {
   experiments::MergeOptions options;
   options.out_dir = args.out_dir;
   options.shard_dirs = args.shard_dirs;
-  options.command_line = command_line();
+  options.command = command_line();
   const auto report = experiments::merge_shards(options);
   for (const auto& dir : report.absent_dirs) {
     std::cerr << "vlrnn merge: warning: " << dir << " holds no meta.json (a shard that never started?)\n";

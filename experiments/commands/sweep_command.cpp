@@ -33,7 +33,7 @@ int run_sweep_command(const SweepArgs& args) {
                         ? (std::filesystem::path("results") / config.name).string()
                         : args.out_dir;
   options.resume = args.resume;
-  options.command_line = command_line();
+  options.command = command_line();
   options.stop_requested = [] { return StopOnSignal::requested(); };
 
   std::cerr << fmt::format("vlrnn sweep: {} ({} experiments, {} points{}) -> {}\n", config.name,

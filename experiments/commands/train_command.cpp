@@ -3,8 +3,8 @@
 #include "commands/measuring_options.h"
 #include "commands/stop_signal.h"
 
+#include "lib/environment.h"
 #include "lib/results_store.h"
-#include "lib/sweep_runner.h"
 #include "lib/tasks.h"
 #include "lib/train_config.h"
 #include "lib/trainer.h"

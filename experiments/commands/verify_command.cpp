@@ -1,9 +1,9 @@
 #include "commands/command.h"
 
+#include "lib/environment.h"
 #include "lib/method_specs.h"
 #include "lib/problem.h"
 #include "lib/results_store.h"
-#include "lib/sweep_runner.h"
 #include "lib/units.h"
 #include "lib/user_models.h"
 #include "lib/verify_eta.h"
@@ -172,16 +172,16 @@ int run_verify(const VerifyArgs& args) {
   if (!args.json_path.empty()) experiments::check_writable_file(args.json_path, "--json");
 
   std::unique_ptr<experiments::ResultsStore> store;
-  nlohmann::json meta;
+  // meta.json of --out and the meta of --json: the machine as the run began.
+  nlohmann::json meta = experiments::environment_json();
+  meta["command"] = command_line();
+  meta["started"] = experiments::utc_now();
+  meta["verify"] = {{"random_configurations", args.random}, {"seed", args.seed},
+                    {"cases", selected.size()}, {"summary", "running"}};
+  if (args.random_case >= 0) meta["verify"]["random_case"] = args.random_case;
   if (!args.out_dir.empty()) {
     store = std::make_unique<experiments::ResultsStore>(args.out_dir);
     if (store->has_records()) store->move_to_previous();
-    // The tree as it was when the run began (a later edit does not make it dirty).
-    meta = experiments::environment_json();
-    meta["command"] = command_line();
-    meta["verify"] = {{"random_configurations", args.random}, {"seed", args.seed},
-                      {"cases", selected.size()}, {"summary", "running"}};
-    if (args.random_case >= 0) meta["verify"]["random_case"] = args.random_case;
     store->write_meta(meta);
   }
   const bool random = args.random > 0 || args.random_case >= 0;
@@ -235,17 +235,20 @@ int run_verify(const VerifyArgs& args) {
     std::cout << "verify: WARNING: the model draws its random numbers once per forward() call "
                  "(above): a pass on this CPU does not carry over to a GPU\n";
   }
+  meta["verify"]["failed"] = failed;
+  meta["verify"]["summary"] = summary;
+  if (!warning.empty()) meta["verify"]["warning"] = warning;
+  meta["verify"]["seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  meta["finished"] = experiments::utc_now();
   if (!args.json_path.empty()) {
-    verify::write_json(args.json_path, outcomes);
+    std::vector<nlohmann::json> records;
+    for (const auto& outcome : outcomes) records.push_back(case_record(outcome));
+    experiments::write_results_file(args.json_path, meta, records, "--json");
     std::cout << "verify: wrote " << args.json_path << "\n";
   }
   if (store) {
     store->write_csv();
-    meta["verify"]["failed"] = failed;
-    meta["verify"]["summary"] = summary;
-    if (!warning.empty()) meta["verify"]["warning"] = warning;
-    meta["verify"]["seconds"] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     store->write_meta(meta);
     std::cout << "verify: wrote " << store->jsonl_path() << ", results.csv, meta.json\n";
   }

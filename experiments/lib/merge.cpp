@@ -2,6 +2,7 @@
 
 #include "lib/results_store.h"
 #include "lib/shard.h"
+#include "lib/source_stamp.h"
 #include "lib/sweep_config.h"
 
 #include <c10/util/Exception.h>
@@ -126,15 +127,19 @@ json merged_meta(const std::vector<ShardFolder>& folders, const MergeOptions& op
   }
   json parts = json::array();
   json devices = json::object();
-  bool dirty = false;
+  // Dirty if any shard was; else unknown if any was (NOTE [ Provenance from the build ]).
+  SourceTree tree = SourceTree::clean;
   std::string started = meta.value("started", std::string()), finished;
   for (const auto& f : folders) {
     parts.push_back({{"dir", f.dir}, {"shard", f.shard.str()}, {"status", f.meta.value("status", json())},
                      {"host", f.meta.value("host", json())}, {"started", f.meta.value("started", json())},
                      {"finished", f.meta.value("finished", json())}, {"git_dirty", f.meta.value("git_dirty", json())},
-                     {"peak_gemm", f.meta.value("peak_gemm", json())}, {"command_line", f.meta.value("command_line", json())}});
+                     {"peak_gemm", f.meta.value("peak_gemm", json())}, {"command", f.meta.value("command", json())}});
     devices.update(f.meta.value("devices", json::object()));
-    dirty = dirty || f.meta.value("git_dirty", false);
+    const auto shard_tree = source_tree_of(f.meta.value("git_dirty", json()));
+    if (shard_tree == SourceTree::dirty || (shard_tree == SourceTree::unknown && tree == SourceTree::clean)) {
+      tree = shard_tree;
+    }
     const auto s = f.meta.value("started", std::string());
     const json end = f.meta.value("finished", json());
     const auto e = end.is_string() ? end.get<std::string>() : std::string();
@@ -144,11 +149,11 @@ json merged_meta(const std::vector<ShardFolder>& folders, const MergeOptions& op
   json missing = json::object();
   for (const auto& [shard, keys] : report.missing) missing[std::to_string(shard)] = keys;
   meta.update({{"merged_from", parts}, {"absent_shard_dirs", report.absent_dirs}, {"devices", devices},
-               {"git_dirty", dirty}, {"started", started}, {"finished", finished.empty() ? json() : json(finished)},
+               {"git_dirty", git_dirty_json(tree)}, {"started", started}, {"finished", finished.empty() ? json() : json(finished)},
                {"status", report.complete() ? "complete" : "incomplete"}, {"points_total", report.total},
                {"points_merged", report.merged}, {"points_missing", report.missing_count()},
                {"missing_by_shard", missing}, {"duplicates_dropped", report.duplicates},
-               {"merge_command_line", options.command_line}});
+               {"command", options.command}});
   return meta;
 }
 

@@ -22,7 +22,7 @@ namespace vlrnn::experiments {
 struct MergeOptions {
   std::string out_dir;                  // created when missing; must not be a shard folder
   std::vector<std::string> shard_dirs;  // in any order
-  std::string command_line;             // recorded in the merged meta.json
+  std::string command;                  // the merge command line, recorded in meta.json
 };
 
 struct MergeReport {

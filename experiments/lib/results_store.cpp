@@ -18,16 +18,24 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-void write_atomically(const std::string& path, const std::string& text) {
+void write_atomically(const std::string& path, const std::string& text,
+                      const std::string& argument = "results") {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    TORCH_CHECK(out, "results: cannot write \"", tmp, "\"");
+    TORCH_CHECK(out, argument, ": cannot write \"", tmp, "\"");
     out << text;
     out.flush();
-    TORCH_CHECK(out, "results: writing \"", tmp, "\" failed");
+    TORCH_CHECK(out, argument, ": writing \"", tmp, "\" failed");
   }
-  fs::rename(tmp, path);
+  std::error_code error;
+  fs::rename(tmp, path, error);
+  TORCH_CHECK(!error, argument, ": cannot replace \"", path, "\": ", error.message());
+}
+
+json with_schema_version(json meta) {
+  meta["schema_version"] = kResultsSchemaVersion;
+  return meta;
 }
 
 void flatten(const json& value, const std::string& prefix, std::vector<std::string>& columns,
@@ -169,7 +177,15 @@ void ResultsStore::replace_records(const std::vector<json>& records) const {
 
 void ResultsStore::write_csv() const { write_atomically(csv_path(), records_to_csv(read_records())); }
 
-void ResultsStore::write_meta(const json& meta) const { write_atomically(meta_path(), meta.dump(2) + "\n"); }
+void ResultsStore::write_meta(json meta) const {
+  write_atomically(meta_path(), with_schema_version(std::move(meta)).dump(2) + "\n");
+}
+
+void write_results_file(const std::string& path, json meta, const std::vector<json>& records,
+                        const std::string& argument) {
+  const json document = {{"meta", with_schema_version(std::move(meta))}, {"records", records}};
+  write_atomically(path, document.dump(2) + "\n", argument);
+}
 
 json ResultsStore::read_meta() const {
   std::ifstream in(meta_path());

@@ -16,6 +16,10 @@
 
 namespace vlrnn::experiments {
 
+// The version of the results schema (docs/architecture.md, "The results schema";
+// scripts/results_schema.py checks it). Every meta.json and results file carries it.
+constexpr int kResultsSchemaVersion = 2;
+
 class ResultsStore {
  public:
   // Creates `directory` (and its parents) when missing.
@@ -41,7 +45,8 @@ class ResultsStore {
   void replace_records(const std::vector<nlohmann::json>& records) const;
   // Rewrites results.csv from results.jsonl (temp file + rename: never half-written).
   void write_csv() const;
-  void write_meta(const nlohmann::json& meta) const;
+  // Writes meta.json: `meta` with schema_version set.
+  void write_meta(nlohmann::json meta) const;
   nlohmann::json read_meta() const;  // {} when absent or unreadable
 
   // Moves results.jsonl, results.csv, meta.json and figures/ into previous/ (replacing
@@ -51,6 +56,12 @@ class ResultsStore {
  private:
   std::string directory_;
 };
+
+// A result set in one file (compare --json, verify --json): {"meta": ..., "records": [...]},
+// the meta with its schema_version and the records as a folder's meta.json and results.jsonl
+// would hold them (temp file + rename). `argument` names the file in an error.
+void write_results_file(const std::string& path, nlohmann::json meta,
+                        const std::vector<nlohmann::json>& records, const std::string& argument);
 
 // Throws naming `argument` when a file at `path` cannot be created or written (checked
 // before a long run, not after it): the file is created empty if it did not exist.

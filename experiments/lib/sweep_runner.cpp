@@ -1,5 +1,6 @@
 #include "lib/sweep_runner.h"
 
+#include "lib/environment.h"
 #include "lib/max_batch.h"
 #include "lib/method_runner.h"
 #include "lib/method_specs.h"
@@ -18,22 +19,15 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
-#include <unistd.h>
 
 namespace vlrnn::experiments {
 namespace {
 
 using json = nlohmann::json;
-
-std::string host_name() {
-  char buffer[256] = {};
-  return ::gethostname(buffer, sizeof(buffer) - 1) == 0 ? std::string(buffer) : std::string("unknown");
-}
 
 std::string gemm_key(const ProblemSpec& p) { return p.device.str() + "/" + dtype_name(p.dtype); }
 
@@ -129,8 +123,7 @@ PeakRates measure_peak_rates(const std::vector<SweepPoint>& points, const SweepO
     const auto peak = measure::measure_peak_gemm(point.problem.device, point.problem.dtype,
                                                  options.peak_gemm_size, options.peak_gemm_repeats);
     peaks.rate[key] = peak.flops_per_second;
-    peaks.meta[key] = {{"n", peak.n}, {"flops_per_s", peak.flops_per_second},
-                       {"threads", peak.threads}, {"time_s", to_json(peak.time)}};
+    peaks.meta[key] = peak_gemm_json(peak);
   }
   return peaks;
 }
@@ -146,7 +139,7 @@ json start_meta(const SweepConfig& config, const SweepOptions& options, const Sw
                {"config", config.raw},
                {"shard", {{"index", options.shard.index}, {"count", options.shard.count},
                           {"points", summary.total}}},
-               {"command_line", options.command_line},
+               {"command", options.command},
                {"working_directory", std::filesystem::current_path().string()},
                {"started", utc_now()},
                {"finished", nullptr},
@@ -291,40 +284,6 @@ void finish_meta(json& meta, const SweepSummary& summary, const ResultsStore& st
   store.write_meta(meta);
 }
 }  // namespace
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buffer;
-}
-
-void warn_if_reference_blas(const json& env, const std::string& who) {
-  if (!env["blas"]["reference"].get<bool>()) return;
-  std::cerr << who << ": WARNING: LibTorch runs on the REFERENCE BLAS ("
-            << env["blas"]["loaded"].get<std::string>()
-            << "), ~30x slower than OpenBLAS: times and utilization measure the wrong thing. "
-               "Install libopenblas0-pthread (scripts/install_deps.sh does).\n";
-}
-
-json environment_json() {
-  const auto blas = measure::detect_blas();
-  const auto threads = measure::current_threads();
-  return {{"host", host_name()},
-          {"git_sha", measure::git_sha(".")},
-          {"git_dirty", measure::git_dirty(".")},
-          {"libtorch_version", measure::libtorch_version()},
-          {"blas", {{"vendor", blas.vendor},
-                    {"loaded", blas.loaded},
-                    {"alternative", blas.alternative},
-                    {"reference", blas.reference}}},
-          {"nproc", measure::cpu_count()},
-          {"cpu_model", measure::cpu_model()},
-          {"torch_threads", threads.torch_threads},
-          {"blas_threads", threads.blas_threads},  // -1: the BLAS has no thread control
-          {"methods_in_registry", method_names()},
-          {"load_average", measure::load_average()}};
-}
 
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options) {
   ResultsStore store(options.out_dir);

@@ -16,7 +16,7 @@ struct SweepOptions {
   std::string out_dir;       // results/<config name> by default (the command decides)
   bool resume = false;       // skip points already in results.jsonl
   ShardSpec shard;           // run only this shard's points (lib/shard.h); 0/1: all
-  std::string command_line;  // recorded in meta.json
+  std::string command;       // the command line, recorded in meta.json
   // Polled between points; true stops the sweep cleanly (SIGINT / SIGTERM).
   std::function<bool()> stop_requested;
   int64_t peak_gemm_size = 1024;
@@ -32,13 +32,5 @@ struct SweepSummary {
 };
 
 SweepSummary run_sweep(const SweepConfig& config, const SweepOptions& options);
-
-// What meta.json holds about the machine and code (without the sweep-specific fields).
-nlohmann::json environment_json();
-// Warns on stderr, as `who`, when `env` (environment_json()) says LibTorch runs on the
-// reference BLAS: times measured there mean little.
-void warn_if_reference_blas(const nlohmann::json& env, const std::string& who);
-// "2026-11-23T01:02:03Z"
-std::string utc_now();
 
 }  // namespace vlrnn::experiments

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from . import common, stats
 from .common import (noisy_legend_handle, plot_ratio_points, plt, save, shared_legend,
-                     time_samples, time_summary)
+                     time_summary)
 
 STYLE = {
     "planner": dict(color="C3", marker="o", label="planner (DP, budget)"),
@@ -27,28 +27,12 @@ def accepts(record):
     return record.get("kind") in ("measured", "theory", "does_not_fit")
 
 
-def ratio(record, full):
-    """{value, ci, noisy, source} of a measured record's time ratio to full BPTT; source says
-    where the interval came from:
-      "record"     the record's `paired_time_ratio_ci` (95 % bootstrap over paired rounds)
-                   and its `time_ratio_noisy`;
-      "bootstrap"  the same, computed here from the two runs' samples (round i of each);
-      "spread"     records without samples: the widest ratio the two runs' spreads allow
-                   (low / full's high .. high / full's low); none from one repeat.
-    Noisy, where the record does not say, is judged on that interval."""
-    value = record.get("paired_time_ratio", record.get("time_ratio"))
-    ci, source = record.get("paired_time_ratio_ci"), "record"
-    if not ci and full is not None and record.get("method") != "full":
-        ci, source = stats.paired_ratio_ci(time_samples(record), time_samples(full)), "bootstrap"
-        mine, theirs = time_summary(record), time_summary(full)
-        if not ci and mine and theirs and min(stats.count(mine), stats.count(theirs)) >= 2:
-            lo, hi, _ = stats.spread(mine)
-            flo, fhi, _ = stats.spread(theirs)
-            ci, source = [lo / fhi, hi / flo], "spread"
-    noisy = record.get("time_ratio_noisy")
-    if noisy is None:
-        noisy = stats.is_noisy(value, ci) if record.get("method") != "full" else False
-    return {"value": value, "ci": ci, "noisy": noisy, "source": source}
+def ratio(record):
+    """{value, ci, noisy} of a measured record's time ratio to full BPTT: the ratio of median
+    times, with the 95 % bootstrap interval over paired rounds (`paired_time_ratio_ci`) and
+    `time_ratio_noisy` the budget command recorded."""
+    return {"value": record["time_ratio"], "ci": record["paired_time_ratio_ci"],
+            "noisy": record["time_ratio_noisy"]}
 
 
 def fraction(record):
@@ -81,12 +65,12 @@ def draw(records, meta, directory, written, skipped):
     steps = sorted({r["T"] for r in measured})
     fig, axes = plt.subplots(2, len(steps), figsize=(6.4 * len(steps), 8.2), squeeze=False,
                              sharex="col", gridspec_kw={"height_ratios": [3, 2]})
-    sources, theory_drawn, capped, over_budget = set(), False, set(), False
+    with_interval, theory_drawn, capped, over_budget = False, False, set(), False
     for column, T in enumerate(steps):
         ax, peak_ax = axes[0][column], axes[1][column]
         at_t = [r for r in measured if r["T"] == T]
         fulls = {r["budget_bytes"]: r for r in at_t if r["method"] == "full"}
-        full_times = sorted(time_summary(r)["median"] for r in fulls.values())
+        full_times = sorted(time_summary(r["run"])["median"] for r in fulls.values())
         full_median = stats.quantile(full_times, 0.5) if full_times else None
         for b in sorted({fraction(r) for r in at_t}):
             ax.axvline(b, color="0.88", lw=0.8, ls=":", zorder=0)
@@ -131,8 +115,8 @@ def draw(records, meta, directory, written, skipped):
                 # budget: each of its runs at its own measured peak.
                 xs = [fraction(r) if method in BUDGETED
                       else common.peak_bytes(r["run"]["memory"]) / r["full_peak_bytes"] for r in rs]
-                qs = [ratio(r, fulls.get(r["budget_bytes"])) for r in rs]
-                sources |= {q["source"] for q in qs if q["ci"]}
+                qs = [ratio(r) for r in rs]
+                with_interval |= any(q["ci"] for q in qs)
                 plot_ratio_points(ax, xs, qs, style["color"], style["marker"], style["label"],
                                   linestyle="-" if method in BUDGETED else "none")
                 over = [(x, q["value"]) for x, q, r in zip(xs, qs, rs)
@@ -168,23 +152,16 @@ def draw(records, meta, directory, written, skipped):
                                   label="measured peak over its budget"))
     shared_legend(list(axes[0]), extra=handles, fontsize=7)
     shared_legend(list(axes[1]), fontsize=7, loc="upper right")
-    problem = next((r.get("problem") for r in measured if r.get("problem")), {}) or meta.get("problem", {})
-    fig.suptitle(f"Time overhead over full BPTT under a memory budget: {problem.get('model', '?')} "
-                 f"H={problem.get('hidden', '?')} B={problem.get('B', '?')} "
-                 f"F={problem.get('input', '?')} C={problem.get('classes', '?')} "
-                 f"{problem.get('dtype', '')}", fontsize=10)
+    problem = meta["problem"]  # the budget command's workload (every T of the run)
+    fig.suptitle(f"Time overhead over full BPTT under a memory budget: {problem['model']} "
+                 f"H={problem['hidden']} B={problem['B']} F={problem['input']} "
+                 f"C={problem['classes']} {problem['dtype']}", fontsize=10)
     missing = [f"{r['method']} at T={r['T']}, budget {fraction(r):.3g}" for r in records
                if r.get("kind") == "does_not_fit"]
-    bars = {"record": "95 % bootstrap CI over paired rounds",
-            "bootstrap": "95 % bootstrap CI over paired rounds (computed by plot.py from the "
-                         "recorded samples)",
-            "spread": "for records without samples, the widest ratio the two runs' spreads "
-                      "allow (IQR with 5+ repeats, else min-max; none from one repeat)"}
-    notes = ["Top: " + ("median over rounds of the paired time ratio" if any(
-                 "paired_time_ratio" in r for r in measured) else "ratio of median times")
-             + ", each method measured side by side with full BPTT in one interleaved run; "
-             + "bars: " + ("; ".join(bars[s] for s in ("record", "bootstrap", "spread")
-                                   if s in sources) or "none (one repeat: no interval)")
+    notes = ["Top: ratio of median times, each method measured side by side with full BPTT "
+             "in one interleaved run; bars: "
+             + ("95 % bootstrap CI over paired rounds" if with_interval
+                else "none (one repeat: no interval)")
              + f"; hollow: wider than ±{stats.NOISY_HALF_WIDTH:.0%} or no interval, not a finding."]
     if any(m["method"] == "planner" for m in measured):
         notes.append("Under each planner point: the steps its schedule recomputes, as a share "

@@ -1,8 +1,9 @@
 """What every figure shares: loading a result folder, the provenance footer, saving, styles.
 
 Every figure ends with a footer naming the command (or config) that measured it, the commit
-and the machine; a run from a tree with uncommitted changes (meta.json `git_dirty`) says
-DIRTY TREE, in the footer and in red right above it. Where the footer, titles and legends
+and the machine, read from the meta of the results schema (scripts/results_schema.py); a run
+from a tree with uncommitted changes (meta.json `git_dirty` true) says DIRTY TREE, in the
+footer and in red right above it, and one from code of unknown state ("unknown") says so too. Where the footer, titles and legends
 go: layout.py.
 """
 import json
@@ -57,45 +58,49 @@ def load(directory):
 
 
 def command_of(meta):
-    """The command that made the folder, as meta.json records it (sweep: command_line)."""
+    """The command that made the set, as its meta records it."""
     env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
-    command = meta.get("script") or meta.get("command") or meta.get("command_line") or "?"
-    return (env + " " if env else "") + command
+    return (env + " " if env else "") + meta["command"]
+
+
+def tree_warning(meta):
+    """What the footer says in red about the code that measured, or "" for a clean commit:
+    uncommitted changes, or a tree the tool could not see (git_dirty "unknown": never clean)."""
+    if meta["git_dirty"] is True:
+        return "DIRTY TREE: measured with uncommitted changes"
+    if meta["git_dirty"] != False:  # noqa: E712 (false, not merely falsy)
+        return "UNKNOWN TREE: the code that measured is not known to be a commit"
+    return ""
 
 
 def caption(meta):
     """The provenance footer: command or config, commit, machine, libraries."""
-    sha = str(meta.get("git_sha") or "unknown")
+    sha = str(meta["git_sha"])
     short = sha[:10] if sha != "unknown" else sha
-    dirty = " DIRTY TREE (uncommitted changes)" if meta.get("git_dirty") else ""
+    state = {True: " DIRTY TREE (uncommitted changes)", False: ""}.get(
+        meta["git_dirty"], " UNKNOWN TREE STATE")
     parts = []
     if meta.get("config_path"):
         parts.append(f"config {meta['config_path']} ({meta.get('config_name', '?')})")
     parts.append(f"command: {command_of(meta)}")
-    parts.append(f"git {short}{dirty}")
+    parts.append(f"git {short}{state}")
     devices = "; ".join((meta.get("devices") or {}).values())
-    cpu = meta.get("cpu_model") or meta.get("cpu")
-    parts.append(devices or f"{cpu or '?'}, {meta.get('nproc', '?')} cores")
-    blas = meta.get("blas")
-    if isinstance(blas, dict):
-        blas = blas.get("vendor", "?")
-    elif isinstance(blas, str) and "/" in blas:
-        blas = os.path.basename(os.path.dirname(blas)) or blas
-    parts.append(f"BLAS {blas or '?'}")
+    parts.append(devices or f"{meta['cpu_model']}, {meta['nproc']} cores")
+    parts.append(f"BLAS {meta['blas']['vendor']}")
     threads = meta.get("torch_threads")
     if threads not in (None, ""):
         parts.append(f"LibTorch threads {threads}")
-    parts.append(f"LibTorch {meta.get('libtorch_version') or meta.get('libtorch') or '?'}")
+    parts.append(f"LibTorch {meta['libtorch_version']}")
     peak = ", ".join(f"{k} {v['flops_per_s'] / 1e9:.0f} GFLOP/s"
                      for k, v in (meta.get("peak_gemm") or {}).items())
     if peak:
         parts.append(f"peak GEMM {peak}")
-    load_avg = meta.get("load_average") or meta.get("loadavg_before")
-    if load_avg:
-        parts.append(f"load {load_avg}")
-    when = meta.get("finished") or meta.get("started") or meta.get("date_utc")
-    if when:
-        parts.append(str(when))
+    if meta.get("load_average"):
+        parts.append(f"load {meta['load_average']}")
+    if meta.get("finished"):
+        parts.append(str(meta["finished"]))
+    elif meta.get("started"):
+        parts.append(f"started {meta['started']}")
     shards = meta.get("merged_from")
     if shards:
         parts.append(f"merged from {len(shards)} shards (peak GEMM of the first)")
@@ -108,11 +113,10 @@ def save(fig, directory, name, meta, written, note="", into=None):
     INTO/NAME.{png,pdf}, INTO by default DIRECTORY/figures."""
     footer = [fig.text(0.01, 0.005, (note + "\n" if note else "") + caption(meta),
                        fontsize=6, color="0.3", ha="left", va="bottom")]
-    if meta.get("git_dirty"):
+    if tree_warning(meta):
         # Right above the footer, where no suptitle or legend can lie over it.
-        footer.append(fig.text(0.01, 0.0, "DIRTY TREE: measured with uncommitted changes",
-                               color="red", fontsize=8, fontweight="bold", ha="left",
-                               va="bottom"))
+        footer.append(fig.text(0.01, 0.0, tree_warning(meta), color="red", fontsize=8,
+                               fontweight="bold", ha="left", va="bottom"))
     layout.arrange(fig, footer)
     out = into or os.path.join(directory, "figures")
     os.makedirs(out, exist_ok=True)
@@ -174,32 +178,20 @@ def describe_fixed(records, keys, varying_keys):
 
 
 def peak_bytes(memory):
-    """The exact tensor bytes of one iteration above parameters + data. Records before the
-    word "iteration" (issue 13) call it step_peak_bytes."""
-    return memory["iteration_peak_bytes"] if "iteration_peak_bytes" in memory else memory["step_peak_bytes"]
+    """The exact tensor bytes of one iteration above parameters + data."""
+    return memory["iteration_peak_bytes"]
 
 
-def time_summary(record):
-    """A record's time summary: `time` or `time_s` (sweep, bench) or under `run` (budget)."""
-    for holder in (record, record.get("run") or {}):
-        for key in ("time", "time_s"):
-            value = holder.get(key)
-            if isinstance(value, dict) and "median" in value:
-                return value
-    return None
+def time_summary(run):
+    """The time summary (median, spread, samples_s) of a record, or of a budget record's
+    `run`."""
+    return run["time_s"]
 
 
-def time_samples(record):
-    """A record's repeats in the order they ran (round i of every method is sample i):
-    `time_samples` (record or run), else the summary's `samples_s` or list `samples`."""
-    for holder in (record, record.get("run") or {}):
-        if isinstance(holder.get("time_samples"), list):
-            return holder["time_samples"]
-    summary = time_summary(record) or {}
-    for key in ("samples_s", "samples"):
-        if isinstance(summary.get(key), list):
-            return summary[key]
-    return []
+def time_samples(run):
+    """A record's (or a budget record's run's) repeats in the order they ran: round i of every
+    method is sample i."""
+    return run["time_s"]["samples_s"]
 
 
 def yerr(values, lows, highs):

@@ -1,5 +1,6 @@
 """Figure of a `vlrnn compare --json FILE` file: several methods on one workload, side by
-side (experiments/commands/compare_command.cpp, write_json, writes it).
+side (experiments/commands/compare_command.cpp writes it through the results writer: a
+result set in one file, {"meta": ..., "records": [one per method]}).
 
   compare   left: time per iteration per method, the median of the repeats; bar: their
             spread (IQR with 5 or more repeats, else min-max); each labelled with its paired
@@ -17,50 +18,34 @@ import textwrap
 from . import stats
 from .common import plt, save, spread_name, yerr
 
-# Fields every `vlrnn compare --json` file holds; a JSON file without them is another thing.
-REQUIRED = ("problem", "runs")
 NAME = "compare"
 UNITS = ((1024.0 ** 3, "GiB"), (1024.0 ** 2, "MiB"), (1024.0, "KiB"), (1.0, "bytes"))
 
 
 def load(path):
-    """The compare file's object; exits naming the file and what it holds when it is not one."""
+    """(meta, records) of a compare file; exits naming the file and what it holds when it is
+    not one."""
     try:
         with open(path) as f:
             data = json.load(f)
     except (OSError, json.JSONDecodeError) as error:
         raise SystemExit(f"plot.py: {path}: expected a `vlrnn compare --json` file, "
                          f"could not read it as JSON: {error}")
-    missing = [k for k in REQUIRED if not isinstance(data, dict) or k not in data]
-    if missing:
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, list) or not isinstance(data.get("meta"), dict) or \
+            any(r.get("kind") != "compare" for r in records):
         found = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise SystemExit(f"plot.py: {path}: expected a `vlrnn compare --json` file (an object "
-                         f"with {', '.join(REQUIRED)}), got one without {', '.join(missing)} "
-                         f"(it holds: {found})")
-    return data
+                         f"with meta and records of kind compare), got another (it holds: "
+                         f"{found})")
+    return data["meta"], records
 
 
-def meta_of(data):
-    """What the footer (common.caption) reads, from the compare file's own provenance."""
-    gemm = f"{data['problem'].get('device', '?')}/{data['problem'].get('dtype', '?')}"
-    loads = [data.get("load_average_start"), data.get("load_average_end")]
-    return {"command_line": data.get("command_line"),
-            "git_sha": data.get("git_sha"),
-            "git_dirty": data.get("git_dirty"),
-            "devices": {"device": data["device"]} if data.get("device") else {},
-            "blas": data.get("blas"),
-            "libtorch_version": "version not recorded",  # the file does not say
-            "peak_gemm": ({gemm: {"flops_per_s": data["peak_gemm_flops_per_s"]}}
-                          if data.get("peak_gemm_flops_per_s") else {}),
-            "load_average": " -> ".join(x for x in loads if x)}
-
-
-def workload(problem):
+def workload(p):
     """The workload as `vlrnn compare` prints it: "lstm L=1 F=4 H=16 ce C=16 T=64 B=4 float32 cpu"."""
-    p = problem
-    return (f"{p.get('model', '?')} L={p.get('layers', '?')} F={p.get('input', '?')} "
-            f"H={p.get('hidden', '?')} {p.get('head', '?')} C={p.get('classes', '?')} "
-            f"T={p.get('T', '?')} B={p.get('B', '?')} {p.get('dtype', '')} {p.get('device', '')}")
+    layers = f" L={p['layers']}" if "layers" in p else ""  # a model file's: not known
+    return (f"{p['model']}{layers} F={p['input']} H={p['hidden']} {p['head']} "
+            f"C={p['classes']} T={p['T']} B={p['B']} {p['dtype']} {p['device']}")
 
 
 def byte_unit(largest):
@@ -88,7 +73,7 @@ def ratio_words(run):
 def draw_time(ax, runs, failed_y):
     ok = [(y, r) for y, r in enumerate(runs) if r.get("status") == "ok"]
     summaries = [r["time_s"] for _, r in ok]
-    scale, unit = time_unit(max(s.get("max", s["median"]) for s in summaries))
+    scale, unit = time_unit(max(s["max"] for s in summaries))
     medians = [s["median"] / scale for s in summaries]
     lows, highs = zip(*[[v / scale for v in stats.spread(s)[:2]] for s in summaries])
     bars = ax.barh([y for y, _ in ok], medians, xerr=yerr(medians, lows, highs),
@@ -136,8 +121,7 @@ def draw_memory(ax, runs, failed_y):
                  + "parameters + data", fontsize=9)
 
 
-def draw(data, out_dir, written, skipped):
-    runs = data["runs"]
+def draw(meta, runs, out_dir, written, skipped):
     if not any(r.get("status") == "ok" for r in runs):
         return skipped.append(f"{NAME} (no method ran to completion: "
                               f"{', '.join(r.get('method', '?') + ' ' + r.get('status', '?') for r in runs)})")
@@ -147,15 +131,14 @@ def draw(data, out_dir, written, skipped):
     draw_time(time_ax, runs, failed_y)
     draw_memory(memory_ax, runs, failed_y)
     time_ax.set_yticks(range(len(runs)))
-    time_ax.set_yticklabels([r.get("method_description") or r.get("method", "?") for r in runs],
+    time_ax.set_yticklabels([r["method_description"] for r in runs],
                             fontsize=8)
     time_ax.set_ylim(len(runs) - 0.5, -0.5)  # in the order of --methods, top down
     for ax in (time_ax, memory_ax):
         ax.grid(True, axis="x", which="both", alpha=0.3)
-    fig.suptitle(f"vlrnn compare: {workload(data['problem'])}", fontsize=10)
-    rounds = data.get("timed_rounds", data.get("repeats", "?"))
-    save(fig, None, NAME, meta_of(data), written,
-         f"{rounds} rounds after {data.get('warmup', '?')} warm-up; methods take turns within "
+    fig.suptitle(f"vlrnn compare: {workload(meta['problem'])}", fontsize=10)
+    save(fig, None, NAME, meta, written,
+         f"{meta['timed_rounds']} rounds after {meta['warmup']} warm-up; methods take turns within "
          f"each round. Ratio: median over rounds of time / full BPTT's time in the same round, "
          f"95 % bootstrap interval; * hatched: wider than ±{stats.NOISY_HALF_WIDTH:.0%} or fewer "
          f"than 3 rounds, not a finding.", into=out_dir)

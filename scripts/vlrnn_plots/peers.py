@@ -36,7 +36,7 @@ def draw(records, meta, directory, written, skipped):
     for row, (name, rs) in enumerate(groups):
         labels = [r["peer"] for r in rs]
         ys = range(len(rs))
-        summary = [stats.summarize(r["time_samples"]) for r in rs]
+        summary = [stats.summarize(r["time_s"]["samples_s"]) for r in rs]
         summaries += summary
         lows, highs, _ = zip(*(stats.spread(s) for s in summary))
         medians = [s["median"] for s in summary]

@@ -30,18 +30,16 @@ def summarize(samples):
 
 
 def count(summary):
-    """How many repeats a time summary holds: its `samples` (a count, or the list itself)."""
-    samples = summary.get("samples", 1)
-    return len(samples) if isinstance(samples, list) else int(samples or 0)
+    """How many repeats a time summary holds."""
+    return int(summary["samples"])
 
 
 def spread(summary):
     """(low, high, name) of a time summary: the quartiles with IQR_MIN_SAMPLES repeats or more,
-    else the extremes. Missing fields fall back to the median (no bar)."""
-    median = summary["median"]
+    else the extremes."""
     if count(summary) >= IQR_MIN_SAMPLES and "q1" in summary:
         return summary["q1"], summary["q3"], "IQR"
-    return summary.get("min", median), summary.get("max", median), "min-max"
+    return summary["min"], summary["max"], "min-max"
 
 
 def is_noisy(value, interval):

@@ -34,7 +34,7 @@ def ok(records):
 
 
 def label_of(record, extra_keys):
-    label = record.get("method_description") or record.get("method")
+    label = record["method_description"]
     extras = [f"{k}={record.get(k)}" for k in extra_keys]
     return label + (" " + " ".join(extras) if extras else "")
 
@@ -66,27 +66,27 @@ def curves(records, extra_keys):
 
 def ratio_to_full(record, by_key):
     """{value, ci, noisy, computed} of a record's paired time ratio to full BPTT, or None.
-    The interval is the record's own (`paired_time_ratio_ci`) when it has one; older records
-    get one here: a bootstrap over the paired rounds of its samples and full's (the methods
-    took turns within each round, so sample i of each belongs to round i)."""
-    value = record.get("paired_time_ratio_to_full", record.get("paired_time_ratio"))
+    The interval is the record's own (`paired_time_ratio_ci`) when it has one; records of
+    sweeps that did not write it get one here: a bootstrap over the paired rounds of its
+    samples and full's (the methods took turns within each round, so sample i of each belongs
+    to round i)."""
+    value = record.get("paired_time_ratio_to_full")
     if value is None or value != value:  # absent or NaN
         return None
-    ci = record.get("paired_time_ratio_ci") or record.get("paired_time_ratio_to_full_ci")
+    ci = record.get("paired_time_ratio_ci")
     computed = False
-    if not ci and record.get("method") != "full":
-        full = by_key.get(record.get("key", "").replace(f"|{record.get('method')}|", "|full|", 1))
+    if not ci and record["method"] != "full":
+        full = by_key.get(record["key"].replace(f"|{record['method']}|", "|full|", 1))
         if full:
             ci = stats.paired_ratio_ci(time_samples(record), time_samples(full))
             computed = ci is not None
     noisy = record.get("time_ratio_noisy")
     if noisy is None:
-        noisy = stats.is_noisy(value, ci) if record.get("method") != "full" else False
+        noisy = stats.is_noisy(value, ci) if record["method"] != "full" else False
     return {"value": value, "ci": ci, "noisy": noisy, "computed": computed}
 
 
-def plot_memory_vs_t(records, meta, directory, written, skipped, order):
-    name = "memory_vs_T"
+def plot_memory_vs_t(name, records, meta, directory, written, skipped, order):
     tagged = for_figure(records, name)
     data = ok(tagged)
     if not data:
@@ -106,7 +106,7 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
     if failed:
         top = ax.get_ylim()[1]
         for r in failed:
-            color, _ = method_style(r.get("method_name", r.get("method", "")).split(":")[0], order)
+            color, _ = method_style(r["method"].split(":")[0], order)
             ax.plot([r["T"]], [top], marker="x", color=color, markersize=9, clip_on=False)
         ax.plot([], [], "kx", label="out of memory")
     ax.set_xscale("log", base=2)
@@ -121,8 +121,7 @@ def plot_memory_vs_t(records, meta, directory, written, skipped, order):
          "Exact bytes of live tensors during one iteration (a tracking allocator); no time is drawn.")
 
 
-def plot_time_vs_block(records, meta, directory, written, skipped, order):
-    name = "time_vs_block"
+def plot_time_vs_block(name, records, meta, directory, written, skipped, order):
     data = ok(for_figure(records, name))
     with_k = [r for r in data if r.get("K") is not None]
     if len({r["K"] for r in with_k}) < 2:
@@ -196,8 +195,7 @@ def inverse_spread(value, summary):
     return value * summary["median"] / hi, value * summary["median"] / lo
 
 
-def plot_memory_vs_utilization(records, meta, directory, written, skipped, order):
-    name = "memory_vs_utilization"
+def plot_memory_vs_utilization(name, records, meta, directory, written, skipped, order):
     data = [r for r in ok(for_figure(records, name)) if r.get("utilization") is not None]
     extra = varying(data, ["model", "hidden", "layers", "T"])
     series = curves(data, extra)
@@ -227,8 +225,7 @@ def plot_memory_vs_utilization(records, meta, directory, written, skipped, order
          f"{spread_name([time_summary(r) for r in data])} of the time.")
 
 
-def plot_max_batch(records, meta, directory, written, skipped, order):
-    name = "max_batch"
+def plot_max_batch(name, records, meta, directory, written, skipped, order):
     tagged = [r for r in for_figure(records, name) if r.get("kind") == "max_batch"]
     if not tagged:
         return skipped.append(f"{name} (no max_batch records)")
@@ -267,8 +264,7 @@ def plot_max_batch(records, meta, directory, written, skipped, order):
     save(fig, directory, name, meta, written)
 
 
-def plot_tbptt_error(records, meta, directory, written, skipped, order):
-    name = "tbptt_error"
+def plot_tbptt_error(name, records, meta, directory, written, skipped, order):
     data = [r for r in ok(for_figure(records, name)) if "error_vs_full" in r]
     data = [r for r in data if not r.get("exact", True)] or data
     with_k = [r for r in data if r.get("K") is not None]
@@ -306,11 +302,14 @@ def plot_tbptt_error(records, meta, directory, written, skipped, order):
          "Deterministic: the same seed gives the same error; no time is drawn.")
 
 
-FIGURES = (plot_memory_vs_t, plot_time_vs_block, plot_memory_vs_utilization, plot_max_batch,
-           plot_tbptt_error)
+# The figures a sweep config's "figures" may name, by name: the same list, in the same order,
+# as kFigures in experiments/lib/sweep_config.cpp (ctest plot.figure_lists checks it).
+FIGURES = {"memory_vs_T": plot_memory_vs_t, "time_vs_block": plot_time_vs_block,
+           "memory_vs_utilization": plot_memory_vs_utilization, "max_batch": plot_max_batch,
+           "tbptt_error": plot_tbptt_error}
 
 
 def draw(records, meta, directory, written, skipped):
     order = meta.get("methods_in_registry", ["full", "vlrnn", "checkpoint", "tbptt"])
-    for figure in FIGURES:
-        figure(records, meta, directory, written, skipped, order)
+    for name, figure in FIGURES.items():
+        figure(name, records, meta, directory, written, skipped, order)

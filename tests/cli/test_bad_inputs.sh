@@ -81,35 +81,8 @@ expect "--blas-threads" sweep experiments/configs/quick.json --blas-threads -1 -
 expect "--until-stable" compare --until-stable 2 --T 8 --hidden 4
 expect "--max-repeats" compare --until-stable 0.05 --max-repeats 2 --repeats 5 --T 8 --hidden 4
 
-# Results from a tree with uncommitted changes are refused without --allow-dirty
-# (NOTE [ Results from a clean tree ]): a throw-away repository with a modified file.
-dirty=$work/dirty-checkout
-mkdir -p "$dirty" && cp "$source_dir/experiments/configs/quick.json" "$dirty/"
-(cd "$dirty" && git init -q && git add quick.json &&
-  git -c user.name=t -c user.email=t@t commit -qm init && echo ' ' >> quick.json)
-expect_in() {  # DIR "fragment" args...: expect, run from DIR instead of the source tree
-  local saved=$source_dir
-  source_dir=$1
-  shift
-  expect "$@"
-  source_dir=$saved
-}
-expect_in "$dirty" "--allow-dirty" sweep quick.json --out "$work/dirty-out"
-expect_in "$dirty" "--allow-dirty" budget --T 16 --out "$work/dirty-budget"
-expect_in "$dirty" "--allow-dirty" compare --T 8 --hidden 4 --json "$work/dirty.json"
-# ... and written with --allow-dirty, which meta.json records.
-cat > "$dirty/tiny.json" <<'JSON'
-{"name": "tiny", "models": ["rnn"], "input": 2, "classes": 2,
- "experiments": [{"methods": ["full"], "T": 4, "batch": 2, "hidden": 3, "repeats": 1, "warmup": 0}]}
-JSON
-total=$((total + 1))
-if (cd "$dirty" && timeout 120 "$vlrnn" sweep tiny.json --out "$work/dirty-ok" --allow-dirty >/dev/null 2>&1) &&
-    grep -q '"git_dirty": true' "$work/dirty-ok/meta.json"; then
-  echo "ok   vlrnn sweep --allow-dirty in a dirty checkout: written, meta.json says git_dirty: true"
-else
-  echo "FAIL vlrnn sweep --allow-dirty in a dirty checkout: no results, or meta.json lacks git_dirty: true"
-  failures=$((failures + 1))
-fi
+# The refusal of results from uncommitted or unknown code (--allow-dirty) and what meta.json
+# records about the code: tests/cli/test_provenance.sh (ctest cli.provenance).
 
 # Plugins and model files (lib/user_models.h): a missing file, a file that is no shared
 # library or TorchScript module, a library without the entry point.

@@ -102,7 +102,7 @@ check "its explanation is printed once for its 24 rows" \
 check "compare's header: no L=1 for a model file" \
   bash -c "grep '^vlrnn compare:' compare.txt | grep -q 'cell.pt F=8 H=16' && ! grep '^vlrnn compare:' compare.txt | grep -q ' L=1 '"
 check "compare's JSON: no layers for a model file that does not say" \
-  "$python" -c "import json, sys; sys.exit('layers' in json.load(open('compare.json'))['problem'])"
+  "$python" -c "import json, sys; sys.exit('layers' in json.load(open('compare.json'))['meta']['problem'])"
 check "compare's RSS column says whose peak it is" \
   bash -c "grep -qE 'proc RSS/iter|proc RSS life' compare.txt && ! grep -q 'peak RSS' compare.txt"
 cat > sweep.json <<'JSON'

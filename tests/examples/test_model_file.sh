@@ -31,7 +31,7 @@ echo "== vlrnn compare --model-file cell.pt"
 "$python" - compare.json <<'PY'
 import json, sys
 out = json.load(open(sys.argv[1]))
-assert out["problem"]["input"] == 8, out["problem"]  # the file's F, not --input's
+assert out["meta"]["problem"]["input"] == 8, out["meta"]["problem"]  # the file's F, not --input's
 print("compare: the model file's own F")
 PY
 

@@ -18,7 +18,7 @@ echo "== vlrnn compare --plugin $plugin --model indrnn"
   --allow-dirty  # a throw-away record, whatever state the checkout is in
 python3 - "$work/compare.json" <<'PY'
 import json, sys
-runs = json.load(open(sys.argv[1]))["runs"]
+runs = json.load(open(sys.argv[1]))["records"]
 assert [r["status"] for r in runs] == ["ok"] * 3, runs
 for r in runs:
     err = (r.get("error_vs_full") or {}).get("max_rel", 0.0)

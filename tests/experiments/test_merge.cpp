@@ -141,6 +141,24 @@ TEST_F(MergeTest, RefusesShardsOfDifferentConfigsCommitsDevicesOrCounts) {
   expect_error_mentions([&] { merge({a, b}); }, {"split 3 ways", "1/4", b});
 }
 
+TEST_F(MergeTest, TheMergedTreeStateIsDirtyIfAnyShardWasElseUnknownIfAnyWas) {
+  const auto merged_dirty = [&](const json& a, const json& b, const json& c) {
+    const std::vector<std::string> dirs = {shard(0), shard(1), shard(2)};
+    edit_meta(dirs[0], "git_dirty", a);
+    edit_meta(dirs[1], "git_dirty", b);
+    edit_meta(dirs[2], "git_dirty", c);
+    merge(dirs);
+    const auto meta = ResultsStore((dir_ / "merged").string()).read_meta();
+    for (const auto& dir : dirs) fs::remove_all(dir);
+    fs::remove_all(dir_ / "merged");
+    EXPECT_EQ(meta["command"], "vlrnn_tests merge");
+    return meta["git_dirty"];
+  };
+  EXPECT_EQ(merged_dirty(false, false, false), json(false));
+  EXPECT_EQ(merged_dirty(false, "unknown", false), json("unknown"));
+  EXPECT_EQ(merged_dirty("unknown", true, false), json(true));
+}
+
 TEST_F(MergeTest, BadArgumentsSayWhatWasExpected) {
   const auto a = shard(0);
   expect_error_mentions([&] { merge_shards({a, {a}, ""}); }, {"merge OUT", "other than the shard folders", a});

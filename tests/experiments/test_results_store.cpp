@@ -65,6 +65,31 @@ TEST_F(ResultsStoreTest, MoveToPreviousKeepsTheLastSweep) {
   EXPECT_TRUE(store.read_meta().empty());
 }
 
+TEST_F(ResultsStoreTest, MetaAndResultFilesCarryTheSchemaVersion) {
+  ResultsStore store(dir_.string());
+  store.write_meta({{"command", "vlrnn sweep x.json"}, {"schema_version", 1}});
+  EXPECT_EQ(store.read_meta()["schema_version"], kResultsSchemaVersion);
+  EXPECT_EQ(store.read_meta()["command"], "vlrnn sweep x.json");
+
+  // compare --json, verify --json: meta and records in one file.
+  const std::string path = (dir_ / "one.json").string();
+  write_results_file(path, {{"command", "vlrnn compare --json one.json"}},
+                     std::vector<json>{json{{"kind", "compare"}, {"method", "full"}}}, "--json");
+  const auto document = json::parse(std::ifstream(path));
+  EXPECT_EQ(document.size(), 2u);
+  EXPECT_EQ(document["meta"]["schema_version"], kResultsSchemaVersion);
+  EXPECT_EQ(document["meta"]["command"], "vlrnn compare --json one.json");
+  ASSERT_EQ(document["records"].size(), 1u);
+  EXPECT_EQ(document["records"][0]["method"], "full");
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  testing::expect_error_mentions(
+      [&] {
+        write_results_file((dir_ / "no" / "such" / "dir.json").string(), json::object(),
+                           std::vector<json>{}, "--json");
+      },
+      {"--json", "cannot write"});
+}
+
 TEST(RecordsToCsv, QuotesAndFlattens) {
   const auto csv = records_to_csv({json{{"method", "tbptt:k1=8,k2=16"}, {"probes", json::array({1, 2})},
                                         {"status", "ok"}}});

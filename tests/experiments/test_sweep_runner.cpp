@@ -22,7 +22,7 @@ class SweepRunnerTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     options_.out_dir = dir_.string();
-    options_.command_line = "vlrnn_tests";
+    options_.command = "vlrnn_tests";
     options_.peak_gemm_size = 64;
     options_.peak_gemm_repeats = 2;
   }

@@ -44,8 +44,6 @@ TEST(PeakGemm, ReportsAPositiveRate) {
 TEST(Environment, DescribesTheMachine) {
   const auto blas = detect_blas();
   EXPECT_FALSE(blas.vendor.empty());
-  const auto sha = git_sha(".");
-  EXPECT_TRUE(sha == "unknown" || sha.size() == 40) << sha;
   EXPECT_EQ(libtorch_version().empty(), false);
   EXPECT_GE(cpu_count(), 1);
   EXPECT_NE(describe_device(torch::kCPU).find("cpu"), std::string::npos);

@@ -8,9 +8,9 @@ top-level folder must) into a temporary folder, so the committed figures are nev
 runs plot.py there (two at a time) and checks that it exits 0, writes a non-empty PNG and PDF
 for every figure it names, and writes the same set of figures as the folder has committed (a
 committed figure plot.py no longer draws, or one it draws that was not committed, is stale).
-Then draws two made-up folders in the record schema the commands are moving to (issue 11:
-`time` with `time_samples`, `paired_time_ratio_ci`, `time_ratio_noisy`, a dirty tree), made
-from the committed sweep and budget records, so that plot.py reads both the old and the new.
+Every folder must pass the results schema (scripts/results_schema.py: plot.py reads it with no
+fallback for older key names). Then draws two made-up copies of the committed sweep and budget
+folders, one from a dirty tree and one from code of unknown state, whose footers say so.
 Also checks that README.md's table of committed result sets names each folder with the
 command its meta.json records, and the spread and interval helpers against hand-computed values.
 """
@@ -68,8 +68,7 @@ def check_readme(source, results, folders):
         with open(meta_path) as f:
             meta = json.load(f)
         env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
-        command = meta.get("script") or meta.get("command") or meta.get("command_line")
-        command = ((env + " " if env else "") + command).replace("|", "\\|")
+        command = ((env + " " if env else "") + meta["command"]).replace("|", "\\|")
         name = f"| `results/{folder}` |"
         if not any(row.startswith(name) and f"`{command}`" in row for row in rows):
             problems.append(f"{folder}: README.md has no row `{name} `{command}` |` "
@@ -77,40 +76,31 @@ def check_readme(source, results, folders):
     return problems
 
 
-def newer_schema(results, scratch):
-    """Made-up copies of the committed sweep and budget folders in the newer record schema;
-    returns their folder names under `scratch`."""
-    def convert(record):
-        holder = record.get("run", record)
-        summary = holder.pop("time_s", None)
-        if summary:
-            holder["time_samples"] = summary.pop("samples_s", None) or [summary["median"]]
-            holder["time"] = summary
-        ratio = record.get("paired_time_ratio_to_full", record.get("time_ratio"))
-        if ratio is not None and record.get("kind") in ("grid", "measured"):
-            record.setdefault("paired_time_ratio", ratio)
-            record["paired_time_ratio_ci"] = [ratio * 0.97, ratio * (1.2 if ratio > 1 else 1.03)]
-            record["time_ratio_noisy"] = ratio > 1
-        return record
-
+def other_tree_states(results, scratch):
+    """Made-up copies of the committed sweep and budget folders measured from a dirty tree
+    and from code of unknown state; returns their folder names under `scratch`."""
     names = []
-    for folder in ("cpu-quick", "cpu-budget"):
+    for folder, sha, dirty in (("cpu-quick", None, True), ("cpu-budget", "unknown", "unknown")):
         if not os.path.exists(os.path.join(results, folder, "results.jsonl")):
             continue
-        name = f"newer-schema-{folder}"
+        name = f"tree-{json.dumps(dirty).strip(chr(34))}-{folder}"
         os.makedirs(os.path.join(scratch, name))
-        with open(os.path.join(results, folder, "results.jsonl")) as f, \
-                open(os.path.join(scratch, name, "results.jsonl"), "w") as out:
-            for line in f:
-                if line.strip():
-                    out.write(json.dumps(convert(json.loads(line))) + "\n")
+        shutil.copy(os.path.join(results, folder, "results.jsonl"), os.path.join(scratch, name))
         with open(os.path.join(results, folder, "meta.json")) as f:
             meta = json.load(f)
-        meta["git_dirty"] = True
+        meta["git_dirty"] = dirty
+        meta["git_sha"] = sha or meta["git_sha"]
         with open(os.path.join(scratch, name, "meta.json"), "w") as f:
             json.dump(meta, f)
         names.append(name)
     return names
+
+
+def check_schema(scripts, results, folders):
+    """Every committed folder holds the results schema (scripts/results_schema.py)."""
+    sys.path.insert(0, scripts)
+    import results_schema
+    return [p for folder in folders for p in results_schema.check(os.path.join(results, folder))]
 
 
 def plot_copy(source, plot, results, folder, scratch):
@@ -131,10 +121,10 @@ def main(source):
     plot = os.path.join(scripts, "plot.py")
     folders = result_folders(results)
     assert folders, f"no result folders under {results}"
-    failures = check_readme(source, results, folders)
+    failures = check_readme(source, results, folders) + check_schema(scripts, results, folders)
     with tempfile.TemporaryDirectory() as scratch, \
             concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        made_up = newer_schema(results, scratch)
+        made_up = other_tree_states(results, scratch)
         jobs = [pool.submit(plot_copy, source, plot, results, f, scratch) for f in folders]
         jobs += [pool.submit(plot_copy, source, plot, scratch, f, scratch) for f in made_up]
         for job in jobs:

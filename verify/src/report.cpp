@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 
 namespace vlrnn::verify {
 
@@ -131,13 +130,5 @@ nlohmann::json outcome_to_json(const VerifyOutcome& o) {
 }  // namespace
 
 std::string outcome_json(const VerifyOutcome& outcome) { return outcome_to_json(outcome).dump(); }
-
-void write_json(const std::string& path, const std::vector<VerifyOutcome>& outcomes) {
-  nlohmann::json cases = nlohmann::json::array();
-  for (const auto& o : outcomes) cases.push_back(outcome_to_json(o));
-  std::ofstream file(path);
-  TORCH_CHECK(file, "--json: cannot open \"", path, "\" for writing");
-  file << nlohmann::json{{"summary", summary_line(outcomes)}, {"cases", cases}}.dump(2) << "\n";
-}
 
 }  // namespace vlrnn::verify

@@ -9,33 +9,11 @@
 
 #include <fmt/format.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
-#include <sstream>
 
 namespace vlrnn::measure {
 namespace {
-
-// stdout of a shell command (stderr discarded), trailing whitespace trimmed; "" on failure.
-std::string run_command(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((command + " 2>/dev/null").c_str(), "r"),
-                                             pclose);
-  if (!pipe) return "";
-  std::string out;
-  std::array<char, 256> buffer{};
-  while (fgets(buffer.data(), int(buffer.size()), pipe.get()) != nullptr) out += buffer.data();
-  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
-  return out;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string blas_vendor(const std::string& path) {
   if (path.empty()) return "unknown";
@@ -78,18 +56,6 @@ BlasInfo detect_blas() {
   info.vendor = blas_vendor(!info.loaded.empty() ? info.loaded : info.alternative);
   info.reference = info.vendor == "reference";
   return info;
-}
-
-std::string git_sha(const std::string& directory) {
-  const std::string sha = run_command("git -C " + shell_quote(directory) + " rev-parse HEAD");
-  return sha.size() == 40 ? sha : "unknown";
-}
-
-bool git_dirty(const std::string& directory) {
-  // results/ is left out: a sweep rewrites its own committed result folder as it runs.
-  return !run_command("git -C " + shell_quote(directory) +
-                      " status --porcelain --untracked-files=no -- . ':(exclude)results'")
-              .empty();
 }
 
 std::string libtorch_version() { return TORCH_VERSION; }

@@ -15,8 +15,8 @@ void print_table(std::ostream& out, const std::vector<VerifyOutcome>& outcomes,
                  bool failures_only = false);
 // "N passed, M failed" (plus the approximate methods reported).
 std::string summary_line(const std::vector<VerifyOutcome>& outcomes);
-void write_json(const std::string& path, const std::vector<VerifyOutcome>& outcomes);
-// One outcome as a line of JSON (the fields of write_json's cases).
+// One outcome as a line of JSON (a verify record's fields; `vlrnn verify` writes them through
+// the results writer, experiments/lib/results_store.h).
 std::string outcome_json(const VerifyOutcome& outcome);
 
 }  // namespace vlrnn::verify

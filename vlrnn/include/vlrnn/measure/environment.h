@@ -19,12 +19,6 @@ struct BlasInfo {
 // LibTorch carries its own (then vendor is "unknown" unless one is mapped).
 BlasInfo detect_blas();
 
-// `git rev-parse HEAD` in `directory`, or "unknown" (no git, not a repository).
-std::string git_sha(const std::string& directory = ".");
-// True when `git status --porcelain` lists changes to tracked files outside results/
-// (uncommitted code measured).
-bool git_dirty(const std::string& directory = ".");
-
 std::string libtorch_version();  // e.g. "1.13.0"
 std::string cpu_model();         // /proc/cpuinfo's "model name", or "unknown"
 int64_t cpu_count();             // online processors

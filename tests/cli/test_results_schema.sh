@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Every command's results hold the results schema (scripts/results_schema.py): tiny runs of
+# sweep (two shards, then merge), compare --json, budget, train, verify --out and --json, and
+# the benchmark scripts' writers (scripts/bench_meta.py + bench_to_records.py on a committed
+# Google Benchmark file), each checked by the schema. Also checks that the checker fails on a
+# set with an old key name, so a pass means something.
+#   test_results_schema.sh path/to/vlrnn SOURCE_DIR
+set -uo pipefail
+vlrnn=$(realpath "${1:?usage: test_results_schema.sh path/to/vlrnn SOURCE_DIR}")
+source_dir=$(realpath "${2:?usage: test_results_schema.sh path/to/vlrnn SOURCE_DIR}")
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+failures=0
+run() {  # "what" command...: must exit 0
+  local what=$1
+  shift
+  if "$@" > "$work/last.log" 2>&1; then
+    echo "ok   $what"
+  else
+    echo "FAIL $what (exit $?)"
+    sed 's/^/    /' "$work/last.log" | tail -15
+    failures=$((failures + 1))
+  fi
+}
+
+cat > sweep.json <<'JSON'
+{"name": "tiny", "models": ["rnn"], "input": 2, "classes": 2,
+ "experiments": [{"methods": ["full", "vlrnn"], "T": [4, 8], "batch": 2, "hidden": 3,
+                  "block": [2], "repeats": 1, "warmup": 0, "figures": ["memory_vs_T"]}]}
+JSON
+echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["full"], "steps": 2}' > train.json
+common=(--allow-dirty)
+run "sweep shard 1/2" "$vlrnn" sweep sweep.json --out shard0 --shard 0/2 "${common[@]}"
+run "sweep shard 2/2" "$vlrnn" sweep sweep.json --out shard1 --shard 1/2 "${common[@]}"
+run "merge" "$vlrnn" merge merged shard0 shard1
+run "compare --json" "$vlrnn" compare --T 8 --hidden 4 --input 2 --batch 2 --repeats 2 \
+  --warmup 0 --methods full,vlrnn,planner:percent=50 --json compare.json --quiet "${common[@]}"
+run "budget" "$vlrnn" budget --T 16 --hidden 4 --input 2 --batch 2 --classes 2 --repeats 1 \
+  --warmup 0 --fractions 0.6 --methods planner,uniform --out budget "${common[@]}"
+run "train" "$vlrnn" train train.json --out train "${common[@]}"
+run "verify --out --json" "$vlrnn" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' \
+  --out verify --json verify.json
+mkdir bench
+cp "$source_dir/results/cpu-gru-variants/bench_gru_variants.json" bench/
+run "bench_meta.py" env META_COMMAND="scripts/bench_gru_variants.sh bench" \
+  META_BENCHMARK_COMMAND="build/bench_gru_variants" META_BLAS=/usr/lib/libblas.so.3 \
+  META_TORCH=1.13.0 META_LOAD_BEFORE="0.1 0.2 0.3" META_LOAD_AFTER="0.3 0.2 0.1" \
+  META_JSON=bench_gru_variants.json META_CLOCK=real "$python" "$source_dir/scripts/bench_meta.py" \
+  bench/meta.json
+run "bench_to_records.py" "$python" "$source_dir/scripts/bench_to_records.py" bench
+sets=(shard0 shard1 merged compare.json budget train verify verify.json bench)
+run "every set holds the results schema" "$python" "$source_dir/scripts/results_schema.py" "${sets[@]}"
+cat last.log | tail -1
+
+# The checker is not a rubber stamp: an old key name, a missing fact, a clean claim about an
+# unknown commit each fail it.
+"$python" - "$work" <<'PY' > /dev/null
+import json, os, shutil, sys
+work = sys.argv[1]
+def variant(name, change):
+    shutil.copytree(os.path.join(work, "merged"), os.path.join(work, name))
+    path = os.path.join(work, name, "meta.json")
+    meta = json.load(open(path))
+    change(meta)
+    json.dump(meta, open(path, "w"))
+variant("old-name", lambda m: m.update(command_line=m.pop("command")))
+variant("no-load", lambda m: m.pop("load_average"))
+variant("clean-unknown", lambda m: m.update(git_sha="unknown", git_dirty=False))
+variant("old-version", lambda m: m.update(schema_version=1))
+PY
+for bad in old-name no-load clean-unknown old-version; do
+  if "$python" "$source_dir/scripts/results_schema.py" "$bad" > "$work/bad.log" 2>&1; then
+    echo "FAIL the schema check passed a set with $bad"
+    failures=$((failures + 1))
+  else
+    echo "ok   the schema check fails a set with $bad: $(head -1 "$work/bad.log")"
+  fi
+done
+
+echo "results schema: $failures failed"
+((failures == 0))
