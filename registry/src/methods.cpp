@@ -5,10 +5,10 @@
 #include "vlrnn/baselines/checkpoint_method.h"
 #include "vlrnn/baselines/full_bptt.h"
 #include "vlrnn/baselines/tbptt.h"
-#include "vlrnn/methods/vlrnn_method.h"
 #include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
+#include "vlrnn/schedule/vlrnn_method.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
