@@ -114,9 +114,10 @@ BENCHMARK(BM_TorchLstmCellLoop)->Apply(grid);
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Thread policy (DESIGN.md, Measuring): one LibTorch intra-op thread beside OpenBLAS's own
-  // threads (2 intra-op threads ran LibTorch's LSTM ~20x slower here: both pools spin on the
-  // same 2 cores); VLRNN_TORCH_THREADS overrides it. Both counts are recorded.
+  // NOTE [ Thread policy ] (vlrnn/measure/threads.h): one LibTorch intra-op thread beside
+  // OpenBLAS's own threads (2 intra-op threads ran LibTorch's LSTM ~20x slower here: both
+  // pools spin on the same 2 cores); VLRNN_TORCH_THREADS overrides it. Both counts are
+  // recorded.
   const char* threads = std::getenv("VLRNN_TORCH_THREADS");
   at::set_num_threads(threads ? std::atoi(threads) : 1);
   benchmark::Initialize(&argc, argv);

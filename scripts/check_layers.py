@@ -2,8 +2,11 @@
 """Fails when a folder includes a header of a folder above it (docs/architecture.md).
 
 Layers, lowest first, each a CMake target: vlrnn/ (vlrnn_core) < baselines/ < registry/ <
-verify/ < experiments/. Inside vlrnn/, core/ includes only core/, and cells/ only core/ and
-cells/ (the factory naming both lives in registry/). tests/ and examples/ sit on top.
+verify/ < experiments/. Inside vlrnn/ (one target) the folders keep an order of their own,
+core/ < cells/ < methods/ < measure/ < schedule/: a folder includes only itself and the
+folders before it (the factory naming both core/ and cells/ lives in registry/). A folder
+inside vlrnn/ that the order does not list fails too, so a new one must be given its place.
+tests/ and examples/ sit on top.
 
 Usage: check_layers.py [ROOT]      check the tree at ROOT (default: this repository)
        check_layers.py --self-test prove that a tree breaking the rule fails
@@ -14,8 +17,10 @@ import sys
 import tempfile
 
 LAYERS = ["vlrnn", "baselines", "registry", "verify", "experiments"]  # lowest first
-# Inside vlrnn/: the folders each one may include (the rest may include any of vlrnn/).
-CORE_ALLOWED = {"core": {"core"}, "cells": {"core", "cells"}}
+# Inside vlrnn/, lowest first: the GradientMethod interface and the block primitives
+# (methods/) need only the model interfaces; the meters (measure/) measure a GradientMethod;
+# the schedules, their executor, the VLRNN method and the planner (schedule/) use all of them.
+ENGINE_FOLDERS = ["core", "cells", "methods", "measure", "schedule"]
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
@@ -30,7 +35,7 @@ def header_layer(root, header):
     return None  # a system or third-party header
 
 
-def core_folder(relative_path):
+def engine_folder(relative_path):
     """'core' for vlrnn/include/vlrnn/core/x.h or vlrnn/src/core/x.cpp; None for vlrnn/x.h."""
     parts = relative_path.split("/")
     if parts[:3] == ["vlrnn", "include", "vlrnn"] and len(parts) > 4:
@@ -62,11 +67,24 @@ def violations(root):
                         if LAYERS.index(target) > LAYERS.index(layer):
                             found.append(f"{where} (layer {target}/ is above {layer}/)")
                         elif layer == target == "vlrnn":
-                            mine, theirs = core_folder(relative), core_folder("vlrnn/include/" + header)
-                            if mine in CORE_ALLOWED and theirs not in CORE_ALLOWED[mine]:
-                                found.append(f"{where} (vlrnn/{mine}/ may include only "
-                                             f"{', '.join(sorted(CORE_ALLOWED[mine]))})")
+                            problem = engine_violation(relative, "vlrnn/include/" + header)
+                            if problem:
+                                found.append(f"{where} ({problem})")
     return found
+
+
+def engine_violation(including, included):
+    """Why a file of vlrnn/ may not include a header of vlrnn/, or None when it may."""
+    mine, theirs = engine_folder(including), engine_folder(included)
+    for folder in (mine, theirs):
+        if folder is not None and folder not in ENGINE_FOLDERS:
+            return (f"vlrnn/{folder}/ has no place in the order "
+                    f"{' < '.join(ENGINE_FOLDERS)}: add it to ENGINE_FOLDERS")
+    if mine is None or theirs is None:
+        return None  # a file directly under vlrnn/include/vlrnn/ or vlrnn/src/
+    if ENGINE_FOLDERS.index(theirs) > ENGINE_FOLDERS.index(mine):
+        return f"vlrnn/{theirs}/ is above vlrnn/{mine}/ in {' < '.join(ENGINE_FOLDERS)}"
+    return None
 
 
 def self_test():
@@ -75,6 +93,13 @@ def self_test():
         "vlrnn/include/vlrnn/cells/gru.h": '#include "vlrnn/core/state.h"\n',
         "vlrnn/src/core/models.cpp": '#include "vlrnn/cells/gru.h"\n',  # core -> cells
         "vlrnn/include/vlrnn/methods/method.h": '#include "vlrnn/registry/methods.h"\n',  # up
+        # Inside vlrnn/: down the order is fine, up it is not.
+        "vlrnn/include/vlrnn/measure/meter.h": '#include "vlrnn/methods/method.h"\n',
+        "vlrnn/include/vlrnn/schedule/executor.h": '#include "vlrnn/measure/meter.h"\n',
+        "vlrnn/src/schedule/executor.cpp": '#include "vlrnn/schedule/executor.h"\n',
+        "vlrnn/src/methods/vlrnn.cpp": '#include "vlrnn/schedule/executor.h"\n',  # methods -> up
+        "vlrnn/src/measure/flops.cpp": '#include <vlrnn/schedule/executor.h>\n',  # measure -> up
+        "vlrnn/include/vlrnn/extra/x.h": '#include "vlrnn/core/state.h"\n',  # unplaced folder
         "registry/include/vlrnn/registry/methods.h": '#include "vlrnn/cells/gru.h"\n',  # fine
         "verify/src/matrix.cpp": '#include <vlrnn/registry/methods.h>\n#include <vector>\n',
         "baselines/src/full.cpp": '#include "lib/problem.h"\n',  # experiments -> up
@@ -87,7 +112,8 @@ def self_test():
                 f.write(text)
         found = violations(root)
     expected = ["vlrnn/src/core/models.cpp", "vlrnn/include/vlrnn/methods/method.h",
-                "baselines/src/full.cpp"]
+                "baselines/src/full.cpp", "vlrnn/src/methods/vlrnn.cpp",
+                "vlrnn/src/measure/flops.cpp", "vlrnn/include/vlrnn/extra/x.h"]
     ok = len(found) == len(expected) and all(any(f.startswith(e) for f in found) for e in expected)
     print("\n".join(found))
     print(f"self-test: {'ok' if ok else 'FAILED'}: expected {len(expected)} violations "
@@ -102,7 +128,8 @@ def main(argv):
     found = violations(os.path.abspath(root))
     for line in found:
         print(line)
-    print(f"layers {' < '.join(l + '/' for l in LAYERS)}: {len(found)} upward include(s)")
+    print(f"layers {' < '.join(l + '/' for l in LAYERS)}; inside vlrnn/ "
+          f"{' < '.join(f + '/' for f in ENGINE_FOLDERS)}: {len(found)} upward include(s)")
     return 1 if found else 0
 
 

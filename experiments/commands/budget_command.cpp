@@ -5,18 +5,13 @@
 #include "commands/command.h"
 #include "commands/measuring_options.h"
 
+#include "lib/budget_choice.h"
 #include "lib/environment.h"
 #include "lib/method_runner.h"
 #include "lib/results_store.h"
 #include "lib/units.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
-#include "vlrnn/methods/block.h"
-#include "vlrnn/schedule/cost_measurement.h"
-#include "vlrnn/schedule/planner.h"
-#include "vlrnn/schedule/planner_method.h"
-#include "vlrnn/schedule/schedulers.h"
-#include "vlrnn/schedule/simulator.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -24,15 +19,17 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <optional>
 #include <sstream>
 
 namespace vlrnn::cli {
 namespace {
 
+using experiments::BudgetLength;
+using experiments::BudgetPoint;
+using experiments::Choices;
 using experiments::format_bytes;
+using experiments::prediction_json;
 using nlohmann::json;
 
 struct BudgetArgs {
@@ -66,15 +63,6 @@ std::vector<double> parse_list(const std::string& text, const char* what) {
   return out;
 }
 
-json prediction_json(const schedule::Prediction& p) {
-  return {{"peak_bytes", p.peak_bytes},
-          {"seconds", p.seconds},
-          {"forward_no_grad_steps", p.counts.forward_no_grad_steps},
-          {"max_stored_states", p.counts.max_stored_states},
-          {"max_tape_steps", p.counts.max_tape_steps},
-          {"kept_tapes", p.counts.kept_tapes}};
-}
-
 // The three lists of the command line, parsed once: bad lists fail before the first cost
 // model is measured.
 struct BudgetLists {
@@ -95,11 +83,8 @@ BudgetLists parse_lists(const BudgetArgs& args) {
   lists.budgets = parse_list(args.budgets, "--budgets");
   std::stringstream in(args.methods);
   std::string item;
-  while (std::getline(in, item, ',')) {
-    TORCH_CHECK(item == "planner" || item == "uniform" || item == "revolve" || item == "sqrt",
-                "--methods: expected any of planner,uniform,revolve,sqrt, got \"", item, "\"");
-    lists.methods.push_back(item);
-  }
+  while (std::getline(in, item, ',')) lists.methods.push_back(item);
+  experiments::check_budget_methods(lists.methods, "--methods");
   return lists;
 }
 
@@ -118,156 +103,23 @@ json budget_meta(const BudgetArgs& args, const BudgetLists& lists) {
   return meta;
 }
 
-// One sequence length: the problem, its cost model and full BPTT's peak, which fractions
-// refer to.
-struct LengthContext {
-  const experiments::Problem* problem = nullptr;
-  experiments::ProblemSpec spec;
-  int64_t T = 0;
-  schedule::CostModel model;
-  schedule::Prediction full_predicted;
-  int64_t full_peak = 0;  // measured, or predicted under --no-full
-  int64_t minimum = 0;    // the smallest peak the cost model predicts for any schedule
-};
-
-// Full's measured iteration peak (one iteration), or its prediction under --no-full.
-int64_t full_peak_bytes(const experiments::Problem& problem, const schedule::Prediction& predicted,
-                        bool no_full) {
-  if (no_full) return predicted.peak_bytes;
-  experiments::RunOptions once;
-  once.warmup = 0;
-  once.repeats = 1;
-  once.gradient_error = false;
-  const auto runs = experiments::run_methods(problem, {"full"}, once);
-  return runs[0].status == "ok" ? runs[0].memory.iteration_peak_bytes : predicted.peak_bytes;
-}
-
-// Revolve at each slot count worth trying: from 2 up to the first that needs no repeated
-// forward steps, skipping those that recompute more than 64·T steps.
-template <typename Visit>
-void for_each_revolve(int64_t T, const schedule::CostModel& model, Visit visit) {
-  for (int64_t slots = 2; slots <= 64; ++slots) {
-    if (schedule::binomial_forward_steps(T, slots) > 64 * T) continue;
-    visit(slots, schedule::simulate(schedule::revolve_schedule(T, slots), model));
-    if (schedule::binomial_repetitions(T, slots) <= 1) break;
-  }
-}
-
 // Revolve's predicted curve (Griewank's minimal recomputation per slot count, priced by the
 // cost model), as "theory" records.
-void append_revolve_theory(experiments::ResultsStore& store, const LengthContext& at) {
-  for_each_revolve(at.T, at.model, [&](int64_t slots, const schedule::Prediction& p) {
+void append_revolve_theory(experiments::ResultsStore& store, const BudgetLength& at) {
+  for (const auto& [slots, recompute_steps, p] : experiments::revolve_curve(at.model)) {
     store.append({{"key", fmt::format("T={}/theory/revolve/s={}", at.T, slots)},
                   {"kind", "theory"},
                   {"T", at.T},
                   {"method", "revolve"},
                   {"slots", slots},
-                  {"recompute_steps", schedule::binomial_forward_steps(at.T, slots)},
+                  {"recompute_steps", recompute_steps},
                   {"predicted", prediction_json(p)},
                   {"predicted_time_ratio", p.seconds / at.full_predicted.seconds},
                   {"full_peak_bytes", at.full_peak}});
-  });
-}
-
-struct BudgetPoint {
-  double fraction = 0;  // of full's peak
-  int64_t bytes = 0;
-};
-
-std::vector<BudgetPoint> budget_points(const BudgetLists& lists, int64_t full_peak) {
-  std::vector<BudgetPoint> points;
-  if (!lists.budgets.empty()) {
-    for (double b : lists.budgets) points.push_back({b / double(full_peak), int64_t(b)});
-  } else {
-    for (double f : lists.fractions) points.push_back({f, int64_t(f * double(full_peak))});
-  }
-  return points;
-}
-
-// What each method runs under one budget: the specs to measure, the series name of each
-// spec in the figure, and per method the schedule chosen (with its prediction) or why
-// none fits.
-struct Choices {
-  std::vector<std::string> specs;
-  std::map<std::string, std::string> label_of_spec;
-  json chosen = json::object();
-};
-
-// The planner as `planner:budget=B` will run it: prepared on the workload, so the record
-// holds the schedule it checked against the budget (NOTE [ A budget is a promise ]), its
-// measured peak and margin, or its refusal naming the smallest budget it can honour.
-void choose_planner(const LengthContext& at, int64_t budget, Choices& out) {
-  schedule::PlannerOptions options;
-  options.budget_bytes = budget;
-  schedule::PlannerMethod planner(options);
-  try {
-    planner.prepare(at.problem->workload());
-  } catch (const c10::Error& e) {
-    out.chosen["planner"] = {{"error", e.what_without_backtrace()}};
-    return;
-  }
-  const auto& p = planner.current_plan();
-  out.specs.push_back(fmt::format("planner:budget={}", budget));
-  out.chosen["planner"] = {{"schedule", p.schedule.name},
-                           {"chosen_by", p.chosen_by},
-                           {"predicted", prediction_json(p.prediction)},
-                           {"checked_peak_bytes", planner.checked_peak_bytes()},
-                           {"margin", planner.margin()}};
-}
-
-void choose_uniform(const LengthContext& at, int64_t budget, Choices& out) {
-  try {
-    const auto u =
-        schedule::best_uniform(at.model, int64_t(schedule::kPlanningMargin * double(budget)));
-    out.specs.push_back(fmt::format("vlrnn:block={}", u.parameter));
-    out.label_of_spec[out.specs.back()] = "uniform";
-    out.chosen["uniform"] = {{"schedule", u.schedule.name},
-                             {"predicted", prediction_json(u.prediction)}};
-  } catch (const c10::Error& e) {
-    out.chosen["uniform"] = {{"error", e.what_without_backtrace()}};
   }
 }
 
-// Revolve at the fastest predicted slot count that fits.
-void choose_revolve(const LengthContext& at, int64_t budget, Choices& out) {
-  std::optional<int64_t> best_slots;
-  schedule::Prediction best;
-  for_each_revolve(at.T, at.model, [&](int64_t slots, const schedule::Prediction& p) {
-    if (p.peak_bytes <= schedule::kPlanningMargin * double(budget) &&
-        (!best_slots || p.seconds < best.seconds)) {
-      best_slots = slots;
-      best = p;
-    }
-  });
-  if (!best_slots) {
-    out.chosen["revolve"] = {{"error", "no slot count fits"}};
-    return;
-  }
-  out.specs.push_back(fmt::format("revolve:slots={}", *best_slots));
-  out.chosen["revolve"] = {{"slots", *best_slots}, {"predicted", prediction_json(best)}};
-}
-
-void choose_sqrt(const LengthContext& at, Choices& out) {
-  const auto p = schedule::simulate(schedule::sqrt_checkpoint_schedule(at.T), at.model);
-  out.specs.push_back(fmt::format("vlrnn:blocks={}", sqrt_steps(at.T)));
-  out.label_of_spec[out.specs.back()] = "sqrt";
-  out.chosen["sqrt"] = {{"predicted", prediction_json(p)}};
-}
-
-Choices choose(const BudgetLists& lists, bool no_full, const LengthContext& at, int64_t budget) {
-  const auto wants = [&](const char* m) {
-    return std::find(lists.methods.begin(), lists.methods.end(), m) != lists.methods.end();
-  };
-  Choices out;
-  if (!no_full) out.specs.push_back("full");
-  if (wants("planner")) choose_planner(at, budget, out);
-  if (wants("uniform")) choose_uniform(at, budget, out);
-  if (wants("revolve")) choose_revolve(at, budget, out);
-  if (wants("sqrt")) choose_sqrt(at, out);
-  return out;
-}
-
-json point_record(const LengthContext& at, const BudgetPoint& point, const std::string& key) {
+json point_record(const BudgetLength& at, const BudgetPoint& point, const std::string& key) {
   return {{"key", fmt::format("T={}/budget={}/{}", at.T, point.bytes, key)},
           {"T", at.T},
           {"problem", experiments::to_json(at.spec)},
@@ -278,7 +130,7 @@ json point_record(const LengthContext& at, const BudgetPoint& point, const std::
 }
 
 // A method that fits no schedule under this budget: a record and a line saying so.
-void record_unfit(experiments::ResultsStore& store, const LengthContext& at,
+void record_unfit(experiments::ResultsStore& store, const BudgetLength& at,
                   const BudgetPoint& point, const Choices& choices) {
   for (const auto& [method, info] : choices.chosen.items()) {
     if (!info.contains("error")) continue;
@@ -294,7 +146,7 @@ void record_unfit(experiments::ResultsStore& store, const LengthContext& at,
   }
 }
 
-json measured_record(const LengthContext& at, const BudgetPoint& point, const Choices& choices,
+json measured_record(const BudgetLength& at, const BudgetPoint& point, const Choices& choices,
                      const experiments::MethodRun& run, const experiments::MethodRun* full) {
   auto record = point_record(at, point, run.spec);
   record["kind"] = "measured";
@@ -319,7 +171,7 @@ json measured_record(const LengthContext& at, const BudgetPoint& point, const Ch
   return record;
 }
 
-void print_measured(const LengthContext& at, const BudgetPoint& point,
+void print_measured(const BudgetLength& at, const BudgetPoint& point,
                     const experiments::MethodRun& run, const json& record) {
   const auto time = run.status == "ok" ? experiments::format_seconds(run.time.median) : run.status;
   const auto ratio = record.contains("time_ratio")
@@ -334,7 +186,7 @@ void print_measured(const LengthContext& at, const BudgetPoint& point,
 
 // Every chosen method under one budget, measured interleaved with full in one run.
 void measure_point(experiments::ResultsStore& store, const BudgetArgs& args,
-                   const experiments::Problem& problem, const LengthContext& at,
+                   const experiments::Problem& problem, const BudgetLength& at,
                    const BudgetPoint& point, const Choices& choices) {
   experiments::RunOptions options;
   options.warmup = args.warmup;
@@ -353,21 +205,15 @@ void measure_point(experiments::ResultsStore& store, const BudgetArgs& args,
 
 void run_length(experiments::ResultsStore& store, const BudgetArgs& args,
                 const BudgetLists& lists, int64_t T) {
-  LengthContext at;
-  at.spec = args.problem;
-  at.spec.time_steps = T;
-  at.T = T;
-  const auto problem = experiments::make_problem(at.spec);
-  at.problem = &problem;
-  std::cerr << fmt::format("vlrnn budget: {}: measuring the cost model...\n", at.spec.describe());
-  // The same (cached) cost model the planner method will plan with.
-  at.model = schedule::measured_cost_model(validated(problem.workload()));
-  at.full_predicted = schedule::simulate(schedule::uniform_schedule(T, T), at.model);
-  at.minimum = schedule::minimum_budget(at.model);
-  at.full_peak = full_peak_bytes(problem, at.full_predicted, args.no_full);
+  auto spec = args.problem;
+  spec.time_steps = T;
+  const auto problem = experiments::make_problem(spec);
+  std::cerr << fmt::format("vlrnn budget: {}: measuring the cost model...\n", spec.describe());
+  const BudgetLength at = experiments::measure_length(problem, !args.no_full);
   append_revolve_theory(store, at);
-  for (const auto& point : budget_points(lists, at.full_peak)) {
-    const auto choices = choose(lists, args.no_full, at, point.bytes);
+  const auto points = experiments::budget_points(lists.budgets, lists.fractions, at.full_peak);
+  for (const auto& point : points) {
+    const auto choices = experiments::choose(lists.methods, !args.no_full, at, point.bytes);
     std::cerr << fmt::format("vlrnn budget: T = {}, budget {} ({:.1f}% of full's {}): {}\n", T,
                              format_bytes(double(point.bytes)), 100 * point.fraction,
                              format_bytes(double(at.full_peak)), fmt::join(choices.specs, " "));
@@ -423,7 +269,7 @@ void add_budget_command(CLI::App& app, int& exit_code) {
                 "do not run full BPTT (fractions then refer to its predicted peak)");
   sub->add_flag("--gradient-error", args->gradient_error,
                 "also compare each method's gradients with full BPTT");
-  sub->add_option("--model", p.model, "recurrent model")->capture_default_str();
+  sub->add_option("--model", p.model, model_option_help())->capture_default_str();
   sub->add_option("--input", p.input_size, "F")->capture_default_str();
   sub->add_option("--hidden", p.hidden_size, "H")->capture_default_str();
   sub->add_option("--layers", p.num_layers, "L")->capture_default_str();

@@ -3,6 +3,8 @@
 // A subcommand's callback stores its exit code in `exit_code`; errors are thrown and the
 // main catches them, prints a hint and exits non-zero.
 
+#include "vlrnn/registry/models.h"
+
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -22,6 +24,14 @@ inline CLI::App* add_subcommand(CLI::App& app, const std::string& name, const st
   auto* sub = app.add_subcommand(name, summary);
   sub->footer(details);
   return sub;
+}
+
+// "recurrent model: rnn, gru, ...": the help of a --model option, from the model registry,
+// so that a kind added to builtin_models() shows up without editing any help.
+inline std::string model_option_help() {
+  std::string help = "recurrent model:";
+  for (const auto& kind : model_kinds()) help += (help.back() == ':' ? " " : ", ") + kind;
+  return help;
 }
 
 void add_verify_command(CLI::App& app, int& exit_code);

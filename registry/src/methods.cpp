@@ -5,10 +5,10 @@
 #include "vlrnn/baselines/checkpoint_method.h"
 #include "vlrnn/baselines/full_bptt.h"
 #include "vlrnn/baselines/tbptt.h"
-#include "vlrnn/methods/vlrnn_method.h"
 #include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
+#include "vlrnn/schedule/vlrnn_method.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -132,14 +132,15 @@ std::vector<MethodEntry> builtin_methods() {
        make_revolve},
       {"planner",
        "the fastest schedule predicted to fit a memory budget (measures a cost model on the "
-       "workload on first use; DP over nested recomputation); options budget=BYTES (step "
-       "peak) or percent=P of full BPTT's predicted peak (default 10)",
+       "workload on first use; DP over nested recomputation); options budget=BYTES (a cap on "
+       "the measured step peak) or percent=P: at most P % of full BPTT's measured step peak "
+       "on the workload (default 10)",
        make_planner},
   };
 }
 
 std::vector<MethodEntry>& registry() {
-  static std::vector<MethodEntry> entries = builtin_methods();  // register_builtins, once
+  static std::vector<MethodEntry> entries = builtin_methods();  // the built-ins, on first use
   return entries;
 }
 

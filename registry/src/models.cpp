@@ -47,7 +47,7 @@ std::vector<ModelEntry> builtin_models() {
 }
 
 std::vector<ModelEntry>& registry() {
-  static std::vector<ModelEntry> entries = builtin_models();  // register_builtins, once
+  static std::vector<ModelEntry> entries = builtin_models();  // the built-ins, on first use
   return entries;
 }
 

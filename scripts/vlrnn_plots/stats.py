@@ -6,7 +6,8 @@ does, so a summary computed here equals one the C++ side wrote.
 import random
 
 # A ratio whose 95 % interval reaches further than this from its value is "noisy"
-# (DESIGN.md, Measuring): marked in tables and figures, never presented as a finding.
+# (NOTE [ Noisy points ] in vlrnn/include/vlrnn/measure/confidence.h): marked in tables and
+# figures, never presented as a finding.
 NOISY_HALF_WIDTH = 0.10
 # Below this many repeats the quartiles are no better than the extremes: show min-max.
 IQR_MIN_SAMPLES = 5

@@ -94,6 +94,28 @@ TEST(Revolve, RecomputesExactlyTheBinomialBound) {
   EXPECT_LE(big.max_stored_states, 10);
 }
 
+// The slot counts the planner and `vlrnn budget` price: ascending from 2, none recomputing
+// more than kRevolveMaxRecomputation·T steps, and none past the first that recomputes no
+// step twice (or past kRevolveMaxSlots).
+TEST(Revolve, SlotCountsWorthTryingFollowOnePolicy) {
+  EXPECT_EQ(revolve_slot_counts(10), (std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(revolve_slot_counts(1), (std::vector<int64_t>{2}));
+  for (int64_t T : {2, 37, 1000, 100000, 3000000}) {
+    const auto counts = revolve_slot_counts(T);
+    ASSERT_FALSE(counts.empty()) << "T=" << T;
+    for (int64_t s = 2; s <= counts.back(); ++s) {
+      const bool listed = std::find(counts.begin(), counts.end(), s) != counts.end();
+      EXPECT_EQ(listed, binomial_forward_steps(T, s) <= kRevolveMaxRecomputation * T)
+          << "T=" << T << " s=" << s;
+      if (s < counts.back()) EXPECT_GT(binomial_repetitions(T, s), 1) << "T=" << T << " s=" << s;
+    }
+    EXPECT_TRUE(binomial_repetitions(T, counts.back()) <= 1 ||
+                counts.back() == kRevolveMaxSlots) << "T=" << T;
+  }
+  EXPECT_EQ(revolve_slot_counts(100000).front(), 3);  // 2 slots recompute ~297·T steps
+  expect_error_mentions([] { revolve_slot_counts(0); }, {"T >= 1", "got 0"});
+}
+
 // Every schedule-based method, exact against full BPTT on models with dropout, variable
 // lengths, both dtypes, h0 with and without grad.
 TEST(ScheduleExactness, EverySchedulerMatchesFullBptt) {

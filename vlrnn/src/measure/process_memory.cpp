@@ -24,7 +24,6 @@ int64_t status_field_bytes(const std::string& key) {
 
 }  // namespace
 
-int64_t current_rss_bytes() { return status_field_bytes("VmRSS"); }
 int64_t peak_rss_bytes() { return status_field_bytes("VmHWM"); }
 
 bool reset_peak_rss() {

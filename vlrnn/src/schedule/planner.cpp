@@ -394,11 +394,8 @@ Plan plan(const CostModel& model, int64_t budget_bytes) {
     consider(std::move(u.schedule), "uniform", u.parameter);
   } catch (const c10::Error&) {
   }
-  // Revolve at every slot count whose recomputation stays reasonable (at most ~T·log T).
-  for (int64_t slots = 2; slots <= 64; ++slots) {
-    if (binomial_forward_steps(T, slots) > 64 * T) continue;
+  for (const int64_t slots : revolve_slot_counts(T)) {
     consider(revolve_schedule(T, slots), "revolve", slots);
-    if (binomial_repetitions(T, slots) <= 1) break;
   }
   if (!std::isfinite(best.prediction.seconds) && T <= 4096) {
     consider(revolve_schedule(T, 1), "revolve", 1);  // quadratic, the last resort

@@ -66,6 +66,19 @@ int64_t binomial_forward_steps(int64_t time_steps, int64_t slots) {
   return t * time_steps - binomial_beta(slots + 1, t - 1);
 }
 
+std::vector<int64_t> revolve_slot_counts(int64_t time_steps) {
+  TORCH_CHECK(time_steps >= 1, "revolve slot counts: expected T >= 1, got ", time_steps);
+  std::vector<int64_t> counts;
+  for (int64_t slots = 2; slots <= kRevolveMaxSlots; ++slots) {
+    if (binomial_forward_steps(time_steps, slots) > kRevolveMaxRecomputation * time_steps) {
+      continue;
+    }
+    counts.push_back(slots);
+    if (binomial_repetitions(time_steps, slots) <= 1) break;
+  }
+  return counts;
+}
+
 namespace {
 
 // Reverses steps [a, b) with state a stored, δh at b and `slots` slots (a's included).

@@ -18,7 +18,6 @@ struct CheckpointOptions {
   bool head_inside = true;
 
   CheckpointOptions& with_segments(int64_t s) { segments = s; return *this; }
-  CheckpointOptions& with_head_inside(bool inside) { head_inside = inside; return *this; }
 };
 
 class CheckpointMethod : public GradientMethod {

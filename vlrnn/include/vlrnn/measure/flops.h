@@ -62,7 +62,6 @@ struct IterationFlops {
   double recomputed = 0.0;       // extra forward work the method spent (overhead)
 
   double useful() const { return useful_forward + useful_backward; }
-  double performed() const { return useful() + recomputed; }
   // Recomputed FLOPs per useful FLOP (0.33 = a third more work than full BPTT).
   double overhead() const { return useful() > 0 ? recomputed / useful() : 0.0; }
 };

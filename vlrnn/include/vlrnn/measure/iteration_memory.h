@@ -35,8 +35,8 @@ struct IterationMemory {
 };
 
 // Opens a step: resets the peaks and notes the bytes live. finish() closes it (so does
-// the destructor, when an exception skipped finish()). Scopes nest (NOTE [ Nested step
-// scopes ]); they are not meant to be opened from two threads at once.
+// the destructor, when an exception skipped finish()). Scopes nest (NOTE [ Nested
+// iteration scopes ]); they are not meant to be opened from two threads at once.
 class IterationMemoryScope {
  public:
   explicit IterationMemoryScope(torch::Device device);

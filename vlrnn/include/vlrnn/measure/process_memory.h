@@ -7,7 +7,6 @@
 
 namespace vlrnn::measure {
 
-int64_t current_rss_bytes();  // VmRSS, or -1 when unavailable
 int64_t peak_rss_bytes();     // VmHWM (high-water mark), or -1 when unavailable
 // Resets VmHWM to the current RSS by writing "5" to /proc/self/clear_refs; false where the
 // kernel or a sandbox does not permit it (then the peak is the process's lifetime peak).

@@ -35,7 +35,6 @@ class DeviceTimer {
 struct TimingStats {
   int64_t samples = 0;
   double median = 0.0, min = 0.0, max = 0.0, q1 = 0.0, q3 = 0.0, mean = 0.0;
-  double iqr() const { return q3 - q1; }
 };
 
 // Throws when `seconds` is empty.

@@ -98,8 +98,8 @@ struct CostModel {
   // Throws naming the field when sizes disagree or a value is negative or not finite.
   void check() const;
 
-  // Per-step sums over [a, b) (prefix sums built on first use would be faster; callers in
-  // hot loops use CostPrefix).
+  // A synthetic model, the same costs at every step (state 0 free, no transients, no
+  // per-call costs): for tests and examples. Sums over ranges of steps: CostPrefix.
   static CostModel uniform(int64_t time_steps, double forward_s, double forward_grad_s,
                            double backward_s, int64_t tape_b, int64_t state_b,
                            int64_t fixed_b = 0);

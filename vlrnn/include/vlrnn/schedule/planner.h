@@ -32,7 +32,8 @@
 //   - units are capped (kMaxMemoryUnits with kept tapes; kMaxStates states only), and so
 //     are the states inside a super-step (kMaxInnerStates).
 // The DP's schedules are then simulated (simulator.h), together with uniform blocks at
-// their best K and revolve at each slot count; the fastest predicted that fits wins, so
+// their best K and revolve at each slot count worth trying (revolve_slot_counts in
+// schedulers.h); the fastest predicted that fits wins, so
 // the planner is never predicted slower than those.
 
 #include "vlrnn/schedule/cost_model.h"
@@ -42,12 +43,6 @@
 namespace vlrnn::schedule {
 
 constexpr int64_t kMaxSuperSteps = 128;
-// Drivers that predict without running (`vlrnn budget`'s "chosen" columns) plan for this
-// fraction of a measured budget: the simulator's peak is within a few percent of the
-// measured one (tests/schedule), not exact. The "planner" method does not use it: it
-// measures its own margin on the workload (NOTE [ A budget is a promise ],
-// planner_method.cpp).
-constexpr double kPlanningMargin = 0.97;
 constexpr int64_t kMaxStates = 127;
 constexpr int64_t kMaxInnerStates = 48;
 // With kept tapes the table has a memory axis of its own: fewer, longer super-steps keep

@@ -28,4 +28,12 @@ int64_t binomial_repetitions(int64_t time_steps, int64_t slots);
 // slots: t·T − β(s + 1, t − 1), t = binomial_repetitions(T, s) (T·(T−1)/2 for s = 1).
 int64_t binomial_forward_steps(int64_t time_steps, int64_t slots);
 
+// The revolve slot counts worth pricing for T steps, ascending: from 2 up to the first that
+// needs no step recomputed twice (more slots only store more), skipping those that
+// recompute more than kRevolveMaxRecomputation·T steps (at most ~T·log T). The planner and
+// `vlrnn budget` both try exactly these.
+constexpr int64_t kRevolveMaxSlots = 64;
+constexpr int64_t kRevolveMaxRecomputation = 64;
+std::vector<int64_t> revolve_slot_counts(int64_t time_steps);
+
 }  // namespace vlrnn::schedule

@@ -3,7 +3,8 @@
 // gradients. Memory: K steps of activations + one stored state per block.
 //
 // VLRNN is the uniform schedule (vlrnn/schedule/schedulers.h: uniform_schedule) run by the
-// one schedule executor (vlrnn/schedule/schedule_method.h); this class only chooses K.
+// one schedule executor (vlrnn/schedule/schedule_method.h); this class only chooses K. So it
+// lives in schedule/, above the GradientMethod interface in methods/ (docs/architecture.md).
 
 #include "vlrnn/schedule/schedule_method.h"
 

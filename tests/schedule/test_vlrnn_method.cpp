@@ -1,6 +1,6 @@
 #include "test_util.h"
 
-#include "vlrnn/methods/vlrnn_method.h"
+#include "vlrnn/schedule/vlrnn_method.h"
 
 namespace vlrnn {
 namespace {

@@ -1,4 +1,4 @@
-#include "vlrnn/methods/vlrnn_method.h"
+#include "vlrnn/schedule/vlrnn_method.h"
 
 #include "vlrnn/methods/block.h"
 #include "vlrnn/schedule/schedulers.h"
