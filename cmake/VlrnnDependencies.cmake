@@ -36,6 +36,9 @@ endif()
 # Only the command-line tool and what is built on it (tests, benchmarks) need these.
 if(VLRNN_BUILD_TOOLS OR VLRNN_BUILD_TESTS OR VLRNN_BUILD_BENCHMARKS)
   find_path(VLRNN_JSON_INCLUDE nlohmann/json.hpp REQUIRED)
+  # zlib: the gzip-compressed IDX files of Fashion-MNIST (experiments/lib/idx_file.h);
+  # without it only uncompressed files are read.
+  find_package(ZLIB QUIET)
 endif()
 if(VLRNN_BUILD_TOOLS)
   find_path(VLRNN_CLI11_INCLUDE CLI/CLI.hpp REQUIRED)

@@ -14,6 +14,8 @@ packages=(
   python3-dev pybind11-dev  # the Python package's extension (vlrnn._C)
   python3-pytest          # the Python package's tests
   git                     # provenance in results (git sha, clean tree); tests that check it
+  zlib1g-dev              # reads the gzip-compressed IDX files of Fashion-MNIST
+  dataset-fashion-mnist   # the Fashion-MNIST train task (/usr/share/datasets/fashion-mnist)
 )
 
 missing=()

@@ -40,9 +40,11 @@ class ProgressLine {
     const double since = std::chrono::duration<double>(Clock::now() - shown_).count();
     if (!last && since < (terminal_ ? 0.2 : 30.0)) return;
     shown_ = Clock::now();
-    std::cerr << fmt::format("{}[{}/{} {}] step {}/{}  loss {:.4f}  eval {}  ETA {}   {}",
+    std::cerr << fmt::format("{}[{}/{} {}] step {}/{}  loss {:.4f}  eval {}{}  ETA {}   {}",
                              terminal_ ? "\r" : "", index + 1, runs, p.run, p.step, p.total_steps,
                              p.loss, p.eval_loss >= 0 ? fmt::format("{:.4f}", p.eval_loss) : "-",
+                             p.eval_accuracy >= 0
+                                 ? fmt::format(" (accuracy {:.1f} %)", 100 * p.eval_accuracy) : "",
                              experiments::format_duration(p.eta_s()), terminal_ && !last ? "" : "\n")
               << std::flush;
   }
@@ -112,14 +114,16 @@ void trim_to_checkpoint(experiments::ResultsStore& store, const std::string& che
 }
 
 void print_summary(const std::vector<json>& summaries) {
-  std::cout << fmt::format("{:<34} {:>6} {:>6} {:>10} {:>10} {:>10} {:>9}\n", "run", "batch",
-                           "steps", "loss", "eval loss", "chance", "wall");
+  std::cout << fmt::format("{:<34} {:>6} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "run",
+                           "batch", "steps", "loss", "eval loss", "chance", "accuracy", "wall");
   for (const auto& s : summaries) {
-    std::cout << fmt::format("{:<34} {:>6} {:>6} {:>10.4f} {:>10.4f} {:>10.4f} {:>9}\n",
+    const auto accuracy = s.contains("final_eval_accuracy")
+        ? fmt::format("{:.2f} %", 100 * s["final_eval_accuracy"].get<double>()) : "-";
+    std::cout << fmt::format("{:<34} {:>6} {:>6} {:>10.4f} {:>10.4f} {:>10.4f} {:>9} {:>9}\n",
                              s["run"].get<std::string>(), s["batch"].get<int64_t>(),
                              s["steps"].get<int64_t>(), s["final_loss"].get<double>(),
                              s["final_eval_loss"].get<double>(), s["chance_loss"].get<double>(),
-                             experiments::format_duration(s["wall_s"].get<double>()));
+                             accuracy, experiments::format_duration(s["wall_s"].get<double>()));
   }
 }
 
@@ -181,12 +185,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<TrainArgs>();
   auto* sub = add_subcommand(
       app, "train", "Train a model on a task with each gradient method of a JSON config",
-      "Train a model on a task (adding, copy / delayed recall, or character-level language "
-      "modelling on a text file; experiments/lib/tasks.h) with every method x seed of a JSON "
+      "Train a model on a task (adding, copy / delayed recall, character-level language "
+      "modelling on a text file, or sequential / permuted Fashion-MNIST from Debian's "
+      "dataset-fashion-mnist; experiments/lib/tasks.h) with every method x seed of a JSON "
       "config (experiments/configs/train-*.json; every key in experiments/lib/train_config.h). "
       "Runs with the same seed start from the same weights and see the same batches. Every "
       "step appends a record to DIR/results.jsonl (loss, gradient norm, learning rate, step "
-      "time, iteration peak memory, training clock; the held-out loss every eval_every steps); "
+      "time, iteration peak memory, training clock; the held-out loss every eval_every steps, "
+      "and the accuracy when the task classifies sequences); "
       "DIR/checkpoints/ holds each run's model, optimizer and generator states every "
       "checkpoint_every steps. Ctrl-C stops after the current step with a checkpoint; "
       "--resume continues every unfinished run on exactly the trajectory it was on.");

@@ -1,5 +1,6 @@
 #include "lib/tasks.h"
 
+#include "lib/idx_file.h"
 #include "lib/json_fields.h"
 #include "lib/problem.h"
 
@@ -10,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -90,6 +92,7 @@ class CopyTask : public Task {
   int64_t head_outputs() const override { return alphabet_; }
   int64_t time_steps() const override { return 2 * symbols_ + delay_; }
   double chance_loss() const override { return std::log(double(alphabet_)); }
+  bool classifies_sequences() const override { return symbols_ == 1; }
 
  protected:
   SequenceBatch draw(Split, int64_t batch, at::Generator& generator) const override {
@@ -186,10 +189,120 @@ void TextTask::load(double eval_fraction) {
   unigram_entropy_ = -(p * torch::log(p.clamp_min(1e-300))).sum().item<double>();
 }
 
+// Fashion-MNIST (Xiao et al. 2017) read one pixel per step, as sequential MNIST (Le et al.
+// 2015): each 28 x 28 image is a sequence of T = 784 grey values in row-major order (F = 1),
+// and its class (10 kinds of clothing) is scored at the last step alone. "permuted" reorders
+// the pixels of every image by one fixed permutation (pixel_permutation), which scatters
+// neighbouring pixels across the whole sequence. The training split is the data set's own
+// training file (60,000 images), evaluation its test file (10,000); a batch draws its
+// images uniformly, with replacement, from its split. Pixels are standardised with the mean
+// and standard deviation of the training images (about 0.286 and 0.353 of full scale).
+// Chance is the entropy of the training labels (log 10: the classes are balanced).
+class FashionMnistTask : public Task {
+ public:
+  FashionMnistTask(std::string folder, bool permuted)
+      : folder_(std::move(folder)), permuted_(permuted) {
+    load();
+  }
+  std::string describe() const override {
+    return fmt::format("fashion_mnist(T={}, {}, {})", steps_,
+                       permuted_ ? "permuted" : "sequential", folder_);
+  }
+  std::string kind() const override { return "fashion_mnist"; }
+  int64_t input_size() const override { return 1; }
+  std::string head_kind() const override { return "ce"; }
+  int64_t head_outputs() const override { return kFashionMnistClasses; }
+  int64_t time_steps() const override { return steps_; }
+  double chance_loss() const override { return label_entropy_; }
+  bool classifies_sequences() const override { return true; }
+
+ protected:
+  SequenceBatch draw(Split split, int64_t batch, at::Generator& generator) const override {
+    const auto& images = split == Split::kTrain ? train_images_ : test_images_;  // [N, T] uint8
+    const auto& labels = split == Split::kTrain ? train_labels_ : test_labels_;  // [N] int64
+    auto picked = torch::randint(0, images.size(0), {batch}, generator, torch::kLong);  // [B]
+    auto pixels = images.index_select(0, picked).t().to(torch::kFloat);  // [T, B] in 0..255
+    SequenceBatch out;
+    out.inputs = ((pixels / 255.0 - mean_) / std_).unsqueeze(-1);  // [T, B, 1]
+    out.targets = torch::full({steps_, batch}, kNoTarget, torch::kLong);  // [T, B]
+    out.targets.select(0, steps_ - 1).copy_(labels.index_select(0, picked));  // the last step
+    return out;
+  }
+
+ private:
+  void load();
+  // The folder's file NAME.gz (as Debian ships it) or NAME; "" when neither is there.
+  std::string find(const std::string& name) const;
+
+  std::string folder_;
+  bool permuted_;
+  int64_t steps_ = 0;
+  double mean_ = 0.0, std_ = 1.0, label_entropy_ = 0.0;
+  torch::Tensor train_images_, test_images_;  // [N, T] uint8, pixels in reading order
+  torch::Tensor train_labels_, test_labels_;  // [N] int64
+};
+
+std::string FashionMnistTask::find(const std::string& name) const {
+  for (const auto& file : {name + ".gz", name}) {
+    const auto path = (std::filesystem::path(folder_) / file).string();
+    if (std::filesystem::exists(path)) return path;
+  }
+  return "";
+}
+
+void FashionMnistTask::load() {
+  TORCH_CHECK(!find(kFashionMnistFiles[0]).empty(), "config task.path: no Fashion-MNIST in \"",
+              folder_, "\" (looked for ", kFashionMnistFiles[0], ".gz there); install Debian's "
+              "package: apt-get install dataset-fashion-mnist (scripts/install_deps.sh does), or "
+              "set task.path to a folder that holds the four IDX files");
+  auto read = [&](const std::string& name) {
+    const auto path = find(name);
+    TORCH_CHECK(!path.empty(), "config task.path: \"", folder_, "\" lacks ", name, ".gz (or ",
+                name, "), one of Fashion-MNIST's four IDX files; reinstall dataset-fashion-mnist");
+    return read_idx_file(path);
+  };
+  auto images = [&](const std::string& name) {
+    auto values = read(name);  // [N, R, C] uint8
+    TORCH_CHECK(values.dim() == 3 && values.size(0) >= 1 && values.size(1) * values.size(2) >= 1,
+                "config task.path: ", name, " in \"", folder_, "\" holds sizes ", values.sizes(),
+                ", expected images [N, rows, columns]");
+    return values.reshape({values.size(0), -1});  // [N, T]
+  };
+  auto labels = [&](const std::string& name, int64_t count) {
+    auto values = read(name);  // [N] uint8
+    TORCH_CHECK(values.dim() == 1 && values.size(0) == count, "config task.path: ", name,
+                " in \"", folder_, "\" holds sizes ", values.sizes(), ", expected [", count,
+                "] (one label per image)");
+    TORCH_CHECK(values.max().item<int64_t>() < kFashionMnistClasses, "config task.path: ", name,
+                " in \"", folder_, "\" holds label ", values.max().item<int64_t>(),
+                ", expected classes 0..", kFashionMnistClasses - 1);
+    return values.to(torch::kLong);
+  };
+  train_images_ = images(kFashionMnistFiles[0]);
+  train_labels_ = labels(kFashionMnistFiles[1], train_images_.size(0));
+  test_images_ = images(kFashionMnistFiles[2]);
+  test_labels_ = labels(kFashionMnistFiles[3], test_images_.size(0));
+  steps_ = train_images_.size(1);
+  TORCH_CHECK(test_images_.size(1) == steps_, "config task.path: the test images in \"", folder_,
+              "\" have ", test_images_.size(1), " pixels, the training images ", steps_);
+  if (permuted_) {
+    const auto order = torch::tensor(pixel_permutation(steps_), torch::kLong);  // [T]
+    train_images_ = train_images_.index_select(1, order).contiguous();
+    test_images_ = test_images_.index_select(1, order).contiguous();
+  }
+  const auto scaled = train_images_.to(torch::kFloat) / 255.0;  // [N, T]
+  mean_ = scaled.mean().item<double>();
+  std_ = std::max(scaled.std().item<double>(), 1e-6);  // a blank data set stays finite
+  auto p = torch::bincount(train_labels_, {}, kFashionMnistClasses).to(torch::kDouble) /
+           double(train_labels_.size(0));
+  label_entropy_ = -(p * torch::log(p.clamp_min(1e-300))).sum().item<double>();
+}
+
 const std::vector<std::string> kAddingKeys = {"kind", "steps", "min_length"};
 const std::vector<std::string> kCopyKeys = {"kind", "delay", "symbols", "alphabet", "min_length"};
 const std::vector<std::string> kTextKeys = {"kind", "path", "steps", "min_length",
                                             "eval_fraction"};
+const std::vector<std::string> kFashionMnistKeys = {"kind", "path", "permuted"};
 
 double min_length_of(const json& config) {
   return config.contains("min_length")
@@ -221,7 +334,21 @@ int64_t scored_steps(const SequenceBatch& batch) {
   return scored_mask(batch).sum().item<int64_t>();
 }
 
-std::vector<std::string> task_kinds() { return {"adding", "copy", "text"}; }
+std::vector<std::string> task_kinds() { return {"adding", "copy", "text", "fashion_mnist"}; }
+
+std::vector<int64_t> pixel_permutation(int64_t size) {
+  std::vector<int64_t> order(size_t(std::max<int64_t>(size, 0)));
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+  // Fisher-Yates driven by SplitMix64 (mix() at state, state + golden ratio, ...): plain
+  // integer arithmetic, so every LibTorch version and machine draws the same order.
+  uint64_t state = kPixelPermutationSeed;
+  for (size_t i = order.size(); i > 1; --i) {
+    const uint64_t random = mix(state);
+    state += 0x9e3779b97f4a7c15ULL;
+    std::swap(order[i - 1], order[random % i]);
+  }
+  return order;
+}
 
 std::unique_ptr<Task> make_task(const json& config) {
   if (!config.is_object()) fail("task", "expected an object with a \"kind\", got " + type_of(config));
@@ -247,6 +374,13 @@ std::unique_ptr<Task> make_task(const json& config) {
     return std::make_unique<CopyTask>(read_int(required("delay"), "task.delay", 1),
                                       optional_int("symbols", 10, 1),
                                       optional_int("alphabet", 8, 2), min_length_of(config));
+  }
+  if (kind == "fashion_mnist") {
+    check_keys(config, "task", kFashionMnistKeys);
+    return std::make_unique<FashionMnistTask>(
+        config.contains("path") ? read_string(config["path"], "task.path")
+                                : std::string(kFashionMnistFolder),
+        config.contains("permuted") && read_bool(config["permuted"], "task.permuted"));
   }
   check_keys(config, "task", kTextKeys);
   const double eval_fraction = config.contains("eval_fraction")

@@ -127,13 +127,31 @@ StepResult train_step(Trainee& t, const SequenceBatch& batch, double lr, const T
   return out;
 }
 
-// The mean loss per scored step over the fixed evaluation batches (eval mode: no dropout),
-// run without gradients in slices of kEvalSliceSteps.
-double evaluate(Trainee& t, const Task& task, const TrainConfig& config) {
+struct Evaluation {
+  double loss = 0.0;  // mean per scored step
+  double accuracy = -1.0;  // fraction of sequences classified right; -1: not a classification
+};
+
+// The class `head` predicts at each of S steps, z [1, S, Z] -> [S]: the class whose target
+// costs the least loss (under cross-entropy, the most probable). Read through the head's own
+// losses, so a head file that reads classes is judged as the built-in head is.
+torch::Tensor predicted_classes(OutputModule& head, const torch::Tensor& z, int64_t classes) {
+  std::vector<torch::Tensor> losses;
+  for (int64_t c = 0; c < classes; ++c) {
+    const auto target = torch::full({1, z.size(1)}, c, torch::dtype(torch::kLong).device(z.device()));
+    losses.push_back(head.forward(z, target));  // [1, S]
+  }
+  return torch::stack(losses).argmin(0).squeeze(0);  // [C, 1, S] -> [S]
+}
+
+// Over the fixed evaluation batches (eval mode: no dropout), without gradients, in slices of
+// kEvalSliceSteps: the mean loss per scored step, and when the task classifies sequences,
+// the accuracy.
+Evaluation evaluate(Trainee& t, const Task& task, const TrainConfig& config) {
   torch::NoGradGuard no_grad;
   t.model->eval();
   t.head->eval();
-  double total = 0.0, scored = 0.0;
+  double total = 0.0, scored = 0.0, correct = 0.0;
   for (int64_t i = 0; i < config.eval_batches; ++i) {
     // Seed 0 for every run: all runs are judged on the same held-out batches. validated()
     // fills h0 and clears the padding (NOTE [ Padded steps ]), as a training step has it.
@@ -147,11 +165,16 @@ double evaluate(Trainee& t, const Task& task, const TrainConfig& config) {
       const auto mask = scored_mask(slice);  // [Tb, B]
       total += (t.head->forward(z, slice.targets) * mask).sum().item<double>();
       scored += double(mask.sum().item<int64_t>());
+      if (task.classifies_sequences()) {
+        const auto predicted = predicted_classes(*t.head, z.index({mask}).unsqueeze(0),
+                                                 task.head_outputs());  // [S]
+        correct += double((predicted == slice.targets.index({mask})).sum().item<int64_t>());
+      }
     }
   }
   t.model->train();
   t.head->train();
-  return total / scored;
+  return {total / scored, task.classifies_sequences() ? correct / scored : -1.0};
 }
 
 std::string checkpoint_path(const std::string& dir, const std::string& run) {
@@ -225,6 +248,13 @@ int64_t find_batch(Trainee& t, const Task& task, const TrainConfig& config,
   return batch;
 }
 
+// eval_loss (and eval_accuracy for a classification) into a step's record and the progress.
+void log_evaluation(json& record, TrainProgress& progress, const Evaluation& evaluation) {
+  record["eval_loss"] = progress.eval_loss = evaluation.loss;
+  progress.eval_accuracy = evaluation.accuracy;
+  if (evaluation.accuracy >= 0) record["eval_accuracy"] = evaluation.accuracy;
+}
+
 json step_record(const TrainRunSpec& spec, int64_t step, double lr, const StepResult& r) {
   return {{"kind", "train_step"},
           {"key", fmt::format("{}|step={}", spec.label(), step)},
@@ -242,28 +272,30 @@ json step_record(const TrainRunSpec& spec, int64_t step, double lr, const StepRe
 
 json run_record(const TrainConfig& config, const Task& task, const TrainRunSpec& spec,
                 const Trainee& t, const Position& at, const TrainProgress& last) {
-  return {{"kind", "train_run"},
-          {"key", spec.label()},
-          {"run", spec.label()},
-          {"experiment", config.name},
-          {"task", task.describe()},
-          {"task_kind", task.kind()},
-          {"chance_loss", task.chance_loss()},
-          {"model", config.model.kind},
-          {"head", config.head.empty() ? task.head_kind() : config.head},
-          {"hidden", t.model->output_size()},
-          {"layers", config.model.num_layers},
-          {"method", spec.method},
-          {"method_description", t.method->describe()},
-          {"exact", t.method->is_exact()},
-          {"seed", spec.seed},
-          {"batch", at.batch},
-          {"T", task.time_steps()},
-          {"steps", at.step},
-          {"final_loss", last.loss},
-          {"final_eval_loss", last.eval_loss},
-          {"wall_s", at.wall_s},
-          {"status", "ok"}};
+  json record = {{"kind", "train_run"},
+                {"key", spec.label()},
+                {"run", spec.label()},
+                {"experiment", config.name},
+                {"task", task.describe()},
+                {"task_kind", task.kind()},
+                {"chance_loss", task.chance_loss()},
+                {"model", config.model.kind},
+                {"head", config.head.empty() ? task.head_kind() : config.head},
+                {"hidden", t.model->output_size()},
+                {"layers", config.model.num_layers},
+                {"method", spec.method},
+                {"method_description", t.method->describe()},
+                {"exact", t.method->is_exact()},
+                {"seed", spec.seed},
+                {"batch", at.batch},
+                {"T", task.time_steps()},
+                {"steps", at.step},
+                {"final_loss", last.loss},
+                {"final_eval_loss", last.eval_loss},
+                {"wall_s", at.wall_s},
+                {"status", "ok"}};
+  if (last.eval_accuracy >= 0) record["final_eval_accuracy"] = last.eval_accuracy;
+  return record;
 }
 
 }  // namespace
@@ -325,7 +357,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
     auto record = step_record(spec, ++at.step, lr, result);
     record["wall_s"] = at.wall_s;
     const bool evaluate_now = at.step % config.eval_every == 0 || at.step == config.steps;
-    if (evaluate_now) record["eval_loss"] = progress.eval_loss = evaluate(t, task, config);
+    if (evaluate_now) log_evaluation(record, progress, evaluate(t, task, config));
     pending.push_back(record);
     progress.step = at.step;
     progress.loss = result.loss;
@@ -345,7 +377,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
   }
   // Stopped by the time limit between evaluations: the last step gets one.
   if (!pending.empty() && !pending.back().contains("eval_loss")) {
-    pending.back()["eval_loss"] = progress.eval_loss = evaluate(t, task, config);
+    log_evaluation(pending.back(), progress, evaluate(t, task, config));
   }
   flush();
   save_checkpoint(path, t, at, config.device);

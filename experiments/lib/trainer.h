@@ -34,6 +34,7 @@ struct TrainProgress {
   int64_t step = 0, total_steps = 0;
   double loss = 0.0;
   double eval_loss = -1.0;  // the last evaluation's loss; -1 before the first
+  double eval_accuracy = -1.0;  // its accuracy (Task::classifies_sequences); -1: none
   double wall_s = 0.0;      // training clock of this run
   double time_limit_s = 0.0;  // TrainConfig::time_limit_s
   // Seconds of training clock left: by the steps' rate, or the time limit when sooner.

@@ -7,6 +7,9 @@ optimizer step) and "train_run" (one per finished run).
                      legend entry names the batch and the median iteration peak memory.
   loss_vs_time       held-out loss against the training clock (steps only; evaluation not
                      counted), median and band over seeds on a common time grid.
+  accuracy           when the task classifies sequences (records carry "eval_accuracy", e.g.
+                     Fashion-MNIST): held-out accuracy against the step and against the
+                     training clock, median and band over seeds, side by side.
   deviation_from_full  when full BPTT and other exact methods ran: per exact method, the largest
                      absolute difference of its training loss from full BPTT's at the same seed
                      and step, up to each step (float rounding, amplified by training).
@@ -99,6 +102,33 @@ def _common_steps(seeds, key):
     return sorted(set.intersection(*sets)) if sets else []
 
 
+def _eval_by_step(seeds, key):
+    """(steps, one series per seed) of the evaluations' `key` at the steps every seed has."""
+    steps = _common_steps(seeds, key)
+    series = []
+    for run in seeds.values():
+        by_step = {r["step"]: r[key] for r in run if key in r}
+        series.append([by_step[s] for s in steps])
+    return steps, series
+
+
+def _eval_by_time(ax, seeds, key, style, label, scale=1.0):
+    """The evaluations' `key` against the training clock: median and band over seeds on a
+    common grid (linear between evaluations), over the time every seed covers."""
+    curves = []
+    for run in seeds.values():
+        points = [(r["wall_s"], scale * r[key]) for r in run if key in r]
+        if len(points) >= 2:
+            curves.append(points)
+    if not curves:
+        return
+    end = min(c[-1][0] for c in curves)
+    start = max(c[0][0] for c in curves)
+    grid = np.linspace(start, end, 100)
+    series = [np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves]
+    _band(ax, grid, series, style, label)
+
+
 def _draw_loss_vs_step(runs, records, meta, directory, written, order):
     fig, (train_ax, eval_ax) = plt.subplots(1, 2, figsize=(11, 4.4))
     styles = _styles(runs, order)
@@ -111,12 +141,8 @@ def _draw_loss_vs_step(runs, records, meta, directory, written, order):
             by_step = {r["step"]: r["loss"] for r in run}
             series.append(_smooth([by_step[s] for s in steps], SMOOTH_STEPS))
         _band(train_ax, steps, series, style, _label(method, seeds))
-        evals = _common_steps(seeds, "eval_loss")
+        evals, series = _eval_by_step(seeds, "eval_loss")
         if evals:
-            series = []
-            for run in seeds.values():
-                by_step = {r["step"]: r["eval_loss"] for r in run if "eval_loss" in r}
-                series.append([by_step[s] for s in evals])
             _band(eval_ax, evals, series, style, method)
     for ax, title in ((train_ax, f"training loss (mean of {SMOOTH_STEPS} steps)"),
                       (eval_ax, "held-out loss")):
@@ -136,18 +162,7 @@ def _draw_loss_vs_time(runs, records, meta, directory, written, order):
     styles = _styles(runs, order)
     for method in sorted(runs, key=lambda m: order_key(_family(m), order)):
         seeds = runs[method]
-        curves = []
-        for run in seeds.values():
-            points = [(r["wall_s"], r["eval_loss"]) for r in run if "eval_loss" in r]
-            if len(points) >= 2:
-                curves.append(points)
-        if not curves:
-            continue
-        end = min(c[-1][0] for c in curves)
-        start = max(c[0][0] for c in curves)
-        grid = np.linspace(start, end, 100)
-        series = [np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves]
-        _band(ax, grid, series, styles[method], _label(method, seeds))
+        _eval_by_time(ax, seeds, "eval_loss", styles[method], _label(method, seeds))
     _chance(ax, records)
     ax.set_xlabel("training wall clock (s; evaluation not counted)")
     ax.set_ylabel("held-out loss per scored step")
@@ -157,6 +172,28 @@ def _draw_loss_vs_time(runs, records, meta, directory, written, order):
     save(fig, directory, "loss_vs_time", meta, written,
          note="Median over seeds on a common time grid (linear between evaluations); the band "
               "spans the best and the worst seed.")
+
+
+def _draw_accuracy(runs, meta, directory, written, order):
+    fig, (step_ax, time_ax) = plt.subplots(1, 2, figsize=(11, 4.4), sharey=True)
+    styles = _styles(runs, order)
+    for method in sorted(runs, key=lambda m: order_key(_family(m), order)):
+        seeds = runs[method]
+        steps, series = _eval_by_step(seeds, "eval_accuracy")
+        if steps:
+            _band(step_ax, steps, [[100 * a for a in s] for s in series], styles[method],
+                  _label(method, seeds))
+        _eval_by_time(time_ax, seeds, "eval_accuracy", styles[method], method, scale=100)
+    step_ax.set_xlabel("optimizer step")
+    time_ax.set_xlabel("training wall clock (s; evaluation not counted)")
+    step_ax.set_ylabel("held-out accuracy (%)")
+    for ax in (step_ax, time_ax):
+        ax.grid(alpha=0.3)
+    legend(step_ax, fontsize=7)
+    fig.suptitle(f"{meta.get('task', '')}", fontsize=10)
+    save(fig, directory, "accuracy", meta, written,
+         note="Median over seeds (against the clock: on a common time grid, linear between "
+              "evaluations); the band spans the best and the worst seed.")
 
 
 def _draw_deviation(runs, meta, directory, written, skipped, order, exact_methods):
@@ -202,6 +239,8 @@ def draw(records, meta, directory, written, skipped):
         return skipped.append("train figures (no train_step records)")
     _draw_loss_vs_step(runs, records, meta, directory, written, order)
     _draw_loss_vs_time(runs, records, meta, directory, written, order)
+    if any("eval_accuracy" in r for r in records):
+        _draw_accuracy(runs, meta, directory, written, order)
     exact = {r["method"] for r in records
              if r.get("kind") == "train_run" and r.get("exact") and r["method"] != "full"}
     if "full" in runs and exact:

@@ -106,6 +106,8 @@ echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["vlrnn"], "steps": 2}
 expect "methods[0]" train "$work/train_bad_method.json" --out "$work/t1" --allow-dirty
 expect "task.delay" train "$work/train_no_delay.json" --out "$work/t2" --allow-dirty
 expect "cannot read the text file" train "$work/train_no_text.json" --out "$work/t3" --allow-dirty
+echo '{"task": {"kind": "fashion_mnist", "path": "/no/such/fmnist"}, "methods": ["full"]}' > "$work/train_no_fmnist.json"
+expect "apt-get install dataset-fashion-mnist" train "$work/train_no_fmnist.json" --out "$work/t3b" --allow-dirty
 expect "optimizer.lr" train "$work/train_bad_lr.json" --out "$work/t4" --allow-dirty
 echo '{"task": {"kind": "adding", "steps": 100}, "methods": ["full"], "batch": 100000000}' > "$work/train_huge_batch.json"
 expect "GiB available" train "$work/train_huge_batch.json" --out "$work/t6" --allow-dirty

@@ -63,3 +63,21 @@ diff <(losses_of "$work/straight") <(losses_of "$work/stopped") > "$work/diff" |
   echo "FAIL: the resumed run's losses differ from the straight run's:"; head "$work/diff"; exit 1; }
 [[ $(steps_of "$work/stopped") == 1800 ]] || { echo "FAIL: the resumed run did not log 1800 steps"; exit 1; }
 echo "train: 1800 steps logged; stopped after $stopped_steps steps (rc=$rc), resumed, identical to the straight run"
+
+# Fashion-MNIST end to end when dataset-fashion-mnist is installed (scripts/install_deps.sh
+# installs it): a few steps of a small LSTM on the permuted task log the held-out accuracy.
+if [[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]]; then
+  cat > "$work/fmnist.json" <<'JSON'
+{"name": "fmnist-smoke", "task": {"kind": "fashion_mnist", "permuted": true},
+ "model": {"kind": "lstm", "hidden": 8}, "methods": ["vlrnn:block=28", "tbptt:k=28"],
+ "seeds": [1], "batch": 4, "steps": 2, "eval_every": 2, "eval_batches": 1, "eval_batch": 16}
+JSON
+  "$vlrnn" train "$work/fmnist.json" --out "$work/fmnist" --allow-dirty > "$work/fmnist.log" 2>&1 ||
+    { echo "FAIL: the Fashion-MNIST run failed:"; cat "$work/fmnist.log"; exit 1; }
+  [[ $(grep -c '"eval_accuracy"' "$work/fmnist/results.jsonl") == 2 ]] ||
+    { echo "FAIL: expected one eval_accuracy per Fashion-MNIST run"; exit 1; }
+  grep -q "accuracy" "$work/fmnist.log"
+  echo "train: Fashion-MNIST (permuted, T=784) trained and evaluated with accuracy"
+else
+  echo "note: dataset-fashion-mnist is not installed; its end-to-end run skipped"
+fi

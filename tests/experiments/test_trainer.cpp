@@ -2,6 +2,8 @@
 // a killed run resumes bit-for-bit, and a budget picks the batch.
 #include "lib/trainer.h"
 
+#include "idx_test_files.h"
+
 #include "vlrnn/registry/methods.h"
 
 #include <gtest/gtest.h>
@@ -117,6 +119,59 @@ TEST(Trainer, AKilledRunResumesBitForBit) {
   }
 }
 
+// A stand-in Fashion-MNIST (tests/experiments/idx_test_files.h) of 4 x 4 images whose
+// every pixel tells the class, 0 (dark) or 1 (bright): a small GRU learns it in a few dozen
+// steps.
+std::string small_image_folder() {
+  torch::manual_seed(0);
+  auto images = [](const torch::Tensor& labels) {
+    const int64_t n = labels.size(0);
+    return (labels.view({n, 1, 1}) * 200 + torch::randint(0, 50, {n, 4, 4}, torch::kLong))
+        .to(torch::kUInt8);  // [N, 4, 4]
+  };
+  const auto train_labels = (torch::arange(40, torch::kLong) % 2).to(torch::kUInt8);
+  const auto test_labels = (torch::arange(20, torch::kLong) / 10).to(torch::kUInt8);
+  return testing::write_fashion_mnist_folder("trainer_images", images(train_labels),
+                                             train_labels, images(test_labels), test_labels);
+}
+
+// Evaluation reports the accuracy of a sequence classification; once every held-out loss is
+// below log 2 (the right class more likely than all others together), every sequence is
+// classified right. A task that does not classify sequences reports none.
+TEST(Trainer, EvaluationReportsTheAccuracyOfASequenceClassification) {
+  const auto config = small_config(
+      {{"task", {{"kind", "fashion_mnist"}, {"path", small_image_folder()}}},
+       {"model", {{"kind", "gru"}, {"hidden", 8}}}, {"steps", 60}, {"eval_every", 20},
+       {"eval_batches", 2}, {"eval_batch", 16}, {"optimizer", {{"kind", "adam"}, {"lr", 0.05}}}});
+  std::vector<json> records;
+  TrainHooks hooks;
+  hooks.log = [&](const std::vector<json>& r) { records.insert(records.end(), r.begin(), r.end()); };
+  const auto task = make_task(config.task);
+  train_run(config, *task, {"vlrnn:block=5", 1, 8}, fresh_dir("accuracy"), false, hooks);
+  std::vector<json> evaluations;
+  for (const auto& r : records) {
+    if (r.contains("eval_loss")) evaluations.push_back(r);
+  }
+  ASSERT_EQ(evaluations.size(), 3u);
+  for (const auto& r : evaluations) {
+    const double accuracy = r["eval_accuracy"], loss = r["eval_loss"];
+    EXPECT_GE(accuracy, 0.0);
+    EXPECT_LE(accuracy, 1.0);
+    EXPECT_DOUBLE_EQ(accuracy * 32, std::round(accuracy * 32));  // of 2 x 16 sequences
+    if (loss * 32 < std::log(2.0)) EXPECT_EQ(accuracy, 1.0) << "at step " << r["step"];
+  }
+  EXPECT_GE(evaluations.back()["eval_accuracy"].get<double>(), 0.9) << "it did not learn";
+  ASSERT_EQ(records.back()["kind"], "train_run");
+  EXPECT_EQ(records.back()["final_eval_accuracy"], evaluations.back()["eval_accuracy"]);
+
+  records.clear();
+  const auto adding = small_config();  // regression: no classes, no accuracy
+  train_run(adding, *make_task(adding.task), {"full", 1, 4}, fresh_dir("no_accuracy"), false, hooks);
+  for (const auto& r : records) {
+    EXPECT_FALSE(r.contains("eval_accuracy") || r.contains("final_eval_accuracy"));
+  }
+}
+
 // Every task with every registered method (variable lengths on each), a few steps each: the
 // loss is finite, every step is logged, and each run ends with its summary.
 TEST(Trainer, EveryTaskTrainsWithEveryMethod) {
@@ -128,7 +183,8 @@ TEST(Trainer, EveryTaskTrainsWithEveryMethod) {
   const std::vector<json> tasks = {
       {{"kind", "adding"}, {"steps", 20}, {"min_length", 0.5}},
       {{"kind", "copy"}, {"delay", 9}, {"symbols", 2}, {"min_length", 0.5}},
-      {{"kind", "text"}, {"path", text_path}, {"steps", 16}, {"min_length", 0.5}}};
+      {{"kind", "text"}, {"path", text_path}, {"steps", 16}, {"min_length", 0.5}},
+      {{"kind", "fashion_mnist"}, {"path", small_image_folder()}, {"permuted", true}}};
   for (const auto& task : tasks) {
     for (const auto& method : method_names()) {
       SCOPED_TRACE(task.dump() + " " + method);
