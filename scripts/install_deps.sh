@@ -14,6 +14,7 @@ packages=(
   python3-dev pybind11-dev  # the Python package's extension (vlrnn._C)
   python3-pytest          # the Python package's tests
   git                     # provenance in results (git sha, clean tree); tests that check it
+  clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz/): clang, libFuzzer, sanitizers
 )
 
 missing=()

@@ -3,6 +3,7 @@
 
 #include "lib/method_runner.h"
 #include "lib/results_store.h"
+#include "lib/method_checks.h"
 #include "lib/method_specs.h"
 #include "lib/units.h"
 #include "lib/user_models.h"

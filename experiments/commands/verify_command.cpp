@@ -1,5 +1,6 @@
 #include "commands/command.h"
 
+#include "lib/method_checks.h"
 #include "lib/method_specs.h"
 #include "lib/problem.h"
 #include "lib/results_store.h"
