@@ -16,6 +16,7 @@ packages=(
   git                     # provenance in results (git sha, clean tree); tests that check it
   zlib1g-dev              # reads the gzip-compressed IDX files of Fashion-MNIST
   dataset-fashion-mnist   # the Fashion-MNIST train task (/usr/share/datasets/fashion-mnist)
+  clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz/): clang, libFuzzer, sanitizers
 )
 
 missing=()

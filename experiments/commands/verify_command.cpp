@@ -1,6 +1,7 @@
 #include "commands/command.h"
 
 #include "lib/environment.h"
+#include "lib/method_checks.h"
 #include "lib/method_specs.h"
 #include "lib/problem.h"
 #include "lib/results_store.h"

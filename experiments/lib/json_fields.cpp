@@ -5,17 +5,26 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <sstream>
 
 namespace vlrnn::experiments::json_fields {
 
 json read_json_file(const std::string& path) {
   std::ifstream file(path);
   TORCH_CHECK(file, "config: cannot read \"", path, "\"");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_json_text(text.str(), path);
+}
+
+json parse_json_text(const std::string& text, const std::string& source) {
   try {
-    return json::parse(file, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
-    TORCH_CHECK(false, "config \"", path, "\": not valid JSON: ", e.what());
+    return json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double (1e999) is out_of_range.
+    TORCH_CHECK(false, "config \"", source, "\": not valid JSON: ", e.what());
   }
 }
 
@@ -42,6 +51,12 @@ int64_t read_int(const json& v, const std::string& path, int64_t min) {
   if (!(v.is_number_integer() || v.is_number_unsigned())) {
     fail(path, fmt::format("expected an integer >= {}, got {} ({})", min, type_of(v), shown(v)));
   }
+  // Above INT64_MAX, get<int64_t>() would wrap to a negative number, and the message
+  // would show that instead of what was written.
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
+    fail(path, fmt::format("expected an integer >= {}, got {} (above the largest, {})", min,
+                           v.get<uint64_t>(), INT64_MAX));
+  }
   const auto value = v.get<int64_t>();
   if (value < min) fail(path, fmt::format("expected an integer >= {}, got {}", min, value));
   return value;
@@ -52,6 +67,17 @@ double read_positive_number(const json& v, const std::string& path) {
   const double value = v.get<double>();
   if (!(value > 0)) fail(path, fmt::format("expected a positive number, got {}", value));
   return value;
+}
+
+int64_t read_mib(const json& v, const std::string& path) {
+  const double mib = read_positive_number(v, path);
+  const double bytes = std::round(mib * 1048576.0);
+  constexpr double kMaxBytes = 4611686018427387904.0;  // 2^62: 4 EiB
+  if (!(bytes >= 1 && bytes <= kMaxBytes)) {
+    fail(path, fmt::format("expected a size in MiB from 1 byte (1 / 1048576) to 4 EiB "
+                           "(4398046511104), got {}", mib));
+  }
+  return int64_t(bytes);
 }
 
 double read_number(const json& v, const std::string& path, double min, double max) {

@@ -16,6 +16,9 @@ using json = nlohmann::json;
 // The JSON in the file at `path` (comments allowed); throws naming the file when it cannot
 // be read or is not valid JSON.
 json read_json_file(const std::string& path);
+// The same for JSON text read from `source` (a file name, for the error): what the fuzz
+// targets (tests/fuzz/) feed bytes to.
+json parse_json_text(const std::string& text, const std::string& source);
 
 // Throws "config PATH: MESSAGE".
 [[noreturn]] void fail(const std::string& path, const std::string& message);
@@ -26,6 +29,9 @@ std::string shown(const json& v);
 
 int64_t read_int(const json& v, const std::string& path, int64_t min);
 double read_positive_number(const json& v, const std::string& path);
+// A size in MiB (a positive number; fractions allowed) as bytes, rounded: throws unless that
+// is at least 1 byte and at most 2^62 (a larger one would overflow the byte counts).
+int64_t read_mib(const json& v, const std::string& path);
 // A number in [min, max].
 double read_number(const json& v, const std::string& path, double min, double max);
 // A list of integers, or one integer read as a list of one.

@@ -1,6 +1,6 @@
 #include "lib/method_specs.h"
 
-#include "vlrnn/registry/methods.h"
+#include <c10/util/Exception.h>
 
 namespace vlrnn::experiments {
 
@@ -38,7 +38,8 @@ bool uses_block(const std::string& spec) {
 
 std::string substitute_block(const std::string& spec, int64_t block, int64_t time_steps) {
   TORCH_CHECK(block >= 1, "block (K): expected >= 1, got ", block);
-  const int64_t blocks = (time_steps + block - 1) / block;
+  // ceil(T / K), written so that T near INT64_MAX (a sweep config allows it) cannot overflow.
+  const int64_t blocks = time_steps / block + (time_steps % block != 0);
   std::string out = spec;
   for (const auto& [from, to] : {std::pair<std::string, int64_t>{"{K}", block}, {"{N}", blocks}}) {
     for (auto at = out.find(from); at != std::string::npos; at = out.find(from)) {
@@ -46,10 +47,6 @@ std::string substitute_block(const std::string& spec, int64_t block, int64_t tim
     }
   }
   return out;
-}
-
-void check_method_specs(const std::vector<std::string>& specs) {
-  for (const auto& spec : specs) make_method_from_spec(substitute_block(spec, 8, 64));
 }
 
 }  // namespace vlrnn::experiments

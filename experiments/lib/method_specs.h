@@ -1,6 +1,7 @@
 #pragma once
 // Method specs as users write them: "vlrnn", "vlrnn:block=64", "tbptt:k1=8,k2=16", lists of
-// them separated by commas, and templates for sweeps ("checkpoint:segments={N}").
+// them separated by commas, and templates for sweeps ("checkpoint:segments={N}"): their
+// text only, without LibTorch (lib/method_checks.h builds them).
 
 #include <cstdint>
 #include <string>
@@ -22,9 +23,5 @@ bool has_options(const std::string& spec);
 // ("vlrnn:block={K}", "checkpoint:segments={N}", "tbptt:k={K}").
 bool uses_block(const std::string& spec);  // true when it holds {K} or {N}
 std::string substitute_block(const std::string& spec, int64_t block, int64_t time_steps);
-
-// Throws (the registry's message, listing the known names) unless every spec makes a
-// method; templates are tried with K = 8, T = 64.
-void check_method_specs(const std::vector<std::string>& specs);
 
 }  // namespace vlrnn::experiments

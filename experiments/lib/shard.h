@@ -9,22 +9,13 @@
 // shard with the least predicted cost so far (ties: the lower index) — a pure function of
 // the config, so every shard and `merge` compute the same one without talking.
 
+#include "lib/shard_spec.h"
 #include "lib/sweep_config.h"
 
 #include <string>
 #include <vector>
 
 namespace vlrnn::experiments {
-
-struct ShardSpec {
-  int64_t index = 0;  // 0 <= index < count; Slurm's SLURM_ARRAY_TASK_ID with --array=0-(N-1)
-  int64_t count = 1;  // 1: the whole sweep
-  bool sharded() const { return count > 1; }
-  std::string str() const;  // "I/N"
-};
-
-// "I/N" (e.g. "0/3"); throws naming --shard, what was expected and what came.
-ShardSpec parse_shard(const std::string& text);
 
 // The shard of every point of `points` (expand_points(config), in its order).
 std::vector<int64_t> assign_shards(const SweepConfig& config, const std::vector<SweepPoint>& points,

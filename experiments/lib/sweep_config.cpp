@@ -1,6 +1,7 @@
 #include "lib/sweep_config.h"
 
 #include "lib/json_fields.h"
+#include "lib/method_checks.h"
 #include "lib/method_specs.h"
 #include "lib/user_models.h"
 
@@ -75,7 +76,7 @@ void apply_key(ExperimentSpec& e, PendingMethods& methods, const std::string& ke
     if (e.until_stable >= 1) fail(path, fmt::format("expected a fraction below 1 (e.g. 0.05), got {}", e.until_stable));
   }
   else if (key == "max_repeats") e.max_repeats = read_int(v, path, 1);
-  else if (key == "budget_mib") e.budget_bytes = int64_t(std::llround(read_positive_number(v, path) * 1048576.0));
+  else if (key == "budget_mib") e.budget_bytes = read_mib(v, path);
   else if (key == "batch_start") e.batch_start = read_int(v, path, 1);
   else if (key == "batch_max") e.batch_max = read_int(v, path, 1);
   else if (key == "batch_multiple") e.batch_multiple = read_int(v, path, 1);
@@ -261,8 +262,7 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
     fail("$.name", fmt::format("expected a non-empty name without '/', got \"{}\"", out.name));
   }
   if (config.contains("memory_limit_mib")) {
-    out.memory_limit_bytes =
-        int64_t(std::llround(read_positive_number(config["memory_limit_mib"], "$.memory_limit_mib") * 1048576.0));
+    out.memory_limit_bytes = read_mib(config["memory_limit_mib"], "$.memory_limit_mib");
   }
   out.block_options = parse_block_options(config);
 

@@ -1,7 +1,7 @@
 #include "lib/train_config.h"
 
 #include "lib/json_fields.h"
-#include "lib/method_specs.h"
+#include "lib/method_checks.h"
 #include "lib/problem.h"
 #include "lib/tasks.h"
 
@@ -139,8 +139,7 @@ void read_counts(TrainConfig& out, const json& config) {
     out.time_limit_s = read_positive_number(config["time_limit_s"], "time_limit_s");
   }
   if (config.contains("memory_budget_mib")) {
-    out.memory_budget_bytes =
-        int64_t(read_positive_number(config["memory_budget_mib"], "memory_budget_mib") * 1048576);
+    out.memory_budget_bytes = read_mib(config["memory_budget_mib"], "memory_budget_mib");
   }
 }
 

@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include "lib/method_checks.h"
 #include "lib/method_specs.h"
 #include "lib/sweep_config.h"
 
@@ -150,6 +151,29 @@ TEST(MethodSpecs, SplitsListsKeepingMultiOptionSpecsTogether) {
   EXPECT_TRUE(uses_block("vlrnn:block={K}"));
   EXPECT_FALSE(uses_block("vlrnn:block=3"));
   expect_error_mentions([] { check_method_specs({"full", "bogus"}); }, {"bogus", "known methods"});
+}
+
+// Found by the method_spec fuzz target (tests/fuzz/): ceil(T / K) computed as
+// (T + K - 1) / K overflowed for a T near INT64_MAX, which a sweep config accepts.
+TEST(MethodSpecs, SubstitutesTheBlockCountAtTheLargestT) {
+  EXPECT_EQ(substitute_block("checkpoint:segments={N}", 3, INT64_MAX),
+            "checkpoint:segments=3074457345618258603");
+  EXPECT_EQ(substitute_block("x:a={K},b={N}", INT64_MAX, INT64_MAX),
+            "x:a=9223372036854775807,b=1");
+  EXPECT_EQ(substitute_block("x:b={N}", 2, INT64_MAX - 1), "x:b=4611686018427387903");
+}
+
+// Found while writing the fuzz targets: a size of 1e300 MiB overflowed the byte count, and
+// a positive size below half a byte rounded to 0 bytes ("no limit").
+TEST(SweepConfig, MemorySizesOutOfRangeNameTheKey) {
+  expect_error_mentions([] { parse(R"({"memory_limit_mib": 1e300, "methods": "full"})"); },
+                        {"$.memory_limit_mib", "4 EiB", "1e+300"});
+  expect_error_mentions([] { parse(R"({"memory_limit_mib": 1e-9, "methods": "full"})"); },
+                        {"$.memory_limit_mib", "1 byte"});
+  expect_error_mentions([] {
+    parse(R"({"kind": "max_batch", "budget_mib": 1e300, "methods": "full"})");
+  }, {"$.budget_mib", "4 EiB"});
+  EXPECT_EQ(parse(R"({"memory_limit_mib": 0.5, "methods": "full"})").memory_limit_bytes, 524288);
 }
 
 }  // namespace

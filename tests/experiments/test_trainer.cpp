@@ -252,6 +252,10 @@ TEST(Trainer, BadConfigsNameTheField) {
   EXPECT_NE(error_of({{"model", {{"kind", "rnn"}, {"carry_bias", 2}}}}).find("model.carry_bias"),
             std::string::npos);
   EXPECT_NE(error_of({{"stepz", 3}}).find("stepz: unknown key"), std::string::npos);
+  // Found while writing the fuzz targets (tests/fuzz/regressions/train_config/): 1e300 MiB
+  // overflowed the conversion to a byte count (undefined behaviour).
+  EXPECT_NE(error_of({{"memory_budget_mib", 1e300}}).find("memory_budget_mib: expected a size in MiB"),
+            std::string::npos);
 }
 
 TEST(Trainer, LearningRateFollowsTheBatchWhenAskedTo) {

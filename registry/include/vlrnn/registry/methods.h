@@ -6,35 +6,14 @@
 // methods from both (docs/architecture.md).
 
 #include "vlrnn/methods/gradient_method.h"
+#include "vlrnn/registry/method_params.h"
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace vlrnn {
-
-// Integer options by name, as written on a command line: "vlrnn:block=64".
-// A factory take()s what it understands; finish() rejects anything left over.
-class MethodParams {
- public:
-  MethodParams() = default;
-  MethodParams(std::initializer_list<std::pair<const std::string, int64_t>> values)
-      : values_(values) {}
-
-  void set(const std::string& key, int64_t value) { values_[key] = value; }
-  bool has(const std::string& key) const { return values_.count(key) > 0; }
-  // The value of `key` (removing it from the unread set), or `fallback` when absent.
-  int64_t take(const std::string& key, int64_t fallback);
-  // Throws naming each key no factory read, and the keys `method` knows.
-  void finish(const std::string& method, const std::vector<std::string>& known) const;
-  const std::map<std::string, int64_t>& values() const { return values_; }
-
- private:
-  std::map<std::string, int64_t> values_;
-  std::vector<std::string> read_;
-};
 
 using MethodFactory = std::function<std::unique_ptr<GradientMethod>(MethodParams)>;
 
