@@ -2,8 +2,8 @@
 #include "commands/measuring_options.h"
 
 #include "lib/environment.h"
-#include "lib/method_runner.h"
 #include "lib/method_checks.h"
+#include "lib/method_runner.h"
 #include "lib/method_specs.h"
 #include "lib/results_store.h"
 #include "lib/units.h"
