@@ -1,5 +1,6 @@
 #include "vlrnn/baselines/checkpoint_method.h"
 
+#include "vlrnn/baselines/checkpoint_bidirectional.h"
 #include "vlrnn/baselines/checkpoint_function.h"
 #include "vlrnn/methods/block.h"
 
@@ -29,6 +30,9 @@ GradientResult CheckpointMethod::compute_impl(const Workload& workload) {
   const int64_t steps = workload.batch.time_steps();
   const int64_t length = (steps + segments_for(steps) - 1) / segments_for(steps);  // steps per segment
   const int64_t num_segments = (steps + length - 1) / length;
+  if (const auto* bidirectional = as_bidirectional(workload.model)) {
+    return checkpoint_bidirectional(workload, *bidirectional, length);  // head outside, always
+  }
   const size_t state_size = workload.h0.size();
   const bool head_inside = options_.head_inside;
 

@@ -31,7 +31,7 @@ inline CLI::App* add_subcommand(CLI::App& app, const std::string& name, const st
 inline std::string model_option_help() {
   std::string help = "recurrent model:";
   for (const auto& kind : model_kinds()) help += (help.back() == ':' ? " " : ", ") + kind;
-  return help;
+  return help + ", bi:<kind> (any of them, bidirectional)";
 }
 
 void add_verify_command(CLI::App& app, int& exit_code);

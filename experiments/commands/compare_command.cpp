@@ -10,6 +10,7 @@
 #include "lib/user_models.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/measure/environment.h"
 #include "vlrnn/measure/peak_gemm.h"
 #include "vlrnn/verify/compare.h"
@@ -45,12 +46,24 @@ struct CompareArgs {
 };
 
 std::vector<std::string> resolve_methods(const CompareArgs& args) {
-  std::vector<std::string> specs =
-      args.methods.empty() ? method_names() : experiments::split_method_list(args.methods);
+  std::vector<std::string> specs;
+  if (args.methods.empty()) {
+    // Every method that takes the model: a bidirectional kind only those that handle one.
+    const bool bidirectional = is_bidirectional_kind(args.problem.model);
+    for (const auto& name : method_names()) {
+      if (bidirectional ? handles_bidirectional(name) : handles_left_to_right(name)) {
+        specs.push_back(name);
+      }
+    }
+  } else {
+    specs = experiments::split_method_list(args.methods);
+  }
   for (auto& spec : specs) {
-    // --block K is the block length of a bare "vlrnn"; other methods take their options
-    // from their spec ("checkpoint:segments=64").
-    if (args.block > 0 && spec == "vlrnn") spec = fmt::format("vlrnn:block={}", args.block);
+    // --block K is the block length of a bare "vlrnn" (or "bivlrnn"); other methods take
+    // their options from their spec ("checkpoint:segments=64").
+    if (args.block > 0 && (spec == "vlrnn" || spec == "bivlrnn")) {
+      spec = fmt::format("{}:block={}", spec, args.block);
+    }
   }
   if (args.memory_budget > 0) {
     // --memory-budget B configures a bare "planner" in --methods, or adds one.
@@ -334,7 +347,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->excludes("--head")
       ->excludes("--classes");
   sub->add_option("--block,-K", args->block,
-                  "K: the block length of a bare 'vlrnn' in --methods (0: its default, "
+                  "K: the block length of a bare 'vlrnn' or 'bivlrnn' in --methods (0: its default, "
                   "ceil(sqrt(T)))")
       ->capture_default_str();
   sub->add_option("--memory-budget", args->memory_budget,

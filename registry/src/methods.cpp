@@ -1,10 +1,13 @@
 #include "vlrnn/registry/methods.h"
 
+#include "vlrnn/registry/bidirectional.h"
+
 #include "vlrnn/methods/block.h"
 
 #include "vlrnn/baselines/checkpoint_method.h"
 #include "vlrnn/baselines/full_bptt.h"
 #include "vlrnn/baselines/tbptt.h"
+#include "vlrnn/schedule/bidirectional_vlrnn.h"
 #include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
@@ -26,16 +29,25 @@ std::unique_ptr<GradientMethod> make_full(MethodParams p) {
   return std::make_unique<FullBptt>();
 }
 
-std::unique_ptr<GradientMethod> make_vlrnn(MethodParams p) {
+// The options of VLRNN's blocks ("block", "blocks"), shared by vlrnn and bivlrnn.
+VlrnnOptions block_options(MethodParams& p, const std::string& method) {
   VlrnnOptions options;
   options.block_length = p.take("block", 0);
   options.num_blocks = p.take("blocks", 0);
-  p.finish("vlrnn", {"block", "blocks"});
+  p.finish(method, {"block", "blocks"});
   TORCH_CHECK(!p.has("block") || options.block_length > 0,
-              "vlrnn block: expected a block length K >= 1, got ", options.block_length);
+              method, " block: expected a block length K >= 1, got ", options.block_length);
   TORCH_CHECK(!p.has("blocks") || options.num_blocks > 0,
-              "vlrnn blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
-  return std::make_unique<VlrnnMethod>(options);
+              method, " blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
+  return options;
+}
+
+std::unique_ptr<GradientMethod> make_vlrnn(MethodParams p) {
+  return std::make_unique<VlrnnMethod>(block_options(p, "vlrnn"));
+}
+
+std::unique_ptr<GradientMethod> make_bivlrnn(MethodParams p) {
+  return std::make_unique<BidirectionalVlrnn>(block_options(p, "bivlrnn"));
 }
 
 std::unique_ptr<GradientMethod> make_checkpoint(MethodParams p) {
@@ -120,6 +132,11 @@ std::vector<MethodEntry> builtin_methods() {
        "the measured step peak) or percent=P: at most P % of full BPTT's measured step peak "
        "on the workload (default 10)",
        make_planner},
+      {"bivlrnn",
+       "VLRNN for bidirectional models (bilstm, bigru, bi:<kind>): blocks of K steps, each "
+       "direction back-propagated in its own sweep, 1.5 extra forward passes; options "
+       "block=K or blocks=N (default K=ceil(sqrt(T)))",
+       make_bivlrnn},
   };
 }
 
@@ -150,6 +167,12 @@ std::vector<std::string> method_names() {
   for (const auto& entry : method_registry()) names.push_back(entry.name);
   return names;
 }
+
+bool handles_bidirectional(const std::string& name) {
+  return name == "full" || name == "checkpoint" || name == "bivlrnn";
+}
+
+bool handles_left_to_right(const std::string& name) { return name != "bivlrnn"; }
 
 std::unique_ptr<GradientMethod> make_method(const std::string& name, MethodParams params) {
   for (const auto& entry : method_registry()) {

@@ -1,7 +1,11 @@
 #include "vlrnn/registry/models.h"
 
+#include "vlrnn/registry/bidirectional.h"
+
 #include "vlrnn/cells/block_lstm.h"
 #include "vlrnn/cells/gru_variants.h"
+#include "vlrnn/core/bidirectional.h"
+#include "vlrnn/core/layer_stack.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +16,19 @@ namespace {
 std::shared_ptr<RecurrentModule> make_torch_rnn(CellKind cell, const ModelConfig& config) {
   return std::make_shared<TorchRnn>(cell, config.input_size, config.hidden_size,
                                     config.num_layers, config.dropout);
+}
+
+// L bidirectional layers of one-layer LibTorch modules, dropout between them: LibTorch's
+// bidirectional=true module, with the directions exposed (vlrnn/core/bidirectional.h).
+std::shared_ptr<RecurrentModule> make_bidirectional_rnn(CellKind cell, const ModelConfig& config) {
+  check_stack_config(config.input_size, config.hidden_size, config.num_layers, config.dropout);
+  std::vector<Bidirectional::Directions> layers;
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const int64_t in = l == 0 ? config.input_size : 2 * config.hidden_size;
+    layers.emplace_back(std::make_shared<TorchRnn>(cell, in, config.hidden_size, 1),
+                        std::make_shared<TorchRnn>(cell, in, config.hidden_size, 1));
+  }
+  return std::make_shared<Bidirectional>(std::move(layers), config.dropout);
 }
 
 // The built-in kinds, in the order model_kinds() lists them.
@@ -43,6 +60,14 @@ std::vector<ModelEntry> builtin_models() {
                        return std::make_shared<BlockLstm>(c.input_size, c.hidden_size,
                                                           c.num_layers, c.dropout);
                      }});
+  entries.push_back({"bilstm",
+                     "bidirectional LSTM (LibTorch's, bidirectional=true); output [forward h_t, "
+                     "backward h_t] (Z = 2H); L layers",
+                     [](const ModelConfig& c) { return make_bidirectional_rnn(CellKind::kLstm, c); }});
+  entries.push_back({"bigru",
+                     "bidirectional GRU (LibTorch's, bidirectional=true); output [forward h_t, "
+                     "backward h_t] (Z = 2H); L layers",
+                     [](const ModelConfig& c) { return make_bidirectional_rnn(CellKind::kGru, c); }});
   return entries;
 }
 
@@ -72,12 +97,30 @@ void add_model(const std::string& kind, const std::string& summary, ModelFactory
   registry().push_back({kind, summary, std::move(make)});
 }
 
+bool is_bidirectional_kind(const std::string& kind) {
+  return kind == "bilstm" || kind == "bigru" || kind.rfind(kBidirectionalPrefix, 0) == 0;
+}
+
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
   for (const auto& entry : registry()) {
     if (entry.kind == config.kind) return entry.make(config);
   }
+  const std::string prefix = kBidirectionalPrefix;
+  if (config.kind.rfind(prefix, 0) == 0) {
+    // One bidirectional layer whose directions are two independent `kind` models, each
+    // built from the config (so each is itself L layers with its own dropout).
+    ModelConfig inner = config;
+    inner.kind = config.kind.substr(prefix.size());
+    auto fwd = make_model(inner);
+    auto bwd = make_model(inner);
+    TORCH_CHECK(!as_bidirectional(*fwd), "model: \"", config.kind, "\": expected a "
+                "left-to-right kind after \"", prefix, "\", got the bidirectional \"", inner.kind, "\"");
+    return std::make_shared<Bidirectional>(
+        std::vector<Bidirectional::Directions>{{std::move(fwd), std::move(bwd)}});
+  }
   TORCH_CHECK(false, "model: unknown kind \"", config.kind, "\"; known kinds: ",
-              fmt::format("{}", fmt::join(model_kinds(), ", ")));
+              fmt::format("{}", fmt::join(model_kinds(), ", ")), ", and ", prefix,
+              "<kind> (a bidirectional wrapper of any of them)");
 }
 
 }  // namespace vlrnn

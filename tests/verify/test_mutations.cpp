@@ -4,6 +4,7 @@
 // wrong gradients.
 #include "test_util.h"
 
+#include "vlrnn/schedule/bidirectional_vlrnn.h"
 #include "vlrnn/verify/case.h"
 
 namespace vlrnn::verify {
@@ -267,6 +268,47 @@ TEST(Mutations, MasksDrawnPerCallAreCaughtAndNamedInPlainWords) {
   const auto other = run_case(lstm_case(), scale);
   EXPECT_FALSE(other.passed);
   EXPECT_TRUE(other.diagnosis.empty()) << other.diagnosis;
+}
+
+// bivlrnn whose backward directions' sweep visits the blocks last to first instead of first
+// to last (NOTE [ Bidirectional blocks ]): each block's exit gets δh from the wrong block.
+class BackwardSweepReversed : public BidirectionalVlrnn {
+ public:
+  using BidirectionalVlrnn::BidirectionalVlrnn;
+
+ protected:
+  std::vector<int64_t> backward_direction_sweep(int64_t num_blocks) const override {
+    auto order = BidirectionalVlrnn::backward_direction_sweep(num_blocks);
+    std::reverse(order.begin(), order.end());
+    return order;
+  }
+};
+
+TEST(Mutations, BidirectionalSecondSweepInTheWrongOrderIsCaught) {
+  CaseInjection mutant;
+  mutant.make_method = [](const VerifyCase&) -> std::unique_ptr<GradientMethod> {
+    return std::make_unique<BackwardSweepReversed>(BidirectionalVlrnnOptions().with_block_length(7));
+  };
+  VerifyCase c;
+  c.model = "bilstm";
+  c.head = "mse";
+  c.method = "bivlrnn:block=7";
+  expect_caught(c, mutant, "grad ");
+  c.lengths = {17, 28, 1, 4};
+  c.batch = 4;
+  expect_caught(c, mutant, "grad ");
+}
+
+// bivlrnn that counts the head's parameter gradient twice (once per sweep) is caught.
+TEST(Mutations, BidirectionalHeadGradientCountedTwiceIsCaught) {
+  auto twice = damaged([](const Workload& w, GradientResult&) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : w.head.parameters()) p.mutable_grad().mul_(2.0);
+  });
+  VerifyCase c;
+  c.model = "bigru";
+  c.method = "bivlrnn:block=5";
+  expect_caught(c, twice, "grad head.");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // axes the issue names, and a fixed-seed set passes (the CI share of `vlrnn verify --random`).
 #include "test_util.h"
 
+#include "vlrnn/registry/bidirectional.h"
+
 #include "vlrnn/verify/random_cases.h"
 
 #include <map>
@@ -26,10 +28,22 @@ TEST(RandomCases, AConfigurationIsAPureFunctionOfItsSeed) {
 
 TEST(RandomCases, EveryExactMethodAndNoApproximateOneIsVerified) {
   std::set<std::string> methods;
-  for (const auto& c : random_configuration(42)) methods.insert(c.method.substr(0, c.method.find(':')));
-  for (const auto& name : method_names()) {
-    const bool exact = make_method(name)->is_exact();
-    EXPECT_EQ(methods.count(name) == 1, exact && name != "full") << name;
+  // Seed 42, and the first seed from 0 whose model is bidirectional: each runs every exact
+  // method that takes it.
+  uint64_t bidirectional_seed = 0;
+  while (!is_bidirectional_kind(random_configuration(bidirectional_seed).front().model)) {
+    ASSERT_LT(++bidirectional_seed, 1000u) << "no bidirectional model drawn";
+  }
+  for (const uint64_t seed : {uint64_t(42), bidirectional_seed}) {
+    std::set<std::string> methods;
+    const auto cases = random_configuration(seed);
+    const bool bidirectional = is_bidirectional_kind(cases.front().model);
+    for (const auto& c : cases) methods.insert(c.method.substr(0, c.method.find(':')));
+    for (const auto& name : method_names()) {
+      const bool takes = bidirectional ? handles_bidirectional(name) : handles_left_to_right(name);
+      EXPECT_EQ(methods.count(name) == 1, make_method(name)->is_exact() && name != "full" && takes)
+          << name << " on " << cases.front().model;
+    }
   }
 }
 
@@ -66,7 +80,12 @@ TEST(RandomCases, TheDrawsCoverEveryAxis) {
   EXPECT_GT(max_T, 500);  // past every internal chunk size (32, 64)
   EXPECT_GT(max_H, 100);
   EXPECT_EQ(max_B, 16);
-  EXPECT_EQ(kinds.size(), model_kinds().size());
+  const auto registered = model_kinds();
+  const auto wrapped = std::count_if(kinds.begin(), kinds.end(), [](const std::string& kind) {
+    return kind.rfind(kBidirectionalPrefix, 0) == 0;  // "bi:<kind>"
+  });
+  EXPECT_EQ(kinds.size() - size_t(wrapped), registered.size());
+  EXPECT_GT(wrapped, 5);
   EXPECT_EQ(heads.size(), 2u);
   for (int64_t count : {padded_tail, reaching_T, fixed, length_one, dropout, f32, no_input_grad}) {
     EXPECT_GT(count, 100);

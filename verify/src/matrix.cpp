@@ -1,6 +1,8 @@
 #include "vlrnn/verify/matrix.h"
 
+#include "vlrnn/core/bidirectional.h"
 #include "vlrnn/methods/block.h"
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
@@ -39,6 +41,13 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
   // at 90% the planner keeps tapes (NOTE [ Kept tapes ]) on the single-layer LSTM (on the
   // measured costs of this machine: tests/schedule/test_kept_tapes.cpp forces the case).
   if (method == "planner") return {"planner:percent=1", "planner:percent=90"};
+  if (method == "bivlrnn") {
+    std::vector<std::string> specs;
+    for (int64_t k : {int64_t(1), int64_t(7), int64_t(5), time_steps, time_steps + 12}) {
+      specs.push_back(fmt::format("bivlrnn:block={}", k));
+    }
+    return specs;
+  }
   if (method == "tbptt") {
     return {"tbptt:k=1", "tbptt:k=7", fmt::format("tbptt:k={}", time_steps), "tbptt:k1=4,k2=10"};
   }
@@ -166,14 +175,26 @@ std::vector<VerifyCase> default_matrix() {
       {"gru_v1", 1, "ce", 0.0}, {"gru_v2", 1, "mse", 0.0}, {"gru_v3", 1, "ce", 0.0},
       {"gru_v4", 1, "mse", 0.0}, {"gru_v4", 2, "ce", 0.25}, {"lstm_block", 1, "ce", 0.0},
       {"lstm_block", 3, "mse", 0.3}};
+  // Bidirectional models (vlrnn/core/bidirectional.h): one layer, a wrapper whose directions
+  // draw dropout per step, and a stack with dropout between layers; for the methods that
+  // take them (checkpoint, bivlrnn).
+  const std::vector<ModelShape> bidirectional = {
+      {"bilstm", 1, "ce", 0.0}, {"bigru", 1, "mse", 0.0}, {"bi:lstm", 2, "ce", 0.3},
+      {"bilstm", 2, "mse", 0.25}};
   std::vector<VerifyCase> cases;
   const VerifyCase base;
   const auto length_sets = default_length_sets(base.time_steps, 4);
   for (const auto& method : method_names()) {
     if (method == "full") continue;
-    add_cases(cases, base, models, method_variants(method, base.time_steps), length_sets);
-    add_cases(cases, base, gru_variants, reduced_method_variants(method, base.time_steps),
-              length_sets);
+    if (handles_left_to_right(method)) {
+      add_cases(cases, base, models, method_variants(method, base.time_steps), length_sets);
+      add_cases(cases, base, gru_variants, reduced_method_variants(method, base.time_steps),
+                length_sets);
+    }
+    if (handles_bidirectional(method)) {
+      add_cases(cases, base, bidirectional, method_variants(method, base.time_steps),
+                length_sets);
+    }
   }
   return cases;
 }
@@ -220,8 +241,10 @@ std::vector<VerifyCase> model_matrix(const std::string& kind, const ModelGrid& g
     add_cases(cases, base, {shape}, specs, length_sets, grid.dtypes);
     return cases;
   }
+  const bool bidirectional = as_bidirectional(*model) != nullptr;
   for (const auto& method : method_names()) {
     if (method == "full") continue;
+    if (bidirectional ? !handles_bidirectional(method) : !handles_left_to_right(method)) continue;
     add_cases(cases, base, {shape}, reduced_method_variants(method, base.time_steps),
               length_sets, grid.dtypes);
   }

@@ -1,5 +1,6 @@
 #include "vlrnn/verify/random_cases.h"
 
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
 
@@ -58,6 +59,10 @@ std::string draw_method_spec(Draw& draw, const std::string& method, int64_t T) {
                        draw.chance(70) ? 1 : 0);
   }
   if (method == "revolve") return fmt::format("revolve:slots={}", draw.range(1, 8));
+  if (method == "bivlrnn") {
+    const int64_t k = draw.chance(60) ? draw.range(1, std::min<int64_t>(T, 16)) : draw.range(1, T + 5);
+    return fmt::format("bivlrnn:block={}", k);
+  }
   if (method == "planner") {
     return fmt::format("planner:percent={}", draw.pick<int64_t>({1, 3, 10, 30, 100}));
   }
@@ -80,9 +85,11 @@ std::vector<VerifyCase> random_configuration(uint64_t case_seed) {
   c.input_size = large ? draw.range(8, 32) : draw.range(1, 8);
   c.batch = large ? draw.range(4, 16) : draw.range(1, 6);
   c.model = draw.pick(model_kinds());
-  const bool stacks = c.model != "gru_lstm";  // the composite has its own fixed layers
+  // A left-to-right kind is sometimes wrapped as a bidirectional one ("bi:<kind>").
+  if (!is_bidirectional_kind(c.model) && draw.chance(10)) c.model = kBidirectionalPrefix + c.model;
+  const bool stacks = c.model.find("gru_lstm") == std::string::npos;  // the composite's layers are fixed
   c.num_layers = stacks ? draw.range(1, large ? 2 : 3) : 1;
-  if ((c.num_layers > 1 || c.model == "gru_lstm") && draw.chance(50)) {
+  if ((c.num_layers > 1 || !stacks) && draw.chance(50)) {
     c.dropout = double(draw.range(1, 5)) / 10.0;
   }
   c.head = draw.chance(50) ? "ce" : "mse";
@@ -95,6 +102,10 @@ std::vector<VerifyCase> random_configuration(uint64_t case_seed) {
   std::vector<VerifyCase> cases;
   for (const auto& method : method_names()) {
     if (method == "full" || !make_method(method)->is_exact()) continue;
+    if (is_bidirectional_kind(c.model) ? !handles_bidirectional(method)
+                                       : !handles_left_to_right(method)) {
+      continue;
+    }
     VerifyCase with_method = c;
     with_method.method = draw_method_spec(draw, method, c.time_steps);
     cases.push_back(with_method);

@@ -1,5 +1,8 @@
 #include "vlrnn/methods/block.h"
 
+#include "vlrnn/core/bidirectional.h"
+#include "vlrnn/core/padding.h"
+
 #include <cmath>
 
 namespace vlrnn {
@@ -24,16 +27,19 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
 
 std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
                                           int64_t t0, int64_t n, const State& entry) {
-  const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid steps in the block
-  if (!lengths.defined() || !workload.model.reads_padding() ||
-      lengths.min().item<int64_t>() >= n) {
-    return workload.model.forward(inputs, entry, lengths);
+  const int64_t steps = workload.batch.time_steps();
+  if (as_bidirectional(workload.model) && (t0 != 0 || n != steps)) {
+    // NOTE [ A bidirectional model is not left to right ] (vlrnn/core/bidirectional.h)
+    TORCH_CHECK(false, "model: a bidirectional model's output at a step depends on the whole "
+                "sequence, so it cannot run steps [", t0, ", ", t0 + n, ") of T = ", steps,
+                " on their own, as a method that cuts the sequence into blocks needs; use a "
+                "method that handles bidirectional models: full, checkpoint or bivlrnn");
   }
+  const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid steps in the block
   // NOTE [ Padding never reaches the model ]
-  auto valid = torch::arange(n, lengths.options()).unsqueeze(1) < lengths.unsqueeze(0);  // [n, B]
-  auto masked = torch::where(valid.unsqueeze(-1).to(inputs.device()), inputs,
-                             torch::zeros({}, inputs.options().requires_grad(false)));
-  return workload.model.forward(masked, entry, lengths);
+  return workload.model.forward(workload.model.reads_padding() ? zero_padding(inputs, lengths)
+                                                               : inputs,
+                                entry, lengths);
 }
 
 BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,
