@@ -305,7 +305,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       "utilization of the measured peak GEMM rate, recompute overhead, gradient error vs "
       "full BPTT, and ratios to full (time method/full, memory full/method).");
   auto& p = args->problem;
-  sub->add_option("--model", p.model, "recurrent model: rnn, gru, lstm, gru_lstm, gru_v1 .. gru_v4, lstm_block or a plugin's kind (--plugin)")
+  sub->add_option("--model", p.model, "recurrent model: rnn, gru, lstm, gru_lstm, gru_v1 .. gru_v4, lstm_block, mingru, minlstm, lru, ssm or a plugin's kind (--plugin)")
       ->capture_default_str();
   sub->add_option("--model-file", args->model_file,
                   "a TorchScript model file instead of --model (its own F and H; "
