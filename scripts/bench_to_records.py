@@ -50,11 +50,12 @@ PROGRAMS = {
     },
     "bench_linear_scan": {
         "implementations": [
-            ("MinGru/scan", "minGRU, in-block scan"),
-            ("MinGru/loop", "minGRU, step loop"),
+            ("MinGru/scan", "in-block scan"),
+            ("MinGru/loop", "step loop"),
         ],
         "baselines": ["MinGru/loop"],
-        "flops": "the step loop's: forward 2·B·2H·F + 7·B·H per step, backward 2x forward, F = H",
+        "flops": "the step loop's: forward 2·B·2H·F + 7·B·H per step (part model: minGRU), "
+                 "2·B·H (part recurrence), backward 2x forward, F = H",
     },
     "bench_lstm_block": {
         "implementations": [
