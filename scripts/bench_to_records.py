@@ -48,6 +48,15 @@ PROGRAMS = {
         "baselines": ["BlockGru/v1", "TorchGru"],
         "flops": "forward 2·B·(F·3H + H·3H) per step, backward 2x forward, F = H",
     },
+    "bench_linear_scan": {
+        "implementations": [
+            ("MinGru/scan", "in-block scan"),
+            ("MinGru/loop", "step loop"),
+        ],
+        "baselines": ["MinGru/loop"],
+        "flops": "the step loop's: forward 2·B·2H·F + 7·B·H per step (part model: minGRU), "
+                 "2·B·H (part recurrence), backward 2x forward, F = H",
+    },
     "bench_lstm_block": {
         "implementations": [
             ("LstmBlock/gates", "lstm_block (saves gates)"),

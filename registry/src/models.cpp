@@ -4,6 +4,9 @@
 
 #include "vlrnn/cells/block_lstm.h"
 #include "vlrnn/cells/gru_variants.h"
+#include "vlrnn/cells/lru.h"
+#include "vlrnn/cells/min_rnn.h"
+#include "vlrnn/cells/selective_ssm.h"
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/core/layer_stack.h"
 
@@ -68,6 +71,23 @@ std::vector<ModelEntry> builtin_models() {
                      "bidirectional GRU (LibTorch's, bidirectional=true); output [forward h_t, "
                      "backward h_t] (Z = 2H); L layers",
                      [](const ModelConfig& c) { return make_bidirectional_rnn(CellKind::kGru, c); }});
+  // Linear recurrences, run by an in-block scan (vlrnn/cells/linear_recurrence.h).
+  entries.push_back({"mingru", "minGRU (Feng et al. 2024), an in-block scan; L layers",
+                     [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
+                       return std::make_shared<MinGru>(c.input_size, c.hidden_size, c.num_layers, c.dropout);
+                     }});
+  entries.push_back({"minlstm", "minLSTM (Feng et al. 2024), an in-block scan; L layers",
+                     [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
+                       return std::make_shared<MinLstm>(c.input_size, c.hidden_size, c.num_layers, c.dropout);
+                     }});
+  entries.push_back({"lru", "LRU (Orvieto et al. 2023), complex diagonal, an in-block scan; L layers",
+                     [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
+                       return std::make_shared<Lru>(c.input_size, c.hidden_size, c.num_layers, c.dropout);
+                     }});
+  entries.push_back({"ssm", "diagonal selective SSM step as in Mamba (N = 4 states per channel), an in-block scan; L layers",
+                     [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
+                       return std::make_shared<SelectiveSsm>(c.input_size, c.hidden_size, c.num_layers, c.dropout);
+                     }});
   return entries;
 }
 

@@ -27,6 +27,22 @@ def test_a_built_in_kind_matches_full_bptt(packed):
     vlrnn.assert_exact(rnn, out, x, y)
 
 
+@pytest.mark.parametrize("kind", ["mingru", "minlstm", "lru", "ssm"])
+def test_the_linear_recurrences_match_full_bptt(kind):
+    # The in-block scan kinds (vlrnn/cells/linear_recurrence.h), stacked, on a packed batch.
+    torch.manual_seed(0)
+    rnn = vlrnn.CppModel(kind, F, H, num_layers=2, dtype=torch.float64)
+    out = MlpHead(H, CLASSES).double()
+    x, y = make_batch(True)
+    loss_ref, _, _ = vlrnn.PlainRNN(rnn, out, "MEAN")(x, y)
+    loss_ref.backward()
+    g_ref = grads([rnn, out])
+    assert all(g is not None for g in g_ref)
+    rnn.zero_grad(), out.zero_grad()
+    vlrnn.VLRNN(rnn, out, "MEAN", N=3)(x, y)
+    assert max_rel_diff(grads([rnn, out]), g_ref) < 1e-10
+
+
 def test_an_optimizer_steps_the_cpp_modules_own_tensors():
     rnn = vlrnn.CppModel("gru", F, H, dtype=torch.float64)
     out = MlpHead(H, CLASSES).double()

@@ -181,6 +181,11 @@ std::vector<VerifyCase> default_matrix() {
   const std::vector<ModelShape> bidirectional = {
       {"bilstm", 1, "ce", 0.0}, {"bigru", 1, "mse", 0.0}, {"bi:lstm", 2, "ce", 0.3},
       {"bilstm", 2, "mse", 0.25}};
+  // The linear recurrences run by an in-block scan (vlrnn/cells/linear_recurrence.h), one of
+  // them stacked with dropout, on the same reduced grid.
+  const std::vector<ModelShape> linear_recurrences = {
+      {"mingru", 1, "ce", 0.0}, {"minlstm", 2, "mse", 0.3}, {"lru", 1, "mse", 0.0},
+      {"ssm", 1, "ce", 0.0}};
   std::vector<VerifyCase> cases;
   const VerifyCase base;
   const auto length_sets = default_length_sets(base.time_steps, 4);
@@ -190,6 +195,8 @@ std::vector<VerifyCase> default_matrix() {
       add_cases(cases, base, models, method_variants(method, base.time_steps), length_sets);
       add_cases(cases, base, gru_variants, reduced_method_variants(method, base.time_steps),
                 length_sets);
+      add_cases(cases, base, linear_recurrences,
+                reduced_method_variants(method, base.time_steps), length_sets);
     }
     if (handles_bidirectional(method)) {
       add_cases(cases, base, bidirectional, method_variants(method, base.time_steps),

@@ -1,5 +1,7 @@
 #include "vlrnn/measure/flops.h"
 
+#include "vlrnn/cells/selective_ssm.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -45,6 +47,32 @@ std::optional<CellKind> stacked_cell(const std::string& kind) {
   return std::nullopt;
 }
 
+// One layer of a linear recurrence (vlrnn/cells/linear_recurrence.h), one step, one sequence,
+// as the step loop computes it: the scan's extra products count as no useful work
+// (flops.h, the linear recurrences).
+std::optional<LayerFlops> linear_layer_flops(const std::string& kind, double in, double h) {
+  if (kind == "mingru") return LayerFlops{2.0 * 2.0 * h * in, 7.0 * h};
+  if (kind == "minlstm") return LayerFlops{2.0 * 3.0 * h * in, 11.0 * h};
+  if (kind == "lru") return LayerFlops{2.0 * (3.0 * h * in + 2.0 * h * h), 12.0 * h};
+  if (kind == "ssm") {
+    const double n = double(kSsmStateSize);
+    return LayerFlops{2.0 * h * (2.0 * in + 2.0 * h + 2.0 * n), 11.0 * h + 7.0 * h * n};
+  }
+  return std::nullopt;
+}
+
+std::optional<LayerFlops> linear_stack_flops(const std::string& kind, int64_t input_size,
+                                             int64_t hidden, int64_t layers) {
+  if (!linear_layer_flops(kind, 1.0, 1.0)) return std::nullopt;
+  LayerFlops total;
+  for (int64_t l = 0; l < layers; ++l) {
+    const auto f = *linear_layer_flops(kind, double(l == 0 ? input_size : hidden), double(hidden));
+    total.gemm += f.gemm;
+    total.elementwise += f.elementwise;
+  }
+  return total;
+}
+
 }  // namespace
 
 FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_kind,
@@ -63,9 +91,12 @@ FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_ki
     const auto gru = stack_flops(CellKind::kGru, model.input_size, model.hidden_size, 1);
     const auto lstm = stack_flops(CellKind::kLstm, model.hidden_size, model.hidden_size, 3);
     body = {gru.gemm + lstm.gemm, gru.elementwise + lstm.elementwise};
+  } else if (const auto linear = linear_stack_flops(model.kind, model.input_size,
+                                                    model.hidden_size, model.num_layers)) {
+    body = *linear;
   } else {
     TORCH_CHECK(false, "flops_per_step model.kind: expected rnn, gru, lstm, gru_lstm, "
-                "gru_v1 .. gru_v4 or lstm_block, got \"",
+                "gru_v1 .. gru_v4, lstm_block, mingru, minlstm, lru or ssm, got \"",
                 model.kind, "\"");
   }
   TORCH_CHECK(head_kind == "ce" || head_kind == "mse",
@@ -92,7 +123,8 @@ double weight_gemm_flops(const torch::nn::Module& module) {
 }  // namespace
 
 bool has_flop_model(const std::string& model_kind) {
-  return model_kind == "gru_lstm" || stacked_cell(model_kind).has_value();
+  return model_kind == "gru_lstm" || stacked_cell(model_kind).has_value() ||
+         linear_layer_flops(model_kind, 1.0, 1.0).has_value();
 }
 
 FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn::Module& head,

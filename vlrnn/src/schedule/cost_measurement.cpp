@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace vlrnn::schedule {
 namespace {
@@ -444,7 +445,9 @@ int64_t measure_chunk_steps(const Workload& workload, const ChunkLadder& ladder,
   if (ladder.windows < 2) return T;
   const auto& x = workload.batch.inputs;  // [T, B, F]
   measure::DeviceTimer timer(x.device());
-  double best_excess = -1.0;
+  // The largest excess, even a negative one: a model whose backward needs less than the
+  // head's moment on every tape tried (an in-block scan) still gets a chunk length.
+  double best_excess = -std::numeric_limits<double>::infinity();
   int64_t best_steps = 0;
   for (int64_t windows = 1; windows <= ladder.windows; windows *= 2) {
     const int64_t L = windows * kProfileWindow;

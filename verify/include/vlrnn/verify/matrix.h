@@ -17,7 +17,8 @@ namespace vlrnn::verify {
 // × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent} × lengths {all T; B = 4
 // of lengths {17, T, 1, 4}; B = 4 of lengths {17, 9, 1, 4}, a padded tail no sequence
 // reaches}. Plus the hand-written cells (gru_v1 .. gru_v4, gru_v4 x2 with dropout, lstm_block
-// x1 and x3 with dropout) on a reduced grid: the option variants
+// x1 and x3 with dropout) and the linear recurrences (mingru, minlstm x2 with dropout, lru,
+// ssm; vlrnn/cells/linear_recurrence.h) on a reduced grid: the option variants
 // whose last value is 1, 7 or T (e.g. K ∈ {1, 7, T}), with the same other axes.
 std::vector<VerifyCase> default_matrix();
 

@@ -11,6 +11,17 @@
 //                                                    c' = f c + i g, h' = o tanh(c'))
 //   gru_lstm  a 1-layer GRU (F -> H) then a 3-layer LSTM (H -> H)
 //   gru_v1 .. gru_v4 count as GRU and lstm_block as LSTM (the same cells, hand-written)
+//   Linear recurrences (vlrnn/cells/linear_recurrence.h), counted as the step loop runs them:
+//   the recurrence h = a h + b is 2·H (8·H complex); the scan's extra products and its
+//   final fix-up (about 3 more per state element) are not useful work, so a scan's
+//   utilization is not inflated by them:
+//   mingru    GEMM 2·2H·I             elementwise  7·H  (2H biases, σ, 1 - z, z h̃, a h + b)
+//   minlstm   GEMM 2·3H·I             elementwise 11·H  (3H biases, 2 σ, f + i, 2 divides,
+//                                                        i' h̃, a h + b)
+//   lru       GEMM 2·(3H·I + 2H·H)    elementwise 12·H  (B x re/im, C h re/im, D x; γ 2H,
+//                                                        complex a h + b 8H, 2 sums)
+//   ssm       GEMM 2·H·(2I + 2H + 2N) elementwise 11·H + 7·H·N (N = 4 states per channel:
+//                                                        Δ ⊙ A, exp, input, a h + b, h C_t)
 //   head      Linear Z -> C: GEMM 2·Z·C, C bias adds; loss: cross-entropy ~4·C (max, exp,
 //             sum, log) or squared error 3·C; then 2 for the step's weight and the sum
 //

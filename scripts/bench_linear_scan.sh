@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Benchmarks the linear recurrences' in-block scan (vlrnn/cells/linear_scan.h) on a one-layer
+# minGRU, float32, H = 256, B = 32, T = 4096, F = H:
+#   1. build/bench_linear_scan: the scan against the plain step loop, forward (no grad) and
+#      forward + backward of one block of all T steps; repetitions randomly interleaved;
+#   2. build/vlrnn compare: VLRNN (K = ceil(sqrt(T)) = 64) against full BPTT on the scan form,
+#      taking turns in every round (paired ratios), with the step's exact peak memory.
+# Saves Google Benchmark's JSON, compare's JSON and text, and meta.json; converts the benchmark
+# into the shared record schema (scripts/bench_to_records.py, which prints the table) and draws
+# the figures (scripts/plot.py: the benchmark's, and compare's into cmp-figures/).
+#
+#   scripts/bench_linear_scan.sh [OUT_DIR] [REPEATS]
+#
+# OUT_DIR defaults to results/cpu-linear-scan, REPEATS (of both parts) to 5. Threads: one
+# LibTorch intra-op thread, OpenBLAS's default; both are recorded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-results/cpu-linear-scan}
+repeats=${2:-5}
+mkdir -p "$out"
+
+cmake --build build --target bench_linear_scan vlrnn >/dev/null
+
+cmd1=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_min_time=0.01
+      --benchmark_enable_random_interleaving=true --benchmark_out_format=json
+      "--benchmark_out=$out/bench_linear_scan.json")
+cmd2=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 4096
+      --methods full,vlrnn --repeats "$repeats" --warmup 1 --quiet
+      --json "$out/compare_t4096.json")
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+"${cmd1[@]}"
+"${cmd2[@]}" | tee "$out/compare_t4096.txt"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)
+torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/include/torch/version.h \
+                  2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
+torch_threads=$(python3 -c "import json; print(json.load(open('$out/bench_linear_scan.json'))['context'].get('torch_threads', ''))")
+
+META_COMMAND="${cmd1[*]} && ${cmd2[*]}" META_SCRIPT="scripts/bench_linear_scan.sh $out $repeats" \
+META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
+META_LOAD_AFTER="$load_after" META_JSON="bench_linear_scan.json" META_STEPS=4096 \
+META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"compare_json\": \"compare_t4096.json\"}" \
+python3 scripts/bench_meta.py "$out/meta.json"
+python3 scripts/bench_to_records.py "$out"
+python3 scripts/plot.py "$out"  # re-runs itself under /usr/bin/python3 when matplotlib is there only
+python3 scripts/plot.py "$out/compare_t4096.json"

@@ -1,0 +1,58 @@
+#pragma once
+// The linear recurrence h_t = a_t ⊙ h_{t-1} + b_t over a block of steps, computed by a scan
+// (a handful of whole-block tensor ops) instead of a loop of Tb small steps, with its
+// backward written by hand as the same scan run in reverse. The models that use it are in
+// vlrnn/cells/linear_recurrence.h.
+// Shapes: Tb = steps in the block, S... = the state's shape (e.g. [B, H]; [B, H, N]).
+// a, b [Tb, S...], h0 [S...] -> h [Tb, S...] (h[t] is the state after step t). Real or
+// complex dtypes; a complex a gives the LRU's rotating decay.
+//
+// NOTE [ A chunked scan that never divides ]
+// The block's steps are cut into chunks of C steps (C = ceil(sqrt(Tb)) unless given):
+// 1. inside every chunk at once, a scan from a zero entry state, local_j = a_j local_{j-1}
+//    + b_j, and the running product P_j = a_0 ⋯ a_j (C sequential ops, each over all chunks);
+// 2. the chunks' entry states, one after the other: e_{c+1} = P_{C-1}(c) e_c + local_{C-1}(c)
+//    (Tb / C sequential ops on one state each);
+// 3. h = local + P ⊙ e, one op over the whole block.
+// That is C + Tb/C sequential ops (128 at Tb = 4096) where the loop has Tb. Nothing is
+// divided by a product of a (the "cumulative" forms h_t = P_t Σ b_s / P_s underflow and
+// blow up when some |a| is small), and P is a product of at most C factors: with |a| <= 1,
+// as in every model here, every intermediate is bounded by the values the loop computes.
+// The scan rounds differently from the loop (a sum in another order), not more coarsely:
+// they agree to a few ulps (tests/cells/test_linear_scan.cpp).
+//
+// NOTE [ The reverse scan ]
+// The backward of h_t = a_t h_{t-1} + b_t, with g_t = dL/dh_t in full (from the output and
+// from step t+1), is the same recurrence run backwards:
+//   g_t = δ_t + conj(a_{t+1}) g_{t+1}     (δ_t = the incoming gradient of h_t)
+//   db_t = g_t,   da_t = g_t ⊙ conj(h_{t-1}),   dh0 = conj(a_0) g_0
+// so the backward is one linear_scan over the flipped block plus two elementwise products
+// (conj is the identity for real tensors; for complex ones it is PyTorch's convention for
+// the gradient of a holomorphic product). Saved for it: a, h0 and the output h.
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace vlrnn {
+
+// How a linear-recurrence model runs its recurrence: the scan above, or the plain step loop
+// (autograd through Tb small steps), kept as the reference the scan is checked against.
+enum class RecurrenceForm { kScan, kLoop };
+std::string to_string(RecurrenceForm form);         // "scan", "loop"
+RecurrenceForm recurrence_form_from_string(const std::string& name);  // throws on others
+
+// The scan (NOTE [ A chunked scan that never divides ]); differentiable in a, b and h0
+// through the reverse scan (NOTE [ The reverse scan ]). `chunk` = C, 0 = ceil(sqrt(Tb)).
+torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b,
+                          const torch::Tensor& h0, int64_t chunk = 0);
+
+// The same recurrence as a plain step loop, differentiated by autograd step by step.
+torch::Tensor linear_scan_loop(const torch::Tensor& a, const torch::Tensor& b,
+                               const torch::Tensor& h0);
+
+// Either of the two, by `form`.
+torch::Tensor linear_recurrence(RecurrenceForm form, const torch::Tensor& a,
+                                const torch::Tensor& b, const torch::Tensor& h0);
+
+}  // namespace vlrnn
