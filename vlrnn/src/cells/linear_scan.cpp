@@ -109,7 +109,11 @@ torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b, const 
                           int64_t chunk) {
   check_scan_inputs(a, b, h0);
   TORCH_CHECK(chunk >= 0, "chunk: expected >= 0 (0 = ceil(sqrt(Tb))), got ", chunk);
-  return LinearScanFunction::apply(a, b, h0, chunk);
+  // NOTE [ The scan accumulates in double ] (linear_scan.h).
+  const auto wide = a.is_complex() ? torch::kComplexDouble : torch::kDouble;
+  if (a.scalar_type() == wide) return LinearScanFunction::apply(a, b, h0, chunk);
+  return LinearScanFunction::apply(a.to(wide), b.to(wide), h0.to(wide), chunk)
+      .to(a.scalar_type());
 }
 
 torch::Tensor linear_scan_loop(const torch::Tensor& a, const torch::Tensor& b,
