@@ -4,6 +4,7 @@
 // method's gradients differ from full BPTT's. Shapes: T = time, B = batch, F = input.
 #include "indrnn.h"
 
+#include <vlrnn/registry/bidirectional.h>
 #include <vlrnn/verify/report.h>
 #include <vlrnn/verify/verify_model.h>
 
@@ -32,7 +33,11 @@ int main() {
 
     std::vector<std::string> specs = {"vlrnn:block=1", "vlrnn:block=7", "vlrnn:block=64"};
     for (const auto& name : vlrnn::method_names()) {  // every exact method, defaults
-      if (name != "full" && vlrnn::make_method(name)->is_exact()) specs.push_back(name);
+      // bivlrnn takes bidirectional models only (vlrnn/registry/bidirectional.h).
+      if (name != "full" && vlrnn::handles_left_to_right(name) &&
+          vlrnn::make_method(name)->is_exact()) {
+        specs.push_back(name);
+      }
     }
     vlrnn::verify::VerifyModelOptions options;
     options.h0 = vlrnn::State{torch::randn({B, 8}, torch::kFloat64).requires_grad_(true)};

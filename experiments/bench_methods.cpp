@@ -14,6 +14,7 @@
 #include "lib/problem.h"
 
 #include "vlrnn/measure/iteration_measurement.h"
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/measure/timer.h"
 
 #include <benchmark/benchmark.h>
@@ -87,6 +88,7 @@ void run(benchmark::State& state, const std::string& method) {
 int main(int argc, char** argv) {
   const bool gpu = bench_device().is_cuda();
   for (const auto& method : vlrnn::method_names()) {
+    if (!vlrnn::handles_left_to_right(method)) continue;  // bivlrnn: bidirectional models only
     auto* bench = benchmark::RegisterBenchmark(("method/" + method).c_str(),
                                                [method](benchmark::State& s) { run(s, method); });
     bench->ArgNames({"T", "B", "K"})->Unit(benchmark::kMillisecond);

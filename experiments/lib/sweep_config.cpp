@@ -5,6 +5,7 @@
 #include "lib/method_specs.h"
 #include "lib/user_models.h"
 
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
@@ -113,6 +114,14 @@ std::vector<std::string> resolve_methods(const PendingMethods& pending, const Ex
   const json& v = pending.value;
   if (v.is_string() && (v == "all" || v == "exact" || v == "approximate")) {
     for (const auto& name : method_names()) {
+      // Only the methods that take every model of the experiment: bivlrnn runs bidirectional
+      // models alone, and the block methods refuse them.
+      const bool takes_every_model =
+          std::all_of(e.models.begin(), e.models.end(), [&](const std::string& kind) {
+            return is_bidirectional_kind(kind) ? handles_bidirectional(name)
+                                               : handles_left_to_right(name);
+          });
+      if (!takes_every_model) continue;
       const bool exact = make_method(name)->is_exact();
       if (v == "all" || (v == "exact") == exact) {
         specs.push_back(name);

@@ -3,6 +3,7 @@
 #include "vlrnn/verify/compare.h"
 #include "vlrnn/verify/matrix.h"
 #include "vlrnn/verify/report.h"
+#include "vlrnn/registry/bidirectional.h"
 
 #include <nlohmann/json.hpp>
 
@@ -55,10 +56,17 @@ TEST(Matrix, CoversTheIssueAxes) {
   // 7 models (5 plus 2 with dropout) × 2 reductions × 2 dtypes × 2 h0 modes × 3 length
   // sets (all T; mixed reaching T; a padded tail), for each of 6 block lengths (vlrnn), 5 checkpoint variants and 4 tbptt variants.
   // The hand-written cells (gru_v1 .. gru_v4, lstm_block) run on a reduced grid, counted apart.
-  std::map<std::string, int> per_method, variant_cases;
+  // The linear recurrences and the bidirectional models run on grids of their own, counted
+  // apart too.
+  std::map<std::string, int> per_method, variant_cases, linear_cases, bidirectional_cases;
   for (const auto& c : cases) {
     const bool hand_written = c.model.rfind("gru_v", 0) == 0 || c.model == "lstm_block";
-    auto& counts = hand_written ? variant_cases : per_method;
+    const bool linear = c.model == "mingru" || c.model == "minlstm" || c.model == "lru" ||
+                        c.model == "ssm";
+    auto& counts = hand_written             ? variant_cases
+                   : linear                 ? linear_cases
+                   : is_bidirectional_kind(c.model) ? bidirectional_cases
+                                            : per_method;
     counts[c.method.substr(0, c.method.find(':'))]++;
   }
   EXPECT_EQ(per_method["vlrnn"], 7 * 2 * 2 * 2 * 3 * 6);
@@ -68,6 +76,13 @@ TEST(Matrix, CoversTheIssueAxes) {
   // 7 shapes (4 GRU variants, a 2-layer GRU v4 with dropout, lstm_block with 1 layer and
   // with 3 and dropout) × 2 × 2 × 2 × 3 for vlrnn K ∈ {1, 7, T}.
   EXPECT_EQ(variant_cases["vlrnn"], 7 * 2 * 2 * 2 * 3 * 3);
+  // 4 linear recurrences (mingru, minlstm with 2 layers and dropout, lru, ssm) on the same
+  // reduced grid; 4 bidirectional shapes for checkpoint's 5 variants, none for vlrnn.
+  EXPECT_EQ(linear_cases["vlrnn"], 4 * 2 * 2 * 2 * 3 * 3);
+  EXPECT_EQ(bidirectional_cases["checkpoint"], 4 * 2 * 2 * 2 * 3 * 5);
+  EXPECT_EQ(bidirectional_cases.count("vlrnn"), 0u);
+  EXPECT_GT(bidirectional_cases["bivlrnn"], 0);
+  EXPECT_EQ(per_method.count("bivlrnn"), 0u);
 }
 
 // A case naming an unknown method is an error row, not a crash (wrong gradients are caught
