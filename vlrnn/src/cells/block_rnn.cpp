@@ -97,17 +97,8 @@ std::pair<torch::Tensor, State> BlockRnn::forward(const torch::Tensor& x_block,
                 ", ", batch, ", ", hidden_size_, "], got ",
                 h_entry[i].defined() ? h_entry[i].sizes() : torch::IntArrayRef{});
   }
-  torch::Tensor mask;  // [Tb, B] bool; undefined when every sequence fills the block
-  if (lengths.defined() && batch > 0) {
-    TORCH_CHECK(lengths.dim() == 1 && lengths.size(0) == batch,
-                "lengths: expected shape [B] = [", batch, "], got ", lengths.sizes());
-    const auto lengths_cpu = lengths.to(torch::kCPU, torch::kLong);
-    const int64_t shortest = lengths_cpu.min().item<int64_t>();
-    const int64_t longest = lengths_cpu.max().item<int64_t>();
-    TORCH_CHECK(shortest >= 0 && longest <= steps, "lengths: expected values in [0, Tb] = [0, ",
-                steps, "], got values in [", shortest, ", ", longest, "]");
-    if (shortest < steps) mask = step_mask(lengths_cpu, steps, x_block.device());
-  }
+  // [Tb, B] bool; undefined when every sequence fills the block
+  const auto mask = block_step_mask(lengths, batch, steps, x_block.device());
   torch::Tensor masks;  // [Tb, L-1, B, H] dropout between layers
   if (is_training() && dropout_ > 0.0 && num_layers_ > 1) {
     masks = draw_layer_dropout_masks(steps, num_layers_, batch, hidden_size_, dropout_,

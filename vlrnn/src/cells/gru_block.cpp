@@ -398,6 +398,20 @@ torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps, const torch
   return t.unsqueeze(1) < lengths.to(device, torch::kLong).unsqueeze(0);  // [Tb, B]
 }
 
+torch::Tensor block_step_mask(const torch::Tensor& lengths, int64_t batch, int64_t steps,
+                              const torch::Device& device) {
+  if (!lengths.defined() || batch == 0) return {};
+  TORCH_CHECK(lengths.dim() == 1 && lengths.size(0) == batch,
+              "lengths: expected shape [B] = [", batch, "], got ", lengths.sizes());
+  const auto lengths_cpu = lengths.to(torch::kCPU, torch::kLong);
+  const int64_t shortest = lengths_cpu.min().item<int64_t>();
+  const int64_t longest = lengths_cpu.max().item<int64_t>();
+  TORCH_CHECK(shortest >= 0 && longest <= steps, "lengths: expected values in [0, Tb] = [0, ",
+              steps, "], got values in [", shortest, ", ", longest, "]");
+  if (shortest == steps) return {};
+  return step_mask(lengths_cpu, steps, device);  // [Tb, B]
+}
+
 std::pair<torch::Tensor, torch::Tensor> gru_block(GruVariant variant, const torch::Tensor& x,
                                                   const torch::Tensor& h_entry,
                                                   const GruWeights& weights,

@@ -53,4 +53,10 @@ std::pair<torch::Tensor, torch::Tensor> gru_block(GruVariant variant, const torc
 // The mask of valid steps: [steps, B] bool with m[t, b] = t < lengths[b], on `device`.
 torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps, const torch::Device& device);
 
+// A block module's mask from its forward()'s `lengths` (optional, [B]): checks the shape and
+// that every value lies in [0, steps], and returns step_mask() or, when `lengths` is absent
+// or every sequence fills the block, an undefined tensor.
+torch::Tensor block_step_mask(const torch::Tensor& lengths, int64_t batch, int64_t steps,
+                              const torch::Device& device);
+
 }  // namespace vlrnn
