@@ -18,11 +18,7 @@
 #include "bench_util.h"
 
 #include "vlrnn/cells/min_rnn.h"
-#include "vlrnn/measure/peak_gemm.h"
 
-#include <torch/version.h>
-
-#include <cstdlib>
 #include <string>
 
 namespace {
@@ -114,19 +110,6 @@ VLRNN_LINEAR_BENCH(kLoop, kForwardBackward, kRecurrence, loop, fwd_bwd, recurren
 }  // namespace
 
 int main(int argc, char** argv) {
-  // One LibTorch intra-op thread beside OpenBLAS's own (the policy of every benchmark
-  // here); VLRNN_TORCH_THREADS overrides it. Both counts are recorded.
-  const char* threads = std::getenv("VLRNN_TORCH_THREADS");
-  at::set_num_threads(threads ? std::atoi(threads) : 1);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const auto peak = vlrnn::measure::measure_peak_gemm(torch::kCPU, torch::kFloat32, 1024, 10, 2);
-  g_peak_flops_per_second = peak.flops_per_second;
-  benchmark::AddCustomContext("libtorch", TORCH_VERSION);
-  benchmark::AddCustomContext("torch_threads", std::to_string(torch::get_num_threads()));
-  benchmark::AddCustomContext("dtype", "float32");
-  benchmark::AddCustomContext("peak_gemm_flops_per_s", std::to_string(peak.flops_per_second));
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return vlrnn::bench::run_cell_benchmarks(argc, argv, g_peak_flops_per_second,
+                                            {{"dtype", "float32"}});
 }

@@ -19,11 +19,7 @@
 #include "bench_util.h"
 
 #include "vlrnn/cells/block_lstm.h"
-#include "vlrnn/measure/peak_gemm.h"
 
-#include <torch/version.h>
-
-#include <cstdlib>
 #include <string>
 
 namespace {
@@ -114,22 +110,7 @@ BENCHMARK(BM_TorchLstmCellLoop)->Apply(grid);
 }  // namespace
 
 int main(int argc, char** argv) {
-  // NOTE [ Thread policy ] (vlrnn/measure/threads.h): one LibTorch intra-op thread beside
-  // OpenBLAS's own threads (2 intra-op threads ran LibTorch's LSTM ~20x slower here: both
-  // pools spin on the same 2 cores); VLRNN_TORCH_THREADS overrides it. Both counts are
-  // recorded.
-  const char* threads = std::getenv("VLRNN_TORCH_THREADS");
-  at::set_num_threads(threads ? std::atoi(threads) : 1);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  const auto peak = vlrnn::measure::measure_peak_gemm(torch::kCPU, torch::kFloat32, 1024, 10, 2);
-  g_peak_flops_per_second = peak.flops_per_second;
-  benchmark::AddCustomContext("libtorch", TORCH_VERSION);
-  benchmark::AddCustomContext("torch_threads", std::to_string(torch::get_num_threads()));
-  benchmark::AddCustomContext("steps", std::to_string(kSteps));
-  benchmark::AddCustomContext("dtype", "float32");
-  benchmark::AddCustomContext("peak_gemm_flops_per_s", std::to_string(peak.flops_per_second));
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return vlrnn::bench::run_cell_benchmarks(argc, argv, g_peak_flops_per_second,
+                                            {{"steps", std::to_string(kSteps)},
+                                             {"dtype", "float32"}});
 }

@@ -8,10 +8,16 @@
 #include <malloc.h>
 #endif
 #include <torch/torch.h>
+#include <torch/version.h>
+
+#include "vlrnn/measure/peak_gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace vlrnn::bench {
 
@@ -92,6 +98,29 @@ inline void set_flop_counters(benchmark::State& state, double flops, int64_t ste
   }
   state.counters["GFLOP"] = flops / 1e9;
   state.counters["T"] = static_cast<double>(steps);
+}
+
+// The main() of a cell benchmark that reports utilization (bench_lstm_block,
+// bench_linear_scan): NOTE [ Thread policy ] (vlrnn/measure/threads.h), one LibTorch
+// intra-op thread beside OpenBLAS's own (VLRNN_TORCH_THREADS overrides it); the peak GEMM
+// rate measured into `peak_flops_per_second` before any benchmark runs; LibTorch's version,
+// the thread count, `context` and the peak recorded in the JSON's context. Returns main's
+// exit code (1 on an argument Google Benchmark does not know).
+inline int run_cell_benchmarks(int argc, char** argv, double& peak_flops_per_second,
+                               const std::vector<std::pair<std::string, std::string>>& context) {
+  const char* threads = std::getenv("VLRNN_TORCH_THREADS");
+  at::set_num_threads(threads ? std::atoi(threads) : 1);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const auto peak = vlrnn::measure::measure_peak_gemm(torch::kCPU, torch::kFloat32, 1024, 10, 2);
+  peak_flops_per_second = peak.flops_per_second;
+  benchmark::AddCustomContext("libtorch", TORCH_VERSION);
+  benchmark::AddCustomContext("torch_threads", std::to_string(torch::get_num_threads()));
+  for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
+  benchmark::AddCustomContext("peak_gemm_flops_per_s", std::to_string(peak.flops_per_second));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
 }
 
 }  // namespace vlrnn::bench
