@@ -99,11 +99,8 @@ std::pair<torch::Tensor, State> BlockRnn::forward(const torch::Tensor& x_block,
   }
   // [Tb, B] bool; undefined when every sequence fills the block
   const auto mask = block_step_mask(lengths, batch, steps, x_block.device());
-  torch::Tensor masks;  // [Tb, L-1, B, H] dropout between layers
-  if (is_training() && dropout_ > 0.0 && num_layers_ > 1) {
-    masks = draw_layer_dropout_masks(steps, num_layers_, batch, hidden_size_, dropout_,
-                                     x_block.options());
-  }
+  const auto masks = layer_dropout_masks(is_training(), steps, num_layers_, batch, hidden_size_,
+                                         dropout_, x_block.options());  // [Tb, L-1, B, H]
   return forward_layer_stack(x_block, h_entry, num_layers_, masks,
                              [&](int64_t l, const torch::Tensor& input, const State& entry) {
                                return forward_layer(l, input, entry, mask);

@@ -134,9 +134,10 @@ std::pair<torch::Tensor, State> Bidirectional::run_backward_direction(
 
 torch::Tensor Bidirectional::draw_dropout_masks(int64_t layer, int64_t steps, int64_t batch,
                                                 const torch::TensorOptions& options) const {
-  if (!is_training() || dropout_ == 0.0 || layer + 1 >= num_layers()) return {};
+  if (layer + 1 >= num_layers()) return {};  // nothing above the last layer
   const int64_t z = forward_module(layer).output_size() + backward_module(layer).output_size();
-  return draw_layer_dropout_masks(steps, 2, batch, z, dropout_, options).select(1, 0);  // [T, B, Z]
+  const auto masks = layer_dropout_masks(is_training(), steps, 2, batch, z, dropout_, options);
+  return masks.defined() ? masks.select(1, 0) : masks;  // [T, B, Z]
 }
 
 std::pair<torch::Tensor, State> Bidirectional::forward(const torch::Tensor& x,

@@ -26,6 +26,13 @@ torch::Tensor draw_layer_dropout_masks(int64_t steps, int64_t layers, int64_t ba
   return torch::stack(per_step).div_(1.0 - dropout);  // [Tb, L-1, B, H]
 }
 
+torch::Tensor layer_dropout_masks(bool training, int64_t steps, int64_t layers, int64_t batch,
+                                  int64_t hidden, double dropout,
+                                  const torch::TensorOptions& options) {
+  if (!training || dropout <= 0.0 || layers < 2) return {};
+  return draw_layer_dropout_masks(steps, layers, batch, hidden, dropout, options);
+}
+
 std::pair<torch::Tensor, State> forward_layer_stack(const torch::Tensor& x_block,
                                                     const State& h_entry, int64_t layers,
                                                     const torch::Tensor& masks,

@@ -158,11 +158,9 @@ std::pair<torch::Tensor, State> TorchRnn::forward_packed_chunk(const torch::Tens
 
 std::pair<torch::Tensor, State> TorchRnn::forward_layers_with_dropout(
     const torch::Tensor& x_block, const State& h_entry, const torch::Tensor& lengths) {
-  torch::Tensor masks;  // [Tb, L-1, B, H], already scaled by 1 / (1 - p)
-  if (is_training()) {
-    masks = draw_layer_dropout_masks(x_block.size(0), num_layers_, x_block.size(1),
-                                     hidden_size_, dropout_, x_block.options());
-  }
+  const auto masks =  // [Tb, L-1, B, H], already scaled by 1 / (1 - p)
+      layer_dropout_masks(is_training(), x_block.size(0), num_layers_, x_block.size(1),
+                          hidden_size_, dropout_, x_block.options());
   return forward_layer_stack(x_block, h_entry, num_layers_, masks,
                              [&](int64_t l, const torch::Tensor& input, const State& entry) {
                                return layers_[l]->forward(input, entry, lengths);

@@ -28,6 +28,11 @@ void check_stack_config(int64_t input_size, int64_t hidden_size, int64_t num_lay
 torch::Tensor draw_layer_dropout_masks(int64_t steps, int64_t layers, int64_t batch,
                                        int64_t hidden, double dropout,
                                        const torch::TensorOptions& options);
+// The masks one block of a stack uses: draw_layer_dropout_masks() while `training` with
+// dropout between layers (dropout > 0, L > 1); undefined (no draw at all) otherwise.
+torch::Tensor layer_dropout_masks(bool training, int64_t steps, int64_t layers, int64_t batch,
+                                  int64_t hidden, double dropout,
+                                  const torch::TensorOptions& options);
 
 // Runs layer(l, input [Tb, B, I], entry) for l = 0 .. L-1, where entry holds layer l's
 // slice [1, B, H] of every state tensor of h_entry ([L, B, H] each) and layer returns
