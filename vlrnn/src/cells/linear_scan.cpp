@@ -119,10 +119,13 @@ torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b, const 
 torch::Tensor linear_scan_loop(const torch::Tensor& a, const torch::Tensor& b,
                                const torch::Tensor& h0) {
   check_scan_inputs(a, b, h0);
-  std::vector<torch::Tensor> hs;  // Tb x [S...]
+  // unbind, not a[t]: the backward of a[t] (select) writes its gradient into zeros as
+  // large as all of a, once per step (O(Tb²) bytes); unbind's backward stacks the steps' once.
+  const auto a_steps = a.unbind(0), b_steps = b.unbind(0);  // Tb x [S...]
+  std::vector<torch::Tensor> hs;                            // Tb x [S...]
   auto h = h0;
-  for (int64_t t = 0; t < a.size(0); ++t) {
-    h = a[t] * h + b[t];
+  for (size_t t = 0; t < a_steps.size(); ++t) {
+    h = a_steps[t] * h + b_steps[t];
     hs.push_back(h);
   }
   return torch::stack(hs);  // [Tb, S...]
