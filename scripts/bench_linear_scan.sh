@@ -45,7 +45,8 @@ torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/in
                   2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
 torch_threads=$(python3 -c "import json; print(json.load(open('$out/bench_linear_scan.json'))['context'].get('torch_threads', ''))")
 
-META_COMMAND="${cmd1[*]} && ${cmd2[*]} && ${cmd3[*]}" META_SCRIPT="scripts/bench_linear_scan.sh $out $repeats" \
+META_COMMAND="scripts/bench_linear_scan.sh $out $repeats" \
+META_BENCHMARK_COMMAND="${cmd1[*]} && ${cmd2[*]} && ${cmd3[*]}" \
 META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="bench_linear_scan.json" META_STEPS=4096 \
 META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"compare_json\": \"compare_t4096.json\", \"compare_t65536_json\": \"compare_t65536.json\"}" \
