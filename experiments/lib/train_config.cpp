@@ -15,6 +15,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 
 namespace vlrnn::experiments {
 namespace {
@@ -25,35 +27,37 @@ using namespace json_fields;
 const std::vector<std::string> kKeys = {
     "name", "description", "task", "model", "methods", "seeds", "batch", "steps",
     "time_limit_s", "optimizer", "schedule", "eval_every", "eval_batches", "eval_batch",
-    "checkpoint_every", "memory_budget_mib", "batch_max", "dtype", "device", "head_file"};
+    "checkpoint_every", "memory_budget_mib", "batch_max", "dtype", "device", "head_file",
+    "flush_denormals"};
 
-ModelConfig parse_model(const json& v, double& carry_bias) {
-  if (!v.is_object()) fail("model", "expected an object with a \"kind\", got " + type_of(v));
-  check_keys(v, "model", {"kind", "model_file", "hidden", "layers", "dropout", "carry_bias"});
+// "model" at the top level, or a method entry's own ("methods[i].model"): `path` names it.
+ModelConfig parse_model(const json& v, double& carry_bias, const std::string& path = "model") {
+  if (!v.is_object()) fail(path, "expected an object with a \"kind\", got " + type_of(v));
+  check_keys(v, path, {"kind", "model_file", "hidden", "layers", "dropout", "carry_bias"});
   ModelConfig model;
   if (v.contains("model_file")) {
     // A TorchScript model (lib/user_models.h): it fixes its own kind and sizes.
     for (const char* key : {"kind", "hidden", "layers", "dropout"}) {
       if (v.contains(key)) {
-        fail(std::string("model.") + key, fmt::format("\"model_file\" gives the model and its "
+        fail(path + "." + key, fmt::format("\"model_file\" gives the model and its "
                                                       "sizes: expected no \"{}\" beside it", key));
       }
     }
     try {
-      model.kind = add_model_file(read_string(v["model_file"], "model.model_file"), "");
+      model.kind = add_model_file(read_string(v["model_file"], path + ".model_file"), "");
     } catch (const c10::Error& error) {
-      fail("model.model_file", error.what_without_backtrace());
+      fail(path + ".model_file", error.what_without_backtrace());
     }
   }
-  if (v.contains("kind")) model.kind = read_string(v["kind"], "model.kind", model_kinds());
-  if (v.contains("hidden")) model.hidden_size = read_int(v["hidden"], "model.hidden", 1);
-  if (v.contains("layers")) model.num_layers = read_int(v["layers"], "model.layers", 1);
-  if (v.contains("dropout")) model.dropout = read_number(v["dropout"], "model.dropout", 0.0, 0.99);
+  if (v.contains("kind")) model.kind = read_string(v["kind"], path + ".kind", model_kinds());
+  if (v.contains("hidden")) model.hidden_size = read_int(v["hidden"], path + ".hidden", 1);
+  if (v.contains("layers")) model.num_layers = read_int(v["layers"], path + ".layers", 1);
+  if (v.contains("dropout")) model.dropout = read_number(v["dropout"], path + ".dropout", 0.0, 0.99);
   if (v.contains("carry_bias")) {
-    carry_bias = read_number(v["carry_bias"], "model.carry_bias", -20, 20);
+    carry_bias = read_number(v["carry_bias"], path + ".carry_bias", -20, 20);
     if (model.kind != "lstm" && model.kind != "lstm_block" && model.kind != "gru" &&
         model.kind.rfind("gru_v", 0) != 0) {
-      fail("model.carry_bias", "only LSTM and GRU models (lstm, lstm_block, gru, gru_v1..4) have "
+      fail(path + ".carry_bias", "only LSTM and GRU models (lstm, lstm_block, gru, gru_v1..4) have "
            "a gate that keeps the state; the model is \"" + model.kind + "\"");
     }
   }
@@ -95,32 +99,45 @@ LrSchedule parse_schedule(const json& v) {
 }
 
 // "methods": a list of specs, or of {"method": spec, "batch": N | "max"}.
-std::vector<std::pair<std::string, int64_t>> parse_methods(const json& v, int64_t batch) {
+// One entry of "methods": a spec, or {"method": spec, "batch": N or "max", "model": {...}}.
+struct MethodEntry {
+  std::string method;
+  int64_t batch = 0;
+  std::optional<ModelConfig> model;  // the entry's own model, if it names one
+  double carry_bias = std::nan("");
+};
+
+std::vector<MethodEntry> parse_methods(const json& v, int64_t batch) {
   if (!v.is_array() || v.empty()) {
     fail("methods", "expected a non-empty list of method specs, got " + type_of(v));
   }
-  std::vector<std::pair<std::string, int64_t>> out;
+  std::vector<MethodEntry> out;
   for (size_t i = 0; i < v.size(); ++i) {
     const auto path = fmt::format("methods[{}]", i);
+    MethodEntry entry;
+    entry.batch = batch;
     if (v[i].is_string()) {
-      out.emplace_back(read_string(v[i], path), batch);
+      entry.method = read_string(v[i], path);
     } else {
       if (!v[i].is_object() || !v[i].contains("method")) {
-        fail(path, "expected a method spec or {\"method\": spec, \"batch\": N or \"max\"}, got " +
-                       shown(v[i]));
+        fail(path, "expected a method spec or {\"method\": spec, \"batch\": N or \"max\", "
+                   "\"model\": {...}}, got " + shown(v[i]));
       }
-      check_keys(v[i], path, {"method", "batch"});
-      int64_t own = batch;
+      check_keys(v[i], path, {"method", "batch", "model"});
       if (v[i].contains("batch")) {
-        own = v[i]["batch"] == "max" ? 0 : read_int(v[i]["batch"], path + ".batch", 1);
+        entry.batch = v[i]["batch"] == "max" ? 0 : read_int(v[i]["batch"], path + ".batch", 1);
       }
-      out.emplace_back(read_string(v[i]["method"], path + ".method"), own);
+      entry.method = read_string(v[i]["method"], path + ".method");
+      if (v[i].contains("model")) {
+        entry.model = parse_model(v[i]["model"], entry.carry_bias, path + ".model");
+      }
     }
     try {
-      check_method_specs({out.back().first});
+      check_method_specs({entry.method});
     } catch (const c10::Error& error) {
       fail(path, error.what_without_backtrace());
     }
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -145,17 +162,19 @@ void read_counts(TrainConfig& out, const json& config) {
 
 // The model reads the task's F, and the head the model's H and the task's targets: checked
 // here, naming the key, rather than failing in the first step.
-void check_model_and_head(const TrainConfig& config, const Task& task) {
-  ModelConfig model_config = config.model;
+// `path`: "model", or the method entry's "methods[i].model" that names its own.
+void check_model_and_head(const TrainConfig& config, const ModelConfig& model_in,
+                          const Task& task, const std::string& path) {
+  ModelConfig model_config = model_in;
   model_config.input_size = task.input_size();
   std::shared_ptr<RecurrentModule> model;
   try {
     model = make_model(model_config);
   } catch (const c10::Error& error) {
-    fail("model", error.what_without_backtrace());
+    fail(path, error.what_without_backtrace());
   }
   if (model->input_size() != task.input_size()) {
-    fail("model.model_file", fmt::format("the task {} gives F = {} features per step; the model "
+    fail(path + ".model_file", fmt::format("the task {} gives F = {} features per step; the model "
                                          "reads F = {} (its input_size)", task.describe(),
                                          task.input_size(), model->input_size()));
   }
@@ -164,7 +183,7 @@ void check_model_and_head(const TrainConfig& config, const Task& task) {
   if (head->input_size() != model->output_size()) {
     fail("head_file", fmt::format("the head reads Z = {} features per step (its input_size); the "
                                   "model \"{}\" gives H = {}", head->input_size(),
-                                  config.model.kind, model->output_size()));
+                                  model_in.kind, model->output_size()));
   }
   const HeadTargets wanted{task.head_kind() == "ce" ? HeadTargets::Kind::kClasses
                                                     : HeadTargets::Kind::kValues,
@@ -194,7 +213,10 @@ double OptimizerConfig::lr_for_batch(int64_t batch) const {
   return lr * (batch_scaling == "sqrt" ? std::sqrt(ratio) : ratio);
 }
 
-std::string TrainRunSpec::label() const { return fmt::format("{}|seed={}", method, seed); }
+std::string TrainRunSpec::label() const {
+  if (model) return fmt::format("{}|model={}|seed={}", method, model->kind, seed);
+  return fmt::format("{}|seed={}", method, seed);
+}
 
 TrainConfig parse_train_config(const json& config, const std::string& name) {
   if (!config.is_object()) fail("(top level)", "expected an object, got " + type_of(config));
@@ -214,7 +236,7 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
       fail("head_file", error.what_without_backtrace());
     }
   }
-  check_model_and_head(out, *task);
+  check_model_and_head(out, out.model, *task, "model");
   if (config.contains("optimizer")) out.optimizer = parse_optimizer(config["optimizer"]);
   if (config.contains("schedule")) out.schedule = parse_schedule(config["schedule"]);
   read_counts(out, config);
@@ -227,14 +249,32 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
     out.dtype = parse_dtype(read_string(config["dtype"], "dtype", {"float32", "float64"}));
   }
   if (config.contains("device")) out.device = parse_device(read_string(config["device"], "device"));
+  if (config.contains("flush_denormals")) {
+    if (!config["flush_denormals"].is_boolean()) {
+      fail("flush_denormals", "expected true or false, got " + shown(config["flush_denormals"]));
+    }
+    out.flush_denormals = config["flush_denormals"].get<bool>();
+  }
   const auto methods = parse_methods(config["methods"], batch);
+  for (size_t i = 0; i < methods.size(); ++i) {
+    if (methods[i].model) {
+      check_model_and_head(out, *methods[i].model, *task, fmt::format("methods[{}].model", i));
+    }
+  }
+  std::set<std::string> labels;
   for (const auto seed : seeds) {
-    for (const auto& [method, method_batch] : methods) {
-      out.runs.push_back({method, uint64_t(seed), method_batch});
-      if (method_batch == 0 && out.memory_budget_bytes == 0) {
-        fail("memory_budget_mib", "missing: method \"" + method + "\" asks for batch \"max\", "
-             "the largest batch that fits a memory budget");
+    for (size_t i = 0; i < methods.size(); ++i) {
+      const auto& entry = methods[i];
+      TrainRunSpec run{entry.method, uint64_t(seed), entry.batch, entry.model, entry.carry_bias};
+      if (!labels.insert(run.label()).second) {
+        fail(fmt::format("methods[{}]", i), fmt::format("the run \"{}\" comes twice: give each "
+             "entry another method spec or another model kind", run.label()));
       }
+      if (entry.batch == 0 && out.memory_budget_bytes == 0) {
+        fail("memory_budget_mib", "missing: method \"" + entry.method + "\" asks for batch "
+             "\"max\", the largest batch that fits a memory budget");
+      }
+      out.runs.push_back(std::move(run));
     }
   }
   return out;

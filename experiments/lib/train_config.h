@@ -13,14 +13,19 @@
 //   "head_file": "head.pt",   (optional: a TorchScript head, vlrnn/core/script_head.h,
 //                              instead of the task's Linear + ce / mse; it must read the
 //                              model's H and the task's targets)
-//   "methods": ["full", "vlrnn:block=16", {"method": "tbptt:k=16", "batch": 64}],
+//   "methods": ["full", "vlrnn:block=16", {"method": "tbptt:k=16", "batch": 64},
+//               {"method": "vlrnn:block=16", "model": {"kind": "mingru", "hidden": 64}}],
 //   "seeds": [1, 2, 3], "batch": 32, "steps": 1000,
 //   "optimizer": {"kind": "adam", "lr": 0.003, "clip": 1.0},
 //   "schedule": {"kind": "cosine", "warmup": 50},
-//   "eval_every": 50, "eval_batches": 4, "checkpoint_every": 100
+//   "eval_every": 50, "eval_batches": 4, "checkpoint_every": 100,
+//   "flush_denormals": true   (optional, the default)
 // }
 // A method's "batch" may be "max": the largest batch whose iteration fits
-// "memory_budget_mib" (found once per method on the first training batch).
+// "memory_budget_mib" (found once per method on the first training batch). A method entry's
+// "model" (the top-level "model"'s keys) trains that model instead of the config's, so one
+// experiment can set models side by side on the same batches; its runs are labelled with
+// the model's kind.
 
 #include "vlrnn/core/models.h"
 
@@ -29,6 +34,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,12 +63,18 @@ struct LrSchedule {
   double lr_at(double base_lr, int64_t step, int64_t total_steps) const;
 };
 
-// One training run: a method and a seed at a batch size.
+// One training run: a method and a seed at a batch size, on the config's model or on the
+// method entry's own.
 struct TrainRunSpec {
   std::string method;  // a registry spec, e.g. "vlrnn:block=32"
   uint64_t seed = 1;
   int64_t batch = 32;  // 0: the largest that fits the memory budget
-  // "vlrnn:block=32|seed=1": the run's key in results and its checkpoint folder's name.
+  // The method entry's own "model" and its carry_bias; none: the config's
+  // (TrainConfig::model_of).
+  std::optional<ModelConfig> model;
+  double carry_bias = std::nan("");
+  // "vlrnn:block=32|seed=1" ("vlrnn:block=32|model=mingru|seed=1" with its own model): the
+  // run's key in results and its checkpoint folder's name.
   std::string label() const;
 };
 
@@ -93,6 +105,16 @@ struct TrainConfig {
   int64_t batch_max = 4096;
   torch::ScalarType dtype = torch::kFloat32;
   torch::Device device = torch::kCPU;
+  // Subnormal floats flushed to zero on the CPU while training: NOTE [ Denormals in long
+  // backward passes ] (commands/train_command.cpp).
+  bool flush_denormals = true;
+  // The model a run trains, and its carry bias: the run's own, or the config's.
+  const ModelConfig& model_of(const TrainRunSpec& run) const {
+    return run.model ? *run.model : model;
+  }
+  double carry_bias_of(const TrainRunSpec& run) const {
+    return run.model ? run.carry_bias : carry_bias;
+  }
 };
 
 // Throws "config PATH: ..." naming the first field that is missing, unknown or invalid.

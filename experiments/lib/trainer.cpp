@@ -67,11 +67,12 @@ void set_carry_bias(torch::nn::Module& model, int64_t hidden, double bias) {
 
 Trainee build_trainee(const TrainConfig& config, const Task& task, const TrainRunSpec& spec) {
   torch::manual_seed(spec.seed);
-  ModelConfig model = config.model;
+  ModelConfig model = config.model_of(spec);
   model.input_size = task.input_size();
   Trainee t;
   t.model = make_model(model);
-  if (!std::isnan(config.carry_bias)) set_carry_bias(*t.model, model.hidden_size, config.carry_bias);
+  const double carry_bias = config.carry_bias_of(spec);
+  if (!std::isnan(carry_bias)) set_carry_bias(*t.model, model.hidden_size, carry_bias);
   // The task's Linear + ce / mse, or the config's own head (head_file), which
   // load_train_config checked against the model and the task's targets.
   t.head = make_head(config.head.empty() ? task.head_kind() : config.head,
@@ -255,11 +256,13 @@ void log_evaluation(json& record, TrainProgress& progress, const Evaluation& eva
   if (evaluation.accuracy >= 0) record["eval_accuracy"] = evaluation.accuracy;
 }
 
-json step_record(const TrainRunSpec& spec, int64_t step, double lr, const StepResult& r) {
+json step_record(const TrainConfig& config, const TrainRunSpec& spec, int64_t step, double lr,
+                 const StepResult& r) {
   return {{"kind", "train_step"},
           {"key", fmt::format("{}|step={}", spec.label(), step)},
           {"run", spec.label()},
           {"method", spec.method},
+          {"model", config.model_of(spec).kind},
           {"seed", spec.seed},
           {"batch", spec.batch},
           {"step", step},
@@ -279,10 +282,10 @@ json run_record(const TrainConfig& config, const Task& task, const TrainRunSpec&
                 {"task", task.describe()},
                 {"task_kind", task.kind()},
                 {"chance_loss", task.chance_loss()},
-                {"model", config.model.kind},
+                {"model", config.model_of(spec).kind},
                 {"head", config.head.empty() ? task.head_kind() : config.head},
                 {"hidden", t.model->output_size()},
-                {"layers", config.model.num_layers},
+                {"layers", config.model_of(spec).num_layers},
                 {"method", spec.method},
                 {"method_description", t.method->describe()},
                 {"exact", t.method->is_exact()},
@@ -354,7 +357,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
                                             config.steps);
     const auto result = train_step(t, batch, lr, config, at.step);
     at.wall_s += seconds_since(start);  // the training clock: steps, not evaluations
-    auto record = step_record(spec, ++at.step, lr, result);
+    auto record = step_record(config, spec, ++at.step, lr, result);
     record["wall_s"] = at.wall_s;
     const bool evaluate_now = at.step % config.eval_every == 0 || at.step == config.steps;
     if (evaluate_now) log_evaluation(record, progress, evaluate(t, task, config));

@@ -1,5 +1,6 @@
 """Figures of a `vlrnn train CONFIG --out DIR` folder: records of kind "train_step" (one per
-optimizer step) and "train_run" (one per finished run).
+optimizer step) and "train_run" (one per finished run). A curve is a method's, or a method's
+on a model of its own ("vlrnn:block=28 · mingru") when its entry in the config names one.
 
   loss_vs_step       training loss (mean of 10 steps) and held-out loss against the step, per
                      method: the median over seeds, the band from the best to the worst seed;
@@ -50,12 +51,26 @@ def _styles(methods, order):
     return out
 
 
+def _series(record):
+    """A curve's name: the method, and the model's kind for a run on a method entry's own
+    model (its run label says "|model=KIND|")."""
+    if "|model=" in record.get("run", ""):
+        return f"{record['method']} · {record['model']}"
+    return record["method"]
+
+
+def _full_of(series):
+    """The full-BPTT series an exact method's series is compared with: the same model's."""
+    model = series.partition(" · ")[2]
+    return f"full · {model}" if model else "full"
+
+
 def _runs(records):
-    """{method: {seed: [step records in step order]}}"""
+    """{series: {seed: [step records in step order]}}"""
     runs = defaultdict(lambda: defaultdict(list))
     for r in records:
         if r.get("kind") == "train_step":
-            runs[r["method"]][r["seed"]].append(r)
+            runs[_series(r)][r["seed"]].append(r)
     for seeds in runs.values():
         for steps in seeds.values():
             steps.sort(key=lambda r: r["step"])
@@ -203,7 +218,7 @@ def _draw_deviation(runs, meta, directory, written, skipped, order, exact_method
     for method in sorted(exact_methods, key=lambda m: order_key(_family(m), order)):
         worst_by_step = defaultdict(float)
         for seed, run in runs[method].items():
-            reference = {r["step"]: r["loss"] for r in runs["full"].get(seed, [])}
+            reference = {r["step"]: r["loss"] for r in runs[_full_of(method)].get(seed, [])}
             for r in run:
                 if r["step"] in reference:
                     gap = abs(r["loss"] - reference[r["step"]])
@@ -241,8 +256,9 @@ def draw(records, meta, directory, written, skipped):
     _draw_loss_vs_time(runs, records, meta, directory, written, order)
     if any("eval_accuracy" in r for r in records):
         _draw_accuracy(runs, meta, directory, written, order)
-    exact = {r["method"] for r in records
-             if r.get("kind") == "train_run" and r.get("exact") and r["method"] != "full"}
-    if "full" in runs and exact:
+    exact = {_series(r) for r in records
+             if r.get("kind") == "train_run" and r.get("exact") and r["method"] != "full"
+             and _full_of(_series(r)) in runs}
+    if exact:
         _draw_deviation(runs, meta, directory, written, skipped, order, exact)
     return None

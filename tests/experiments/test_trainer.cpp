@@ -254,10 +254,44 @@ TEST(Trainer, BadConfigsNameTheField) {
   EXPECT_NE(error_of({{"model", {{"kind", "rnn"}, {"carry_bias", 2}}}}).find("model.carry_bias"),
             std::string::npos);
   EXPECT_NE(error_of({{"stepz", 3}}).find("stepz: unknown key"), std::string::npos);
+  EXPECT_NE(error_of({{"flush_denormals", 1}}).find("flush_denormals: expected true or false"),
+            std::string::npos);
+  EXPECT_TRUE(small_config().flush_denormals);
+  EXPECT_FALSE(small_config({{"flush_denormals", false}}).flush_denormals);
+  // A method entry's own model: its keys are checked under its own path, and two entries
+  // that would write the same run are refused.
+  EXPECT_NE(error_of({{"methods", {{{"method", "full"}, {"model", {{"kind", "nope"}}}}}}})
+                .find("methods[0].model.kind"), std::string::npos);
+  EXPECT_NE(error_of({{"methods", {{{"method", "full"}, {"model", {{"kind", "mingru"}, {"carry_bias", 1}}}}}}})
+                .find("methods[0].model.carry_bias"), std::string::npos);
+  const json mingru = {{"method", "full"}, {"model", {{"kind", "mingru"}, {"hidden", 4}}}};
+  EXPECT_NE(error_of({{"methods", {mingru, mingru}}}).find("methods[1]: the run \"full|model=mingru|seed=1\" comes twice"),
+            std::string::npos);
   // Found while writing the fuzz targets (tests/fuzz/regressions/train_config/): 1e300 MiB
   // overflowed the conversion to a byte count (undefined behaviour).
   EXPECT_NE(error_of({{"memory_budget_mib", 1e300}}).find("memory_budget_mib: expected a size in MiB"),
             std::string::npos);
+}
+
+// A method entry with its own "model" trains that model, side by side with the config's on
+// the same batches; its runs and records name the model.
+TEST(Trainer, AMethodEntryTrainsItsOwnModel) {
+  const auto config = small_config(
+      {{"steps", 2}, {"eval_every", 2},
+       {"methods", {"vlrnn:block=5",
+                    {{"method", "vlrnn:block=5"}, {"model", {{"kind", "mingru"}, {"hidden", 6}}}}}}});
+  ASSERT_EQ(config.runs.size(), 2u);
+  EXPECT_EQ(config.runs[0].label(), "vlrnn:block=5|seed=1");
+  EXPECT_EQ(config.runs[1].label(), "vlrnn:block=5|model=mingru|seed=1");
+  EXPECT_EQ(config.model_of(config.runs[0]).kind, "lstm");
+  EXPECT_EQ(config.model_of(config.runs[1]).kind, "mingru");
+  for (size_t i = 0; i < 2; ++i) {
+    const auto steps = train(config, config.runs[i], fresh_dir("own_model" + std::to_string(i)));
+    ASSERT_EQ(steps.size(), 2u);
+    EXPECT_EQ(steps[0]["model"], config.model_of(config.runs[i]).kind);
+    EXPECT_EQ(steps[0]["run"], config.runs[i].label());
+    EXPECT_TRUE(std::isfinite(steps[1]["loss"].get<double>()));
+  }
 }
 
 TEST(Trainer, LearningRateFollowsTheBatchWhenAskedTo) {

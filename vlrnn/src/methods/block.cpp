@@ -51,7 +51,9 @@ BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs
 
 State forward_no_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry) {
   torch::NoGradGuard no_grad;
-  return run_model(workload, workload.batch.inputs.narrow(0, t0, n), t0, n, entry).second;
+  // Callers store it: NOTE [ Stored states are compact ] (core/state.h).
+  return run_model(workload, workload.batch.inputs.narrow(0, t0, n), t0, n, entry)
+      .second.compacted();
 }
 
 void backward_block(const BlockForward& block, const State& exit_grad) {

@@ -156,7 +156,7 @@ class BidirectionalRun {
       b.rng[size_t(i)] = RngState::capture(device_);
       auto [z, exit] = run_block(layer, d, inputs_[size_t(layer)].narrow(0, begin(i), size(i)), i,
                                  b.states[size_t(forward ? i : i + 1)]);
-      b.states[size_t(forward ? i + 1 : i)] = std::move(exit);
+      b.states[size_t(forward ? i + 1 : i)] = exit.compacted();  // NOTE [ Stored states are compact ]
       if (collect) outputs[size_t(i)] = z;
     }
     return collect ? torch::cat(outputs, 0) : torch::Tensor();
@@ -192,7 +192,7 @@ class BidirectionalRun {
         auto [z, exit] = run_block(top, Direction::kBackward, inputs_[size_t(top)].narrow(0, t0, n),
                                    i, chain.states[size_t(i + 1)]);
         zb = z;
-        chain.states[size_t(i)] = std::move(exit);
+        chain.states[size_t(i)] = exit.compacted();  // NOTE [ Stored states are compact ]
         chain_rng = RngState::capture(device_);
       }
       forward_[size_t(top)].rng[size_t(i)].restore();

@@ -26,6 +26,9 @@ class State {
 
   // A copy cut from any autograd graph.
   State detached() const;
+  // The same values, each tensor owning just its own bytes (NOTE [ Stored states are
+  // compact ]): what a method keeps past the call that made it.
+  State compacted() const;
   // Detached leaves that require grad: a block's entry point during VLRNN's backward.
   State detached_leaves() const;
   // True when any tensor requires grad.

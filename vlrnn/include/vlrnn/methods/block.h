@@ -45,7 +45,8 @@ std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch:
 BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,
                            int64_t n, const State& entry);
 
-// Runs the model only (no head, no autograd) on steps [t0, t0 + n): returns the exit state.
+// Runs the model only (no head, no autograd) on steps [t0, t0 + n): returns the exit state,
+// compacted to be stored (NOTE [ Stored states are compact ], core/state.h).
 State forward_no_grad(const Workload& workload, int64_t t0, int64_t n, const State& entry);
 
 // Back-propagates a block from both of its roots at once: its loss (seed 1) and its exit
