@@ -22,8 +22,16 @@ block function (x [Tb, B, F], state tuple with the batch at dim 1, lengths [B] o
 the C++ models do (vlrnn.ModelFile does: a model file draws its per-step dropout for the
 whole batch, which a block of the still-running sequences would not reproduce).
 
+A module whose function the engine can run as a C++ model defines engine_model(), returning
+an EngineModel (below) or None: the engine then calls no Python per block, and the model's
+own structure is visible to it. That is how a bidirectional model reaches the bidirectional
+block method (vlrnn/core/bidirectional.h): no block of it can be run left to right, so it
+cannot be handed over as a block function at all.
+
 Shapes: Tb = steps in the block, B = batch, R = sequences still running in the block.
 """
+from typing import Callable, NamedTuple
+
 import torch
 from torch.nn.utils.rnn import PackedSequence
 
@@ -74,6 +82,13 @@ class StateLayout:
             if list(t.shape) != shape:
                 raise ValueError(f"{what}[{i}]: expected shape {shape} (the module's state "
                                  f"layout, batch at dim 1), got {list(t.shape)}")
+
+
+class EngineModel(NamedTuple):
+    """A C++ model computing a module's function, and its state in both layouts."""
+    model: object                 # a vlrnn._C.RecurrentModule (a Bidirectional among them)
+    to_engine: Callable           # the module's state tuple -> the model's list of tensors
+    from_engine: Callable         # and back
 
 
 def split_result(result, module_name):

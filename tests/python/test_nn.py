@@ -68,8 +68,6 @@ def test_as_the_rnn_of_vlrnn_with_dropout():
 
 
 def test_unsupported_options_say_so():
-    with pytest.raises(ValueError, match="bidirectional: not supported"):
-        vlrnn.nn.LSTM(F, H, bidirectional=True)
     with pytest.raises(ValueError, match="proj_size: not supported"):
         vlrnn.nn.LSTM(F, H, proj_size=2)
     with pytest.raises(ValueError, match="hidden_size: expected an int >= 1, got 0"):
