@@ -21,11 +21,10 @@ tensor's width.
 """
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from . import _C
 from ._adapters import EngineModel, as_state_tuple
-from ._sequences import pack_like
+from ._sequences import rnn_input, rnn_output
 
 DTYPES = (torch.float32, torch.float64)
 
@@ -127,29 +126,14 @@ class CppRecurrent(nn.Module):
 
     def forward(self, input, hx=None):
         name = type(self).__name__
-        if isinstance(input, PackedSequence):
-            x, lengths = pad_packed_sequence(input)  # [T, B, F], the caller's order
-        elif isinstance(input, torch.Tensor):
-            if input.dim() != 3:
-                raise ValueError(f"{name} input: expected a tensor of rank 3 "
-                                 f"({'[B, T, F]' if self.batch_first else '[T, B, F]'}), got "
-                                 f"shape {list(input.shape)}")
-            x, lengths = (input.transpose(0, 1) if self.batch_first else input), None
-        else:
-            raise TypeError(f"{name} input: expected a tensor or a PackedSequence, got "
-                            f"{type(input).__name__}")
-        if x.shape[-1] != self.input_size:
-            raise ValueError(f"{name} input: expected {self.input_size} features per step, "
-                             f"got {x.shape[-1]}")
+        x, lengths = rnn_input(input, self.batch_first, self.input_size, name)
         dtype = next(self.parameters(), x).dtype
         if x.dtype != dtype:
             raise ValueError(f"{name} input: expected dtype {dtype} (the parameters'), got "
                              f"{x.dtype}")
         z, state = self.cpp.forward(x, self._initial_state(hx, x.shape[1], x), lengths)
         state = self._state_out(self._from_cpp(state))
-        if isinstance(input, PackedSequence):
-            return pack_like(z, input), state
-        return (z.transpose(0, 1) if self.batch_first else z), state
+        return rnn_output(z, input, self.batch_first), state
 
 
 class _LinearKind(CppRecurrent):

@@ -34,12 +34,12 @@ import math
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
 from ._adapters import EngineModel
 from ._cpp_rnn import LRU, MinGRU, MinLSTM, SelectiveSSM
-from ._sequences import pack_like, packed_rows
+from ._sequences import packed_rows, rnn_input, rnn_output
 
 __all__ = ["LSTM", "GRU", "MinGRU", "MinLSTM", "LRU", "SelectiveSSM"]
 
@@ -300,20 +300,7 @@ class _BlockRNN(nn.Module):
     def forward(self, input, hx=None):
         name = type(self).__name__
         packed = isinstance(input, PackedSequence)
-        if packed:
-            x, lengths = pad_packed_sequence(input)  # [T, B, F], the caller's order
-        elif isinstance(input, torch.Tensor):
-            if input.dim() != 3:
-                raise ValueError(f"{name} input: expected a tensor of rank 3 "
-                                 f"({'[B, T, F]' if self.batch_first else '[T, B, F]'}), got "
-                                 f"shape {list(input.shape)}")
-            x, lengths = (input.transpose(0, 1) if self.batch_first else input), None
-        else:
-            raise TypeError(f"{name} input: expected a tensor or a PackedSequence, got "
-                            f"{type(input).__name__}")
-        if x.shape[-1] != self.input_size:
-            raise ValueError(f"{name} input: expected {self.input_size} features per step, "
-                             f"got {x.shape[-1]}")
+        x, lengths = rnn_input(input, self.batch_first, self.input_size, name)
         steps, batch = x.shape[0], x.shape[1]
         state = self._initial_state(hx, batch, x)
         if self.bidirectional:
@@ -327,11 +314,7 @@ class _BlockRNN(nn.Module):
             if self.training and self.dropout > 0 and self.num_layers > 1:
                 drop = self._dropout_masks(steps, batch, x, input if packed else None)
             x, final = run_layers(self._cell(), self, x, state, _step_mask(x, lengths), drop)
-        if packed:
-            output = pack_like(x, input)
-        else:
-            output = x.transpose(0, 1) if self.batch_first else x
-        return output, (final if self.STATES == 2 else final[0])
+        return rnn_output(x, input, self.batch_first), (final if self.STATES == 2 else final[0])
 
 
 class LSTM(_BlockRNN):

@@ -4,7 +4,6 @@ gradients equal full BPTT's; methods that cannot run them are refused by name.""
 import pytest
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_sequence
 
 import vlrnn
 from conftest import CLASSES, F, H, MlpHead, grads, make_batch, max_rel_diff
@@ -83,35 +82,6 @@ def test_h0_and_its_gradient_cross_in_torch_nns_layout(kind):
             loss.backward()
         results.append(grads([rnn, out]) + [t.grad.clone() for t in h0])
     assert max_rel_diff(results[1], results[0]) < 1e-10
-
-
-@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
-@pytest.mark.parametrize("layout", ["batch_first", "time_major", "packed"])
-def test_vlrnn_nn_bidirectional_is_torch_nns_function(kind, layout):
-    torch.manual_seed(0)
-    theirs = getattr(nn, kind)(F, H, num_layers=2, bidirectional=True,
-                               batch_first=layout == "batch_first").double()
-    ours = getattr(vlrnn.nn, kind)(F, H, num_layers=2, bidirectional=True,
-                                   batch_first=layout == "batch_first").double()
-    ours.load_state_dict(theirs.state_dict())
-    assert list(ours.state_dict()) == list(theirs.state_dict())
-    if layout == "packed":
-        x = pack_sequence([torch.randn(n, F, dtype=torch.float64) for n in (9, 4, 12, 1)],
-                          enforce_sorted=False)
-    else:
-        x = torch.randn(4, 9, F, dtype=torch.float64)
-    results = []
-    for module in (ours, theirs):
-        module.zero_grad()
-        z, h = module(x)
-        h = h if isinstance(h, tuple) else (h,)
-        data = z.data if layout == "packed" else z
-        loss = (data ** 2).sum() + sum((s * 1.5).sum() for s in h)
-        loss.backward()
-        results.append(([data.detach(), *[s.detach() for s in h]], grads([module])))
-    (out_ours, g_ours), (out_theirs, g_theirs) = results
-    assert max_rel_diff(out_ours, out_theirs) < 1e-12
-    assert max_rel_diff(g_ours, g_theirs) < 1e-10
 
 
 def test_vlrnn_nn_bidirectional_with_dropout_is_exact():
