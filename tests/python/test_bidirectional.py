@@ -110,6 +110,15 @@ def test_the_cpp_bidirectional_kinds_match_full_bptt(kind, packed):
     assert max_rel_diff(g, g_ref) < 1e-10 and max_rel_diff(h, h_ref) < 1e-10
 
 
+@pytest.mark.parametrize("method", ["checkpoint", "full", "bivlrnn:block=1"])
+def test_every_method_that_handles_a_bidirectional_rnn_is_exact(method):
+    torch.manual_seed(4)
+    rnn, out = stock("gru", 2, torch.float64), MlpHead(2 * H, CLASSES).double()
+    x, y = make_batch(True)
+    (_, g_ref, h_ref), (_, g, h) = full_and_block(rnn, out, x, y, method=method)
+    assert max_rel_diff(g, g_ref) < 1e-10 and max_rel_diff(h, h_ref) < 1e-10
+
+
 def test_an_optimizer_trains_a_bidirectional_lstm_by_blocks():
     torch.manual_seed(3)
     rnn, out = stock("lstm", 1, torch.float32), MlpHead(2 * H, CLASSES)
