@@ -91,6 +91,19 @@ class EngineModel(NamedTuple):
     from_engine: Callable         # and back
 
 
+def stacked_directions(num_layers, num_states):
+    """(to_engine, from_engine) between torch.nn's bidirectional state layout, a tuple of
+    num_states tensors [2L, B, W] (row 2l + d: layer l, direction d = 0 forward, 1
+    backward), and the engine Bidirectional's list (fwd_0..., bwd_0..., fwd_1..., ...) of
+    [1, B, W] tensors (vlrnn/core/bidirectional.h)."""
+    def to_engine(tensors):
+        return [t[row:row + 1] for row in range(2 * num_layers) for t in tensors]
+
+    def from_engine(tensors):
+        return tuple(torch.cat(list(tensors[s::num_states])) for s in range(num_states))
+    return to_engine, from_engine
+
+
 def split_result(result, module_name):
     """(z, h) from what a module's forward returned: (z, h, extras...) as the original's."""
     if not isinstance(result, (tuple, list)) or len(result) < 2:

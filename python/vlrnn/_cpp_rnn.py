@@ -12,7 +12,10 @@ load_state_dict act on what runs), under the C++ names with '.' made '_'
 module converts its own tensors); they stay on the CPU. forward follows torch.nn's RNNs:
 input [T, B, F] ([B, T, F] with batch_first=True) or a PackedSequence, hx None (the kind's
 initial state, zeros) or the state with every tensor's batch at dim 1; it returns
-(output, h_n). Inside vlrnn.VLRNN the engine runs the C++ module itself (engine_model), on
+(output, h_n). bidirectional=True (the linear recurrences) is torch.nn's: L layers of a
+one-layer module per direction, layer l + 1 reading both directions' outputs (2H), h_n
+[2L, B, W] with row 2l + d; its parameters are named 'fwd_l0_layer0_proj_weight',
+'bwd_l0_...'. Inside vlrnn.VLRNN the engine runs the C++ module itself (engine_model), on
 every sequence of the batch with its lengths, as the `vlrnn` tool does: no Python per block,
 and a bidirectional kind ('bilstm', 'bigru', 'bi:<kind>') reaches the bidirectional block
 method as it is.
@@ -23,7 +26,7 @@ import torch
 from torch import nn
 
 from . import _C
-from ._adapters import EngineModel, as_state_tuple
+from ._adapters import EngineModel, as_state_tuple, stacked_directions
 from ._sequences import rnn_input, rnn_output
 
 DTYPES = (torch.float32, torch.float64)
@@ -33,7 +36,7 @@ class CppRecurrent(nn.Module):
     """A C++ model kind (vlrnn.model_kinds()) as an nn.Module (the module docstring)."""
 
     def __init__(self, kind, input_size, hidden_size, num_layers=1, dropout=0.0,
-                 batch_first=False, dtype=None):
+                 batch_first=False, dtype=None, bidirectional=False):
         super().__init__()
         name = type(self).__name__
         if not isinstance(kind, str):
@@ -45,13 +48,20 @@ class CppRecurrent(nn.Module):
                 raise TypeError(f"{name} {arg}: expected an int >= 1, got {value!r}")
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
             raise TypeError(f"{name} dropout: expected a probability in [0, 1), got {dropout!r}")
-        if not isinstance(batch_first, bool):
-            raise TypeError(f"{name} batch_first: expected True or False, got {batch_first!r}")
+        for arg, value in (("batch_first", batch_first), ("bidirectional", bidirectional)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} {arg}: expected True or False, got {value!r}")
         dtype = torch.get_default_dtype() if dtype is None else dtype
         if dtype not in DTYPES:
             raise TypeError(f"{name} dtype: expected torch.float32 or torch.float64, got {dtype}")
         self.kind, self.batch_first = kind, batch_first
-        self.cpp = _C.make_model(kind, input_size, hidden_size, num_layers, float(dropout))
+        self._stacked = None  # bidirectional=True: the state's two layouts
+        if bidirectional:
+            self.cpp = _bidirectional_kind(kind, input_size, hidden_size, num_layers, dropout)
+            self._stacked = stacked_directions(num_layers, len(self.cpp.state_batch_dims())
+                                               // (2 * num_layers))
+        else:
+            self.cpp = _C.make_model(kind, input_size, hidden_size, num_layers, float(dropout))
         self.cpp.to_dtype(dtype == torch.float64)
         for key, tensor in self.cpp.named_parameters():
             # The C++ tensors themselves (an nn.Parameter would be a copy that the C++
@@ -92,9 +102,13 @@ class CppRecurrent(nn.Module):
         return super().train(mode)
 
     def _to_cpp(self, tensors):
+        if self._stacked is not None:
+            return self._stacked[0](tensors)
         return [t.movedim(1, d) for t, d in zip(tensors, self._batch_dims)]
 
     def _from_cpp(self, tensors):
+        if self._stacked is not None:
+            return self._stacked[1](tensors)
         return tuple(t.movedim(d, 1) for t, d in zip(tensors, self._batch_dims))
 
     def _state_out(self, state):
@@ -136,15 +150,28 @@ class CppRecurrent(nn.Module):
         return rnn_output(z, input, self.batch_first), state
 
 
+def _bidirectional_kind(kind, input_size, hidden_size, num_layers, dropout):
+    """torch.nn's bidirectional=True over a left-to-right kind: L layers, each a one-layer
+    `kind` per direction (layer l + 1 reads both directions' outputs, 2H), dropout between
+    layers: the engine's Bidirectional (one [B, 2H] mask per step)."""
+    if isinstance(num_layers, int) and num_layers < 1:
+        raise ValueError(f"num_layers: expected >= 1, got {num_layers}")
+    layers = []
+    for layer in range(num_layers):
+        width = input_size if layer == 0 else 2 * hidden_size
+        layers.append(tuple(_C.make_model(kind, width, hidden_size, 1, 0.0) for _ in range(2)))
+    return _C.Bidirectional(layers, float(dropout))  # checks it; none above the top layer
+
+
 class _LinearKind(CppRecurrent):
     KIND = None
 
     def __init__(self, input_size, hidden_size, num_layers=1, dropout=0.0, batch_first=False,
-                 device=None, dtype=None):
+                 bidirectional=False, device=None, dtype=None):
         if device is not None and torch.device(device).type != "cpu":
             raise ValueError(f"{type(self).__name__} device: expected the CPU, got {device!r}")
         super().__init__(self.KIND, input_size, hidden_size, num_layers, dropout, batch_first,
-                         dtype)
+                         dtype, bidirectional)
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
@@ -152,6 +179,8 @@ class _LinearKind(CppRecurrent):
             text += f", num_layers={self.num_layers}"
         if self.dropout:
             text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += ", bidirectional=True"
         return text + (", batch_first=True" if self.batch_first else "")
 
 

@@ -10,7 +10,7 @@
     vlrnn.nn.MinGRU, MinLSTM, LRU, SelectiveSSM
                     the linear recurrences, each layer's recurrence run by an in-block scan
                     with a hand-written backward (the C++ kinds mingru, minlstm, lru, ssm;
-                    vlrnn/_cpp_rnn.py)
+                    vlrnn/_cpp_rnn.py); bidirectional=True as torch.nn's
 
 They work in any training loop (loss.backward()), take batch-first or time-major tensors
 and PackedSequences, and work as the rnn of vlrnn.VLRNN (with batch_first=True, as VLRNN
@@ -20,10 +20,11 @@ sequences present at that step), which makes any cut of the sequence into blocks
 (torch.nn's draw one [T, B, H] mask per layer and call: with two or more dropout layers, a
 cut interleaves the layers' draws differently, and no block method can be exact for them.)
 
-Bidirectional LSTM / GRU (bidirectional=True, here or in torch.nn) run as the engine's
-bidirectional model (vlrnn/core/bidirectional.h): each direction of each layer is a
-hand-written cell over that direction's parameters (torch.nn's '_reverse' ones for the
-backward direction), the backward direction of each sequence starting at its own last
+Bidirectional modules (bidirectional=True: LSTM / GRU here or in torch.nn, and the linear
+recurrences) run as the engine's bidirectional model (vlrnn/core/bidirectional.h): each direction of each layer is a
+hand-written cell over that direction's parameters (for LSTM / GRU torch.nn's '_reverse'
+ones for the backward direction; for the linear recurrences a one-layer C++ module), the
+backward direction of each sequence starting at its own last
 valid step. Inside vlrnn.VLRNN they train with the bidirectional block method (method
 'bivlrnn', the default for them) or 'checkpoint' / 'full'. Their dropout between layers is
 one [B, 2H] mask per step, drawn after the layer below ran.
@@ -37,7 +38,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
-from ._adapters import EngineModel
+from ._adapters import EngineModel, stacked_directions
 from ._cpp_rnn import LRU, MinGRU, MinLSTM, SelectiveSSM
 from ._sequences import packed_rows, rnn_input, rnn_output
 
@@ -118,14 +119,7 @@ def bidirectional_engine_model(module, cell, dropout):
               for layer in range(module.num_layers)]
     model = _C.Bidirectional(layers, dropout if module.num_layers > 1 else 0.0)
     model.train(module.training)
-    states = 2 if cell == "lstm" else 1
-
-    def to_engine(tensors):
-        return [t[row:row + 1] for row in range(2 * module.num_layers) for t in tensors]
-
-    def from_engine(tensors):
-        return tuple(torch.cat(list(tensors[s::states])) for s in range(states))
-    return EngineModel(model, to_engine, from_engine)
+    return EngineModel(model, *stacked_directions(module.num_layers, 2 if cell == "lstm" else 1))
 
 
 def _stock_cell(rnn):

@@ -23,19 +23,24 @@ def as_tuple(h):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
-def test_vlrnn_matches_full_bptt(kind, dtype, packed):
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["one_way", "bidirectional"])
+def test_vlrnn_matches_full_bptt(kind, dtype, packed, bidirectional):
     # Two layers with dropout drawn per step, training: full BPTT is PlainRNN's
-    # loss.backward() through the module, VLRNN the engine on the C++ module in blocks.
+    # loss.backward() through the module, VLRNN the engine on the C++ module in blocks
+    # (bidirectional: two stacked bidirectional layers, by bivlrnn, which VLRNN picks).
     torch.manual_seed(0)
-    rnn = make(kind, num_layers=2, dropout=0.25, batch_first=True, dtype=dtype)
-    out = MlpHead(H, CLASSES).to(dtype)
+    rnn = make(kind, num_layers=2, dropout=0.25, batch_first=True, dtype=dtype,
+               bidirectional=bidirectional)
+    out = MlpHead(2 * H if bidirectional else H, CLASSES).to(dtype)
     x, y = make_batch(packed, dtype=dtype)
+    model = vlrnn.VLRNN(rnn, out, "MEAN", N=4)
+    assert model.method_for() == ("bivlrnn" if bidirectional else "vlrnn") + ":blocks=4"
     results = []
-    for model in (vlrnn.PlainRNN(rnn, out, "MEAN"), vlrnn.VLRNN(rnn, out, "MEAN", N=4)):
+    for run in (vlrnn.PlainRNN(rnn, out, "MEAN"), model):
         rnn.zero_grad(), out.zero_grad()
         torch.manual_seed(5)
-        loss, _, h = model(x, y)
-        if isinstance(model, vlrnn.VLRNN):
+        loss, _, h = run(x, y)
+        if run is model:
             assert model.last_counters["forward_no_grad"] > 0  # the blocks' no-grad pass ran
         else:
             loss.backward()
@@ -46,6 +51,9 @@ def test_vlrnn_matches_full_bptt(kind, dtype, packed):
     assert abs(loss - loss_ref) <= tolerance * abs(loss_ref)
     assert max_rel_diff(g, g_ref) < tolerance
     assert max_rel_diff(h, h_ref) < tolerance
+    batch = int(x.batch_sizes[0]) if packed else x.shape[0]
+    layers = 4 if bidirectional else 2  # torch.nn's [L * directions, B, W]
+    assert len(h) == KINDS[kind] and list(h[0].shape[:2]) == [layers, batch]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -136,3 +144,27 @@ def test_bad_arguments_name_what_was_expected():
     x, y = make_batch(False, dtype=torch.float32)
     with pytest.raises(ValueError, match="rnn: MinGRU has batch_first=False"):
         vlrnn.VLRNN(rnn, MlpHead(H, CLASSES))(x, y)
+
+
+def test_bidirectional_is_torch_nns_layout():
+    # Layer 1 reads both directions of layer 0 (2H); the output at t is [forward, backward],
+    # the backward half the same kind run over the reversed sequence.
+    torch.manual_seed(0)
+    rnn = vlrnn.nn.MinGRU(F, H, bidirectional=True, dtype=torch.float64)
+    x = torch.randn(7, 2, F, dtype=torch.float64)
+    z, h = rnn(x)
+    assert list(z.shape) == [7, 2, 2 * H] and list(h.shape) == [2, 2, H]
+    one_way = vlrnn.nn.MinGRU(F, H, dtype=torch.float64)
+    backward = {k.replace("bwd_l0_layer0", "layer0"): v for k, v in rnn.state_dict().items()
+                if k.startswith("bwd_l0")}
+    one_way.load_state_dict(backward)
+    z_back, h_back = one_way(x.flip(0))
+    assert max_rel_diff([z[..., H:], h[1]], [z_back.flip(0), h_back[0]]) < 1e-12
+    with pytest.raises(TypeError, match="MinGRU bidirectional: expected True or False"):
+        vlrnn.nn.MinGRU(F, H, bidirectional="yes")
+    with pytest.raises(ValueError, match="dropout: expected a probability in \\[0, 1\\)"):
+        vlrnn.nn.MinGRU(F, H, num_layers=2, bidirectional=True, dropout=1.5)
+    with pytest.raises(ValueError, match="method: 'vlrnn' cuts the sequence"):
+        x, y = make_batch(False)
+        vlrnn.VLRNN(vlrnn.nn.LRU(F, H, batch_first=True, bidirectional=True, dtype=x.dtype),
+                    MlpHead(2 * H, CLASSES).double(), method="vlrnn")(x, y)
