@@ -147,8 +147,8 @@ def test_bad_arguments_name_what_was_expected():
 
 
 def test_bidirectional_is_torch_nns_layout():
-    # Layer 1 reads both directions of layer 0 (2H); the output at t is [forward, backward],
-    # the backward half the same kind run over the reversed sequence.
+    # The output at t is [forward, backward], each direction a one-layer module of the kind;
+    # the backward half is that module run over the reversed sequence.
     torch.manual_seed(0)
     rnn = vlrnn.nn.MinGRU(F, H, bidirectional=True, dtype=torch.float64)
     x = torch.randn(7, 2, F, dtype=torch.float64)
