@@ -3,11 +3,16 @@
 # minGRU, float32, H = 256, B = 32, T = 4096, F = H:
 #   1. build/bench_linear_scan: the scan against the plain step loop, forward (no grad) and
 #      forward + backward of one block of all T steps; repetitions randomly interleaved;
-#   2. build/vlrnn compare: VLRNN (K = ceil(sqrt(T)) = 64) against full BPTT on the scan form,
-#      taking turns in every round (paired ratios), with the step's exact peak memory.
+#   2. build/vlrnn compare: VLRNN (K = ceil(sqrt(T)) = 64, and K = 32) against full BPTT on the
+#      scan form, taking turns in every round (paired ratios), with the iteration's exact peak
+#      memory;
+#   3. VLRNN at T = 65,536 (K = 64 as above, and ceil(sqrt(T)) = 256), without full BPTT
+#      and without the gradient check: full
+#      BPTT's tape grows with T (2.5 GiB at T = 4096, so about 40 GiB here) and does not fit a
+#      24 GiB machine, which is the point of the method.
 # Saves Google Benchmark's JSON, compare's JSON and text, and meta.json; converts the benchmark
 # into the shared record schema (scripts/bench_to_records.py, which prints the table) and draws
-# the figures (scripts/plot.py: the benchmark's, and compare's into cmp-figures/).
+# the figures (scripts/plot.py: the benchmark's, and each compare file's into FILE-figures/).
 #
 #   scripts/bench_linear_scan.sh [OUT_DIR] [REPEATS]
 #
@@ -25,11 +30,15 @@ cmd1=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_min
       --benchmark_enable_random_interleaving=true --benchmark_out_format=json
       "--benchmark_out=$out/bench_linear_scan.json")
 cmd2=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 4096
-      --methods full,vlrnn --repeats "$repeats" --warmup 1 --quiet
+      --methods full,vlrnn,vlrnn:block=32 --repeats "$repeats" --warmup 1 --quiet
       --json "$out/compare_t4096.json")
+cmd3=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 65536
+      --methods vlrnn:block=64,vlrnn --no-error --repeats 2 --warmup 0 --quiet
+      --json "$out/compare_t65536.json")
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "${cmd1[@]}"
 "${cmd2[@]}" | tee "$out/compare_t4096.txt"
+"${cmd3[@]}" | tee "$out/compare_t65536.txt"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)
@@ -37,11 +46,13 @@ torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/in
                   2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
 torch_threads=$(python3 -c "import json; print(json.load(open('$out/bench_linear_scan.json'))['context'].get('torch_threads', ''))")
 
-META_COMMAND="${cmd1[*]} && ${cmd2[*]}" META_SCRIPT="scripts/bench_linear_scan.sh $out $repeats" \
+META_COMMAND="scripts/bench_linear_scan.sh $out $repeats" \
+META_BENCHMARK_COMMAND="${cmd1[*]} && ${cmd2[*]} && ${cmd3[*]}" \
 META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="bench_linear_scan.json" META_STEPS=4096 \
-META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"compare_json\": \"compare_t4096.json\"}" \
+META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"compare_json\": \"compare_t4096.json\", \"compare_t65536_json\": \"compare_t65536.json\"}" \
 python3 scripts/bench_meta.py "$out/meta.json"
 python3 scripts/bench_to_records.py "$out"
 python3 scripts/plot.py "$out"  # re-runs itself under /usr/bin/python3 when matplotlib is there only
 python3 scripts/plot.py "$out/compare_t4096.json"
+python3 scripts/plot.py "$out/compare_t65536.json"

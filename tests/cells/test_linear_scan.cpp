@@ -42,8 +42,33 @@ torch::Tensor decays(int64_t steps, torch::ScalarType dtype) {
   return torch::sigmoid(2 * torch::randn({steps, 3, 5}, torch::dtype(dtype)));
 }
 
+TEST(LinearScan, SequentialKernelEqualsTheStepLoopBitForBit) {
+  // The loop's products in the loop's order (NOTE [ One pass on the CPU ]): equal, not close,
+  // in float32 too, forward and backward; complex to the rounding of a complex product.
+  for (auto dtype : {torch::kFloat32, torch::kFloat64, torch::kComplexFloat}) {
+    for (int64_t steps : {1, 2, 37}) {
+      torch::manual_seed(steps);
+      auto a = decays(steps, torch::kFloat64);
+      if (dtype == torch::kComplexFloat) a = torch::polar(a, torch::randn_like(a));
+      a = a.to(dtype);
+      const auto b = torch::randn({steps, 3, 5}, torch::dtype(dtype));
+      const auto h0 = torch::randn({3, 5}, torch::dtype(dtype));
+      const auto seed = torch::randn({steps, 3, 5}, torch::dtype(dtype));
+      const auto ref = run(linear_scan_loop, a, b, h0, seed);
+      const auto got = run([](auto& x, auto& y, auto& z) {
+        return linear_scan(x, y, z, ScanKernel::kSequential);
+      }, a, b, h0, seed);
+      // Complex: c10::complex's product against ATen's vectorised one, a few ulps apart.
+      const double tol = dtype == torch::kComplexFloat ? 1e-6 : 0.0;
+      expect_equal_runs(got, ref, tol, "Tb=" + std::to_string(steps) + " " +
+                                           std::string(c10::toString(dtype)));
+    }
+  }
+}
+
 TEST(LinearScan, EqualsTheStepLoopForwardAndBackward) {
-  // Tb = 1, a square Tb, Tb not a multiple of the chunk, a long block; and chunks of 1, 3, Tb.
+  // Tb = 1, a square Tb, Tb not a multiple of the chunk, a long block; and chunks of 1, 3, Tb
+  // (0 = the default, ceil(sqrt(Tb))).
   for (int64_t steps : {1, 2, 9, 10, 37, 300}) {
     for (int64_t chunk : {0, 1, 3, 1000}) {
       torch::manual_seed(steps + 7 * chunk);
@@ -52,7 +77,7 @@ TEST(LinearScan, EqualsTheStepLoopForwardAndBackward) {
       const auto h0 = torch::randn({3, 5}, torch::kFloat64);
       const auto seed = torch::randn({steps, 3, 5}, torch::kFloat64);
       const auto ref = run(linear_scan_loop, a, b, h0, seed);
-      const auto got = run([chunk](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, chunk); },
+      const auto got = run([chunk](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, ScanKernel::kChunked, chunk); },
                            a, b, h0, seed);
       expect_equal_runs(got, ref, 1e-12, "Tb=" + std::to_string(steps) + " chunk=" + std::to_string(chunk));
     }
@@ -71,8 +96,11 @@ TEST(LinearScan, ComplexDecaysEqualTheStepLoop) {
   const auto seed = torch::complex(torch::randn({steps, 3, 5}, torch::kFloat64),
                                    torch::randn({steps, 3, 5}, torch::kFloat64));
   const auto ref = run(linear_scan_loop, a, b, h0, seed);
-  const auto got = run([](auto& x, auto& y, auto& z) { return linear_scan(x, y, z); }, a, b, h0, seed);
-  expect_equal_runs(got, ref, 1e-12, "complex");
+  for (auto kernel : {ScanKernel::kSequential, ScanKernel::kChunked}) {
+    const auto got = run([kernel](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, kernel); },
+                         a, b, h0, seed);
+    expect_equal_runs(got, ref, 1e-12, "complex");
+  }
 }
 
 TEST(LinearScan, TinyAndZeroDecaysStayFiniteAndEqualTheLoop) {
@@ -88,8 +116,11 @@ TEST(LinearScan, TinyAndZeroDecaysStayFiniteAndEqualTheLoop) {
   const auto seed = torch::randn({steps, 3, 5});
   const auto ref = run(linear_scan_loop, a.to(torch::kFloat64), b.to(torch::kFloat64),
                        h0.to(torch::kFloat64), seed.to(torch::kFloat64));
-  const auto got = run([](auto& x, auto& y, auto& z) { return linear_scan(x, y, z); }, a, b, h0, seed);
-  expect_equal_runs(got, ref, 1e-5, "float32 with tiny decays");
+  for (auto kernel : {ScanKernel::kSequential, ScanKernel::kChunked}) {
+    const auto got = run([kernel](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, kernel); },
+                         a, b, h0, seed);
+    expect_equal_runs(got, ref, 1e-5, "float32 with tiny decays");
+  }
 }
 
 TEST(LinearScan, BadInputsNameTheArgument) {
@@ -99,7 +130,7 @@ TEST(LinearScan, BadInputsNameTheArgument) {
   expect_error_mentions([&] { linear_scan(a, b, h0.to(torch::kFloat64)); }, {"one dtype", "Double"});
   expect_error_mentions([&] { linear_scan(torch::rand({0, 2, 3}), torch::rand({0, 2, 3}), h0); },
                         {"a:", "Tb >= 1"});
-  expect_error_mentions([&] { linear_scan(a, b, h0, -1); }, {"chunk", "-1"});
+  expect_error_mentions([&] { linear_scan(a, b, h0, ScanKernel::kChunked, -1); }, {"chunk", "-1"});
   expect_error_mentions([] { recurrence_form_from_string("fast"); }, {"scan", "loop", "fast"});
 }
 

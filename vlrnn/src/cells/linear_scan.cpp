@@ -1,8 +1,12 @@
 #include "vlrnn/cells/linear_scan.h"
 
 // Shape legend: Tb = steps in the block, S... = the state's shape, C = steps per chunk,
-// n = chunks (ceil(Tb / C)).
+// n = chunks (ceil(Tb / C)), N = elements of one state (the product of S...).
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -76,11 +80,85 @@ torch::Tensor chunked_scan(const torch::Tensor& a_in, const torch::Tensor& b_in,
   return local.view(flat).narrow(0, 0, steps);  // [Tb, S...]
 }
 
+// NOTE [ One pass on the CPU ] (linear_scan.h). Real or complex element types.
+// Elements of the state per parallel task: a task streams Tb rows of this many elements.
+constexpr int64_t kSequentialScanGrain = 4096;
+template <typename T>
+T conj_value(T v) { return v; }
+template <typename T>
+c10::complex<T> conj_value(c10::complex<T> v) { return {v.real(), -v.imag()}; }
+
+// h[t] = a[t] ⊙ h[t-1] + b[t] in one pass over memory; a, b, h [Tb, N], h0 [N] contiguous.
+template <typename T>
+void sequential_forward(const T* a, const T* b, const T* h0, T* h, int64_t steps, int64_t n) {
+  at::parallel_for(0, n, kSequentialScanGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) h[i] = a[i] * h0[i] + b[i];
+    for (int64_t t = 1; t < steps; ++t) {
+      const T *at = a + t * n, *bt = b + t * n, *prev = h + (t - 1) * n;
+      T* ht = h + t * n;
+      for (int64_t i = begin; i < end; ++i) ht[i] = at[i] * prev[i] + bt[i];
+    }
+  });
+}
+
+// The reverse scan (NOTE [ The reverse scan ]) in one pass, last step first: g [Tb, N] (also
+// db), da [Tb, N] and dh0 [N] from a, h, h0 and the incoming gradient delta [Tb, N]; da_t is
+// written while g_t is still in cache.
+template <typename T>
+void sequential_backward(const T* a, const T* h, const T* h0, const T* delta, T* g, T* da,
+                         T* dh0, int64_t steps, int64_t n) {
+  at::parallel_for(0, n, kSequentialScanGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = steps - 1; t >= 0; --t) {
+      const T *dt = delta + t * n, *prev = t == 0 ? h0 : h + (t - 1) * n;
+      T *gt = g + t * n, *dat = da + t * n;
+      if (t == steps - 1) {
+        for (int64_t i = begin; i < end; ++i) gt[i] = dt[i];
+      } else {
+        const T *a_next = a + (t + 1) * n, *g_next = g + (t + 1) * n;
+        for (int64_t i = begin; i < end; ++i) gt[i] = dt[i] + conj_value(a_next[i]) * g_next[i];
+      }
+      for (int64_t i = begin; i < end; ++i) dat[i] = gt[i] * conj_value(prev[i]);
+    }
+    for (int64_t i = begin; i < end; ++i) dh0[i] = conj_value(a[i]) * g[i];
+  });
+}
+
+torch::Tensor sequential_scan(const torch::Tensor& a_in, const torch::Tensor& b_in,
+                              const torch::Tensor& h0_in) {
+  const auto a = a_in.contiguous(), b = b_in.contiguous(), h0 = h0_in.contiguous();
+  auto h = torch::empty_like(a, at::MemoryFormat::Contiguous);  // [Tb, S...]
+  const int64_t steps = a.size(0), n = h0.numel();
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(a.scalar_type(), "linear_scan", [&] {
+    sequential_forward(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), h0.data_ptr<scalar_t>(),
+                       h.data_ptr<scalar_t>(), steps, n);
+  });
+  return h;
+}
+
+// {g = db, da, dh0}
+std::array<torch::Tensor, 3> sequential_reverse_scan(const torch::Tensor& a_in,
+                                                     const torch::Tensor& h,
+                                                     const torch::Tensor& h0_in,
+                                                     const torch::Tensor& delta_in) {
+  const auto a = a_in.contiguous(), h0 = h0_in.contiguous(), delta = delta_in.contiguous();
+  auto g = torch::empty_like(a, at::MemoryFormat::Contiguous);   // [Tb, S...]
+  auto da = torch::empty_like(a, at::MemoryFormat::Contiguous);  // [Tb, S...]
+  auto dh0 = torch::empty_like(h0, at::MemoryFormat::Contiguous);  // [S...]
+  const int64_t steps = a.size(0), n = h0.numel();
+  AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES(a.scalar_type(), "linear_scan_backward", [&] {
+    sequential_backward(a.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(), h0.data_ptr<scalar_t>(),
+                        delta.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                        da.data_ptr<scalar_t>(), dh0.data_ptr<scalar_t>(), steps, n);
+  });
+  return {g, da, dh0};
+}
+
 class LinearScanFunction : public torch::autograd::Function<LinearScanFunction> {
  public:
+  // chunk = 0: the sequential kernel; C > 0: the chunked scan, chunks of C steps.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& a,
                                const torch::Tensor& b, const torch::Tensor& h0, int64_t chunk) {
-    auto h = chunked_scan(a, b, h0, chunk);  // [Tb, S...]
+    auto h = chunk == 0 ? sequential_scan(a, b, h0) : chunked_scan(a, b, h0, chunk);  // [Tb, S...]
     ctx->save_for_backward({a, h0, h});
     ctx->saved_data["chunk"] = chunk;
     return h;
@@ -93,6 +171,10 @@ class LinearScanFunction : public torch::autograd::Function<LinearScanFunction> 
     const auto &a = saved[0], &h0 = saved[1], &h = saved[2];
     const int64_t steps = a.size(0), chunk = ctx->saved_data["chunk"].toInt();
     const auto delta = grads[0].defined() ? grads[0] : torch::zeros_like(h);  // [Tb, S...]
+    if (chunk == 0) {
+      const auto [g, grad_a, grad_h0] = sequential_reverse_scan(a, h, h0, delta);
+      return {grad_a, g, grad_h0, torch::Tensor()};
+    }
     // conj(a_{t+1}) for t < Tb-1; the last step's factor multiplies g_Tb = 0, any value works.
     auto a_next = torch::cat({a.narrow(0, 1, steps - 1).conj(), torch::ones_like(a.narrow(0, 0, 1))});
     auto g = chunked_scan(a_next.flip(0), delta.flip(0), torch::zeros_like(h0), chunk).flip(0);
@@ -106,23 +188,35 @@ class LinearScanFunction : public torch::autograd::Function<LinearScanFunction> 
 }  // namespace
 
 torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& h0,
-                          int64_t chunk) {
+                          ScanKernel kernel, int64_t chunk) {
   check_scan_inputs(a, b, h0);
   TORCH_CHECK(chunk >= 0, "chunk: expected >= 0 (0 = ceil(sqrt(Tb))), got ", chunk);
+  if (kernel == ScanKernel::kAuto) {
+    kernel = a.device().is_cpu() ? ScanKernel::kSequential : ScanKernel::kChunked;
+  }
+  if (kernel == ScanKernel::kSequential) {
+    TORCH_CHECK(a.device().is_cpu(), "kernel: the sequential scan runs on the CPU, got a on ",
+                a.device(), " (ScanKernel::kChunked or kAuto run anywhere)");
+    return LinearScanFunction::apply(a, b, h0, 0);
+  }
+  const int64_t steps = a.size(0);
+  const int64_t c = chunk > 0 ? chunk : int64_t(std::ceil(std::sqrt(double(steps))));
   // NOTE [ The scan accumulates in double ] (linear_scan.h).
   const auto wide = a.is_complex() ? torch::kComplexDouble : torch::kDouble;
-  if (a.scalar_type() == wide) return LinearScanFunction::apply(a, b, h0, chunk);
-  return LinearScanFunction::apply(a.to(wide), b.to(wide), h0.to(wide), chunk)
-      .to(a.scalar_type());
+  if (a.scalar_type() == wide) return LinearScanFunction::apply(a, b, h0, c);
+  return LinearScanFunction::apply(a.to(wide), b.to(wide), h0.to(wide), c).to(a.scalar_type());
 }
 
 torch::Tensor linear_scan_loop(const torch::Tensor& a, const torch::Tensor& b,
                                const torch::Tensor& h0) {
   check_scan_inputs(a, b, h0);
-  std::vector<torch::Tensor> hs;  // Tb x [S...]
+  // unbind, not a[t]: the backward of a[t] (select) writes its gradient into zeros as
+  // large as all of a, once per step (O(Tb²) bytes); unbind's backward stacks the steps' once.
+  const auto a_steps = a.unbind(0), b_steps = b.unbind(0);  // Tb x [S...]
+  std::vector<torch::Tensor> hs;                            // Tb x [S...]
   auto h = h0;
-  for (int64_t t = 0; t < a.size(0); ++t) {
-    h = a[t] * h + b[t];
+  for (size_t t = 0; t < a_steps.size(); ++t) {
+    h = a_steps[t] * h + b_steps[t];
     hs.push_back(h);
   }
   return torch::stack(hs);  // [Tb, S...]

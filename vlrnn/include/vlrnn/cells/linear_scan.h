@@ -1,11 +1,24 @@
 #pragma once
-// The linear recurrence h_t = a_t ⊙ h_{t-1} + b_t over a block of steps, computed by a scan
-// (a handful of whole-block tensor ops) instead of a loop of Tb small steps, with its
-// backward written by hand as the same scan run in reverse. The models that use it are in
+// The linear recurrence h_t = a_t ⊙ h_{t-1} + b_t over a block of steps, computed by one
+// kernel call (one pass over memory on the CPU; a handful of whole-block tensor ops
+// elsewhere) instead of a loop of Tb small autograd steps, with its backward written by hand
+// as the same scan run in reverse. The models that use it are in
 // vlrnn/cells/linear_recurrence.h.
 // Shapes: Tb = steps in the block, S... = the state's shape (e.g. [B, H]; [B, H, N]).
 // a, b [Tb, S...], h0 [S...] -> h [Tb, S...] (h[t] is the state after step t). Real or
 // complex dtypes; a complex a gives the LRU's rotating decay.
+//
+// NOTE [ One pass on the CPU ]
+// On the CPU the recurrence is memory-bound: a step does two flops per element of a and b.
+// The step loop pays a dispatch, an allocation and an autograd node per step (about 50 µs on
+// [32, 256]); the chunked scan below pays Tb/C + C dispatches but streams a, b and its
+// products several times, in double. The sequential kernel (ScanKernel::kSequential) reads
+// a and b once and writes h once, in a plain loop over steps with the state's elements
+// innermost (vectorised by the compiler, split across intra-op threads by element), and its
+// backward is the reverse scan in one such pass. It computes the loop's products in the
+// loop's order in the model's dtype (bit for bit the loop's values for real dtypes; complex
+// products may round as c10::complex does, not as ATen's vectorised ones), so a block method
+// and full BPTT get the same bits wherever a block is cut, without widening to double.
 //
 // NOTE [ A chunked scan that never divides ]
 // The block's steps are cut into chunks of C steps (C = ceil(sqrt(Tb)) unless given):
@@ -26,7 +39,7 @@
 // [ The RecurrentModule contract ]): a block method and full BPTT sum the same products in
 // different orders. In float64 that is a few ulps; in float32 it reached 1.1e-5 relative on a
 // 3-layer SSM's weight gradient, past the verifier's 1e-5, so exactness would depend on the
-// cut. linear_scan therefore runs both scans (forward and reverse) in double (complex double)
+// cut. The chunked scan therefore runs both scans (forward and reverse) in double (complex double)
 // and rounds h once at the end: every h_t is then the float32 rounding of nearly the same
 // double, wherever the cut. The cost is the scan's elementwise ops at twice the width; the
 // GEMMs that feed a and b stay in the model's dtype.
@@ -52,10 +65,16 @@ enum class RecurrenceForm { kScan, kLoop };
 std::string to_string(RecurrenceForm form);         // "scan", "loop"
 RecurrenceForm recurrence_form_from_string(const std::string& name);  // throws on others
 
-// The scan (NOTE [ A chunked scan that never divides ]); differentiable in a, b and h0
-// through the reverse scan (NOTE [ The reverse scan ]). `chunk` = C, 0 = ceil(sqrt(Tb)).
+// How linear_scan computes: kSequential (CPU only: NOTE [ One pass on the CPU ]), kChunked
+// (any device: NOTE [ A chunked scan that never divides ]), kAuto = the first on the CPU,
+// the second elsewhere.
+enum class ScanKernel { kAuto, kSequential, kChunked };
+
+// The scan; differentiable in a, b and h0 through the reverse scan (NOTE [ The reverse
+// scan ]). `chunk` = C of the chunked kernel, 0 = ceil(sqrt(Tb)).
 torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b,
-                          const torch::Tensor& h0, int64_t chunk = 0);
+                          const torch::Tensor& h0, ScanKernel kernel = ScanKernel::kAuto,
+                          int64_t chunk = 0);
 
 // The same recurrence as a plain step loop, differentiated by autograd step by step.
 torch::Tensor linear_scan_loop(const torch::Tensor& a, const torch::Tensor& b,
