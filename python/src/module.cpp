@@ -12,6 +12,8 @@
 
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/core/bidirectional.h"
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/core/script_model.h"
 #include "vlrnn/measure/cpu_memory_tracker.h"
@@ -256,6 +258,17 @@ PYBIND11_MODULE(_C, m) {
            py::arg("block"), py::arg("input_size"), py::arg("output_size"),
            py::arg("state_shapes"), py::arg("batch_dim"), py::arg("parameters"),
            py::arg("description"));
+  // A C++ model of a bidirectional kind comes to Python as this class (pybind11 finds the
+  // most derived registered type), so the Python layer can tell it apart from a left-to-right
+  // model; built from Python, its directions are usually PythonModels (vlrnn/_bidirectional.py).
+  py::class_<Bidirectional, RecurrentModule, std::shared_ptr<Bidirectional>>(m, "Bidirectional")
+      .def(py::init([](const std::vector<Bidirectional::Directions>& layers, double dropout) {
+             return input_error([&] { return std::make_shared<Bidirectional>(layers, dropout); });
+           }),
+           py::arg("layers"), py::arg("dropout") = 0.0,
+           "One (forward, backward) pair of left-to-right models per layer, dropout between "
+           "layers (vlrnn/core/bidirectional.h)")
+      .def_property_readonly("num_layers", &Bidirectional::num_layers);
   py::class_<OutputModule, std::shared_ptr<OutputModule>>(m, "OutputModule")
       .def("named_parameters", [](const OutputModule& self) { return named_parameters(self); });
   py::class_<PythonHead, OutputModule, std::shared_ptr<PythonHead>>(m, "PythonHead")
@@ -263,8 +276,13 @@ PYBIND11_MODULE(_C, m) {
            py::arg("input_size"), py::arg("parameters"));
 
   py::class_<GradientMethod, std::shared_ptr<GradientMethod>>(m, "GradientMethod")
+      .def_property_readonly("name", &GradientMethod::name)
       .def("describe", &GradientMethod::describe)
       .def("is_exact", &GradientMethod::is_exact);
+  m.def("handles_bidirectional", &handles_bidirectional, py::arg("name"),
+        "Whether the method `name` computes gradients for a bidirectional model");
+  m.def("handles_left_to_right", &handles_left_to_right, py::arg("name"),
+        "Whether the method `name` computes gradients for a left-to-right model");
   m.def("make_method", &method_from_spec, py::arg("spec"),
         "A gradient method from a registry spec ('vlrnn:block=64'); ValueError if unknown.");
   m.def("compute", &compute, py::arg("method"), py::arg("model"), py::arg("head"),

@@ -12,8 +12,17 @@ to first, getting the same gradients with memory nearly flat in sequence length.
 The API of the original Python VLRNN (RNNModule, OutputModule, PlainRNN, VLRNN), on a C++
 engine that also offers every other gradient method (method='planner:percent=10', ...),
 a verifier (vlrnn.verify, vlrnn.assert_exact), hand-written cells (vlrnn.nn.LSTM,
-vlrnn.nn.GRU), TorchScript model files of `vlrnn verify --model-file` (vlrnn.ModelFile) and
-C++ model kinds, a plugin's included (vlrnn.load_plugin, vlrnn.CppModel).
+vlrnn.nn.GRU, bidirectional too), the linear recurrences with in-block scans
+(vlrnn.nn.MinGRU, MinLSTM, LRU, SelectiveSSM), TorchScript model files of `vlrnn verify
+--model-file` (vlrnn.ModelFile) and C++ model kinds, a plugin's included (vlrnn.load_plugin,
+vlrnn.CppModel).
+
+A bidirectional rnn (torch.nn.LSTM / GRU or vlrnn.nn.LSTM / GRU with bidirectional=True,
+vlrnn.CppModel('bilstm' / 'bigru' / 'bi:<kind>')) trains with the bidirectional block
+method, 'bivlrnn', which VLRNN picks for it:
+
+    rnn = torch.nn.LSTM(F, H, bidirectional=True, batch_first=True)   # z_t: [fwd, bwd], 2H
+    loss, loss_seq, h = vlrnn.VLRNN(rnn, out, "MEAN", N=40)(x, y)     # method bivlrnn
 """
 import torch  # first: the extension links the LibTorch that torch loads
 
@@ -21,11 +30,12 @@ from . import _C, nn
 from .cpp_model import CppModel, load_plugin, model_kinds
 from .model_file import ModelFile
 from .modules import OutputModule, PlainRNN, RNNModule, VLRNN
-from .verification import DEFAULT_METHODS, VerifyReport, VerifyRow, assert_exact, verify
+from .verification import BIDIRECTIONAL_METHODS, DEFAULT_METHODS, VerifyReport, VerifyRow, \
+    assert_exact, verify
 
 __all__ = ["RNNModule", "OutputModule", "PlainRNN", "VLRNN", "verify", "assert_exact",
-           "VerifyReport", "VerifyRow", "DEFAULT_METHODS", "methods", "nn", "ModelFile", "CppModel",
-           "load_plugin", "model_kinds"]
+           "VerifyReport", "VerifyRow", "DEFAULT_METHODS", "BIDIRECTIONAL_METHODS", "methods",
+           "nn", "ModelFile", "CppModel", "load_plugin", "model_kinds"]
 
 
 def methods():

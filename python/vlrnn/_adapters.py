@@ -22,8 +22,16 @@ block function (x [Tb, B, F], state tuple with the batch at dim 1, lengths [B] o
 the C++ models do (vlrnn.ModelFile does: a model file draws its per-step dropout for the
 whole batch, which a block of the still-running sequences would not reproduce).
 
+A module whose function the engine can run as a C++ model defines engine_model(), returning
+an EngineModel (below) or None: the engine then calls no Python per block, and the model's
+own structure is visible to it. That is how a bidirectional model reaches the bidirectional
+block method (vlrnn/core/bidirectional.h): no block of it can be run left to right, so it
+cannot be handed over as a block function at all.
+
 Shapes: Tb = steps in the block, B = batch, R = sequences still running in the block.
 """
+from typing import Callable, NamedTuple
+
 import torch
 from torch.nn.utils.rnn import PackedSequence
 
@@ -74,6 +82,26 @@ class StateLayout:
             if list(t.shape) != shape:
                 raise ValueError(f"{what}[{i}]: expected shape {shape} (the module's state "
                                  f"layout, batch at dim 1), got {list(t.shape)}")
+
+
+class EngineModel(NamedTuple):
+    """A C++ model computing a module's function, and its state in both layouts."""
+    model: object                 # a vlrnn._C.RecurrentModule (a Bidirectional among them)
+    to_engine: Callable           # the module's state tuple -> the model's list of tensors
+    from_engine: Callable         # and back
+
+
+def stacked_directions(num_layers, num_states):
+    """(to_engine, from_engine) between torch.nn's bidirectional state layout, a tuple of
+    num_states tensors [2L, B, W] (row 2l + d: layer l, direction d = 0 forward, 1
+    backward), and the engine Bidirectional's list (fwd_0..., bwd_0..., fwd_1..., ...) of
+    [1, B, W] tensors (vlrnn/core/bidirectional.h)."""
+    def to_engine(tensors):
+        return [t[row:row + 1] for row in range(2 * num_layers) for t in tensors]
+
+    def from_engine(tensors):
+        return tuple(torch.cat(list(tensors[s::num_states])) for s in range(num_states))
+    return to_engine, from_engine
 
 
 def split_result(result, module_name):

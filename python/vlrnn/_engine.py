@@ -11,7 +11,7 @@ from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
 from ._sequences import batch_from
-from .nn import stock_engine_block
+from .nn import stock_engine_block, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
 
@@ -119,40 +119,110 @@ def grads_kept_on_error(tensors):
             t.grad = old
 
 
+def engine_model_of(rnn, fast_cells):
+    """The C++ model that computes rnn's function, when there is one (an EngineModel):
+    the module's own engine_model(), or a stock bidirectional torch.nn module's; else None."""
+    own = getattr(rnn, "engine_model", None)
+    engine = own() if callable(own) else None
+    if engine is None and getattr(rnn, "bidirectional", False) is True \
+            and isinstance(rnn, (torch.nn.LSTM, torch.nn.GRU)):
+        if not fast_cells:
+            raise ValueError("fast_cells: a bidirectional torch.nn module cannot be called "
+                             "block by block (its output at t depends on every step); it runs "
+                             "only by the hand-written cells, fast_cells=True")
+        engine = stock_engine_model(rnn)
+        if engine is None:
+            raise ValueError(f"rnn: a bidirectional {type(rnn).__name__} with a forward of its "
+                             "own cannot be cut into blocks (its output at t depends on every "
+                             "step), and only torch.nn's own forward runs as the engine's "
+                             "bidirectional model; use torch.nn.LSTM / GRU or vlrnn.nn.LSTM / "
+                             "GRU as they are")
+    return engine
+
+
+def check_method_fits(method, model):
+    """ValueError when `method` (the engine's) cannot run `model`: the bidirectional block
+    method on a left-to-right model, or a method cutting the sequence into left-to-right
+    blocks on a bidirectional one."""
+    name = method.name
+    if isinstance(model, _C.Bidirectional) and not _C.handles_bidirectional(name):
+        raise ValueError(f"method: {name!r} cuts the sequence into left-to-right blocks, which "
+                         "a bidirectional model's output at t does not allow; use 'bivlrnn' "
+                         "(its block method), 'checkpoint' or 'full'")
+    if not isinstance(model, _C.Bidirectional) and not _C.handles_left_to_right(name):
+        raise ValueError(f"method: {name!r} is the block method of bidirectional models (rnn "
+                         "with bidirectional=True, or a bidirectional C++ kind); use 'vlrnn' "
+                         "or another for this left-to-right rnn")
+
+
 class EngineCall:
     """The user's modules and batch, as the engine's model, head and tensors."""
 
     def __init__(self, rnn, out, x, y, h0, fast_cells=True):
         check_module(rnn, "rnn")
         check_module(out, "out")
+        if getattr(rnn, "batch_first", True) is False:
+            raise ValueError(f"rnn: {type(rnn).__name__} has batch_first=False, but VLRNN calls "
+                             "its rnn batch-first (x [B, T, F]); construct it with "
+                             "batch_first=True")
         self.batch = batch_from(x, y)
         check_dtypes((("rnn", rnn), ("out", out)), self.batch)
         z_size, self.layout = probe(rnn, self.batch, h0)
         self.h0 = check_h0(h0, self.layout, self.batch)
-        stock = stock_engine_block(rnn) if fast_cells else None
-        if hasattr(rnn, "engine_block"):
-            block = EngineLayoutBlock(rnn.engine_block(), self.layout, type(rnn).__name__)
-        elif stock is not None:
-            block = EngineLayoutBlock(stock, self.layout, type(rnn).__name__)
-        else:
-            block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
-                                  self.batch.packed is not None)
         rnn_parameters = [("rnn." + n, p) for n, p in rnn.named_parameters()]
-        shapes = " ".join(f"{n}{list(p.shape)}" for n, p in rnn_parameters)
-        self.model = _C.PythonModel(block, self.batch.inputs.shape[2], z_size,
-                                    self.layout.shapes_for(self.batch.batch_size), BATCH_DIM,
-                                    rnn_parameters,
-                                    f"python:{type(rnn).__qualname__} {shapes}")
+        self.engine = engine_model_of(rnn, fast_cells)
+        if self.engine is not None:
+            self.model = self.engine.model
+        else:
+            stock = stock_engine_block(rnn) if fast_cells else None
+            if hasattr(rnn, "engine_block"):
+                block = EngineLayoutBlock(rnn.engine_block(), self.layout, type(rnn).__name__)
+            elif stock is not None:
+                block = EngineLayoutBlock(stock, self.layout, type(rnn).__name__)
+            else:
+                block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
+                                      self.batch.packed is not None)
+            shapes = " ".join(f"{n}{list(p.shape)}" for n, p in rnn_parameters)
+            self.model = _C.PythonModel(block, self.batch.inputs.shape[2], z_size,
+                                        self.layout.shapes_for(self.batch.batch_size),
+                                        BATCH_DIM, rnn_parameters,
+                                        f"python:{type(rnn).__qualname__} {shapes}")
         self.head = _C.PythonHead(HeadFunction(out), z_size,
                                   [("out." + n, p) for n, p in out.named_parameters()])
         inputs = x.data if isinstance(x, PackedSequence) else x
         self.grad_tensors = ([p for _, p in rnn_parameters] + list(out.parameters())
                              + _grad_leaves(inputs, *(self.h0 or [])))
+        self.engine_h0 = self._engine_h0()
+
+    def _engine_h0(self):
+        """h0 in the engine model's layout. Converted, it is a view of the caller's h0;
+        the engine gets it as new leaves instead (their .grad is what the verifier compares),
+        and accumulate_h0_grad() carries their gradients back to the caller's tensors."""
+        if self.h0 is None or self.engine is None:
+            return self.h0
+        with torch.no_grad():
+            converted = self.engine.to_engine(tuple(self.h0))
+        requires = any(t.requires_grad for t in self.h0)
+        return [t.detach().clone().requires_grad_(requires) for t in converted]
+
+    def accumulate_h0_grad(self):
+        """After the engine ran: dL/dh0 of the engine's leaves into the caller's h0's .grad."""
+        if self.h0 is None or self.engine is None:
+            return
+        if not any(t.grad is not None for t in self.engine_h0):
+            return
+        grads = self.engine.from_engine([t.grad if t.grad is not None else torch.zeros_like(t)
+                                         for t in self.engine_h0])
+        for leaf, grad in zip(self.h0, grads):
+            if leaf.is_leaf and leaf.requires_grad:
+                leaf.grad = grad if leaf.grad is None else leaf.grad + grad
 
     def engine_args(self):
         b = self.batch
         return dict(model=self.model, head=self.head, inputs=b.inputs, targets=b.targets,
-                    lengths=b.lengths, h0=self.h0)
+                    lengths=b.lengths, h0=self.engine_h0)
 
     def final_state(self, tensors):
+        if self.engine is not None:
+            tensors = self.engine.from_engine(tensors)
         return self.layout.to_module(tensors)

@@ -91,3 +91,31 @@ def from_time_major(padded, batch):
     if batch.packed is not None:
         return pack_like(padded, batch.packed)
     return padded.transpose(0, 1)
+
+
+def rnn_input(input, batch_first, input_size, module_name):
+    """A torch.nn-style RNN's input (a tensor [T, B, F], [B, T, F] when batch_first, or a
+    PackedSequence) as (x [T, B, F], lengths [B] or None), checked; TypeError / ValueError
+    naming the argument."""
+    if isinstance(input, PackedSequence):
+        x, lengths = pad_packed_sequence(input)  # [T, B, F], the caller's order
+    elif isinstance(input, torch.Tensor):
+        if input.dim() != 3:
+            raise ValueError(f"{module_name} input: expected a tensor of rank 3 "
+                             f"({'[B, T, F]' if batch_first else '[T, B, F]'}), got "
+                             f"shape {list(input.shape)}")
+        x, lengths = (input.transpose(0, 1) if batch_first else input), None
+    else:
+        raise TypeError(f"{module_name} input: expected a tensor or a PackedSequence, got "
+                        f"{_kind(input)}")
+    if x.shape[-1] != input_size:
+        raise ValueError(f"{module_name} input: expected {input_size} features per step, "
+                         f"got {x.shape[-1]}")
+    return x, lengths
+
+
+def rnn_output(z, input, batch_first):
+    """z [T, B, ...] in the form of the RNN's input: packed as it, or batch-first."""
+    if isinstance(input, PackedSequence):
+        return pack_like(z, input)
+    return z.transpose(0, 1) if batch_first else z

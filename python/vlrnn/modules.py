@@ -20,7 +20,8 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from . import _C
-from ._engine import EngineCall, check_module, grads_kept_on_error, reduction_of
+from ._engine import EngineCall, check_method_fits, check_module, grads_kept_on_error, \
+    reduction_of
 from ._sequences import from_time_major, pack_like
 
 
@@ -105,12 +106,16 @@ class VLRNN(PlainRNN):
     it (blocks of ceil(T / N) steps). method: any gradient method spec instead
     ('vlrnn:block=128', 'planner:percent=10', 'planner:budget=BYTES', 'checkpoint',
     'revolve:slots=8', 'tbptt:k=100', 'full'; vlrnn.methods() lists them). With neither,
-    blocks of ceil(sqrt(T)) steps.
+    blocks of ceil(sqrt(T)) steps. A bidirectional rnn (bidirectional=True, or a bidirectional
+    C++ kind) runs the bidirectional block method, 'bivlrnn' (N= cuts its blocks), or
+    'checkpoint' / 'full'; any other method is refused with a ValueError.
 
     fast_cells: an unmodified torch.nn.LSTM / GRU (batch_first=True) is run by VLRNN's
     hand-written cells (the same function of its own parameters: vlrnn.nn), without a Python
-    call per block; False calls the module itself. Either way, modules that are not stock
-    torch.nn.LSTM / GRU are called as they are.
+    call per block; False calls the module itself (not possible for a bidirectional one,
+    which runs only by the cells). Either way, modules that are not stock torch.nn.LSTM / GRU
+    are called as they are, and C++-backed ones (vlrnn.nn.MinGRU, ..., vlrnn.CppModel,
+    bidirectional vlrnn.nn.LSTM / GRU) are run by the engine with no Python call per block.
     """
 
     def __init__(self, rnn, out, loss_scaling="MEAN", N=None, method=None, fast_cells=True):
@@ -148,7 +153,9 @@ class VLRNN(PlainRNN):
         if method is not None:
             return method
         N = N if N is not None else self.N
-        return f"vlrnn:blocks={N}" if N is not None else "vlrnn"
+        # A bidirectional rnn's block method is bivlrnn (same options as vlrnn's).
+        base = "bivlrnn" if getattr(self.rnn, "bidirectional", False) is True else "vlrnn"
+        return f"{base}:blocks={N}" if N is not None else base
 
     def forward(self, x, y, h0=None, N=None, method=None):
         spec = self.method_for(N, method)
@@ -160,9 +167,11 @@ class VLRNN(PlainRNN):
         call = EngineCall(self.rnn, self.out, x, y, h0, self.fast_cells)
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)
+        check_method_fits(self._methods[spec], call.model)
         with grads_kept_on_error(call.grad_tensors):
             result = _C.compute(self._methods[spec], reduction=reduction_of(self.loss_scaling),
                                 **call.engine_args())
+            call.accumulate_h0_grad()
         self.last_counters = result["counters"]
         loss_seq = from_time_major(result["step_losses"], call.batch)
         return result["loss"], loss_seq, call.final_state(result["final_state"])

@@ -1,4 +1,4 @@
-"""VLRNN's hand-written cells as ordinary PyTorch modules.
+"""VLRNN's hand-written cells and C++ model kinds as ordinary PyTorch modules.
 
     vlrnn.nn.LSTM   torch.nn.LSTM's constructor arguments, parameter names and state_dict
                     layout (a trained nn.LSTM's state_dict loads into it), computed by
@@ -7,35 +7,71 @@
     vlrnn.nn.GRU    likewise torch.nn.GRU, by gru_block (variant 'v3', LibTorch's formula,
                     by default; 'v4' computes the same function saving other activations;
                     'v1' / 'v2' apply the reset gate before the recurrent matrix multiply)
+    vlrnn.nn.MinGRU, MinLSTM, LRU, SelectiveSSM
+                    the linear recurrences, each layer's recurrence run by an in-block scan
+                    with a hand-written backward (the C++ kinds mingru, minlstm, lru, ssm;
+                    vlrnn/_cpp_rnn.py); bidirectional=True as torch.nn's
 
 They work in any training loop (loss.backward()), take batch-first or time-major tensors
-and PackedSequences, and work as the rnn of vlrnn.VLRNN. Differences from torch.nn: CPU
-only; no bidirectional, no proj_size; dropout between layers draws its masks one step at a
-time ([L-1, B, H] per step; for a PackedSequence, for the sequences present at that step),
-which makes any cut of the sequence into blocks exact. (torch.nn's draw one [T, B, H] mask
-per layer and call: with two or more dropout layers, a cut interleaves the layers' draws
-differently, and no block method can be exact for them.)
-Shapes: T = steps, B = batch, F = input features, H = hidden, L = layers, G = gates.
+and PackedSequences, and work as the rnn of vlrnn.VLRNN (with batch_first=True, as VLRNN
+calls its rnn). Differences from torch.nn: CPU only; no proj_size; dropout between layers
+draws its masks one step at a time ([L-1, B, H] per step; for a PackedSequence, for the
+sequences present at that step), which makes any cut of the sequence into blocks exact.
+(torch.nn's draw one [T, B, H] mask per layer and call: with two or more dropout layers, a
+cut interleaves the layers' draws differently, and no block method can be exact for them.)
+
+Bidirectional modules (bidirectional=True: LSTM / GRU here or in torch.nn, and the linear
+recurrences) run as the engine's bidirectional model (vlrnn/core/bidirectional.h): each direction of each layer is a
+hand-written cell over that direction's parameters (for LSTM / GRU torch.nn's '_reverse'
+ones for the backward direction; for the linear recurrences a one-layer C++ module), the
+backward direction of each sequence starting at its own last
+valid step. Inside vlrnn.VLRNN they train with the bidirectional block method (method
+'bivlrnn', the default for them) or 'checkpoint' / 'full'. Their dropout between layers is
+one [B, 2H] mask per step, drawn after the layer below ran.
+Shapes: T = steps, B = batch, F = input features, H = hidden, L = layers, G = gates,
+D = directions (1, or 2 when bidirectional).
 """
 import math
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
-from ._sequences import pack_like, packed_rows
+from ._adapters import EngineModel, stacked_directions
+from ._cpp_rnn import LRU, MinGRU, MinLSTM, SelectiveSSM
+from ._sequences import packed_rows, rnn_input, rnn_output
+
+__all__ = ["LSTM", "GRU", "MinGRU", "MinLSTM", "LRU", "SelectiveSSM"]
 
 
-def _layer_weights(module, layer):
-    """Layer `layer`'s (w_ih, w_hh, b_ih, b_hh) under torch.nn's names (zeros: no bias)."""
-    w_ih = getattr(module, f"weight_ih_l{layer}")
-    w_hh = getattr(module, f"weight_hh_l{layer}")
+def _layer_weights(module, layer, suffix=""):
+    """Layer `layer`'s (w_ih, w_hh, b_ih, b_hh) under torch.nn's names (zeros: no bias);
+    suffix '_reverse' for a bidirectional module's backward direction."""
+    w_ih = getattr(module, f"weight_ih_l{layer}{suffix}")
+    w_hh = getattr(module, f"weight_hh_l{layer}{suffix}")
     if module.bias:
-        return w_ih, w_hh, getattr(module, f"bias_ih_l{layer}"), \
-            getattr(module, f"bias_hh_l{layer}")
+        return w_ih, w_hh, getattr(module, f"bias_ih_l{layer}{suffix}"), \
+            getattr(module, f"bias_hh_l{layer}{suffix}")
     zeros = w_ih.new_zeros(w_ih.shape[0])
     return w_ih, w_hh, zeros, zeros
+
+
+def _run_cell(cell, x, entry, weights, mask):
+    """One layer by a hand-written cell: x [T, B, I], entry (h, c) or (h,) each [1, B, H]
+    -> (z [T, B, H], the exit state as a tuple of [1, B, H])."""
+    if cell == "lstm":
+        z, h, c = _C.lstm_block(x, entry[0], entry[1], *weights, mask)
+        return z, (h, c)
+    z, h = _C.gru_block(cell, x, entry[0], *weights, mask)
+    return z, (h,)
+
+
+def _step_mask(x, lengths):
+    """[T, B] bool: step t of sequence b is valid; None when every step is."""
+    if lengths is None:
+        return None
+    return (torch.arange(x.shape[0]).unsqueeze(1) < lengths.unsqueeze(0)).to(x.device)
 
 
 def run_layers(cell, module, x, state, mask=None, drop=None):
@@ -46,16 +82,69 @@ def run_layers(cell, module, x, state, mask=None, drop=None):
     exits = []
     for layer in range(module.num_layers):
         entry = [t[layer:layer + 1] for t in state]
-        weights = _layer_weights(module, layer)
-        if cell == "lstm":
-            x, h, c = _C.lstm_block(x, entry[0], entry[1], *weights, mask)
-            exits.append((h, c))
-        else:
-            x, h = _C.gru_block(cell, x, entry[0], *weights, mask)
-            exits.append((h,))
+        x, layer_exit = _run_cell(cell, x, entry, _layer_weights(module, layer), mask)
+        exits.append(layer_exit)
         if drop is not None and layer < module.num_layers - 1:
             x = x * drop[:, layer]
     return x, tuple(torch.cat([e[i] for e in exits]) for i in range(len(state)))
+
+
+def _direction_model(cell, module, layer, suffix):
+    """One direction of one layer of a bidirectional torch.nn-layout module as the engine's
+    left-to-right model: the hand-written cell over that direction's parameters, read from
+    the module at every call (so load_state_dict and optimizers act on what runs)."""
+    names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
+    if module.bias:
+        names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
+    hidden = module.hidden_size
+    width = module.input_size if layer == 0 else 2 * hidden
+
+    def block(x, state, lengths):
+        return _run_cell(cell, x, state, _layer_weights(module, layer, suffix),
+                         _step_mask(x, lengths))
+    states = 2 if cell == "lstm" else 1
+    return _C.PythonModel(block, width, hidden, [[1, 1, hidden]] * states, 1,
+                          [(n, getattr(module, n)) for n in names],
+                          f"python:{type(module).__qualname__}[{cell}] l{layer}{suffix} "
+                          f"{width}->{hidden}")
+
+
+def bidirectional_engine_model(module, cell, dropout):
+    """A bidirectional module in torch.nn's layout (LSTM / GRU with bidirectional=True) as
+    the engine's Bidirectional model, with its state in both layouts: torch.nn's tuple of
+    [2L, B, H] tensors (row 2l + d, d = 0 forward, 1 backward) and the engine's list
+    (fwd_0..., bwd_0..., fwd_1..., ...) of [1, B, H] tensors."""
+    layers = [(_direction_model(cell, module, layer, ""),
+               _direction_model(cell, module, layer, "_reverse"))
+              for layer in range(module.num_layers)]
+    model = _C.Bidirectional(layers, dropout if module.num_layers > 1 else 0.0)
+    model.train(module.training)
+    return EngineModel(model, *stacked_directions(module.num_layers, 2 if cell == "lstm" else 1))
+
+
+def _stock_cell(rnn):
+    """'lstm' / 'v3' for a module whose forward is torch.nn.LSTM's / GRU's own, else None."""
+    return {nn.LSTM.forward: "lstm", nn.GRU.forward: "v3"}.get(type(rnn).forward)
+
+
+def _why_not_stock(rnn):
+    """Why the hand-written cells would not compute a torch.nn.LSTM / GRU's own function
+    as the engine calls it, or None when they do."""
+    if not rnn.batch_first:
+        return "batch_first=False (VLRNN calls its rnn batch-first)"
+    if getattr(rnn, "proj_size", 0):
+        return "proj_size > 0"
+    if rnn.training and rnn.dropout > 0 and rnn.num_layers > 1:
+        return ("dropout between layers while training (torch.nn draws those masks once per "
+                "call; vlrnn.nn's modules draw them per step)")
+    hooks = torch.nn.modules.module
+    if rnn._forward_hooks or rnn._forward_pre_hooks or hooks._global_forward_hooks \
+            or hooks._global_forward_pre_hooks:
+        return "forward hooks"
+    if any(p.device.type != "cpu" or p.dtype not in (torch.float32, torch.float64)
+           for p in rnn.parameters()):
+        return "parameters not on the CPU in float32 / float64"
+    return None
 
 
 def stock_engine_block(rnn):
@@ -63,28 +152,33 @@ def stock_engine_block(rnn):
     (batch_first=True), the engine's block function computed by the hand-written cells
     (NOTE [ Python modules in the engine ]): the same function of the same parameters,
     without a Python call per block into LibTorch's RNN. None wherever that would not be the
-    module's own function: a forward overridden or hooked, bidirectional, proj_size, not on
-    the CPU in float32 / float64, batch_first=False, or dropout between layers while
-    training (torch.nn draws those masks per call, the cells per step)."""
-    cell = {nn.LSTM.forward: "lstm", nn.GRU.forward: "v3"}.get(type(rnn).forward)
-    if cell is None or not rnn.batch_first or rnn.bidirectional or getattr(rnn, "proj_size", 0):
-        return None
-    if rnn.training and rnn.dropout > 0 and rnn.num_layers > 1:
-        return None
-    hooks = torch.nn.modules.module
-    if rnn._forward_hooks or rnn._forward_pre_hooks or hooks._global_forward_hooks \
-            or hooks._global_forward_pre_hooks:
-        return None
-    if any(p.device.type != "cpu" or p.dtype not in (torch.float32, torch.float64)
-           for p in rnn.parameters()):
+    module's own function: a forward overridden or hooked, bidirectional (see
+    stock_engine_model), proj_size, not on the CPU in float32 / float64, batch_first=False,
+    or dropout between layers while training (torch.nn draws those masks per call, the cells
+    per step)."""
+    cell = _stock_cell(rnn)
+    if cell is None or rnn.bidirectional or _why_not_stock(rnn) is not None:
         return None
 
     def block(x, state, lengths):
-        mask = None
-        if lengths is not None:
-            mask = torch.arange(x.shape[0]).unsqueeze(1) < lengths.unsqueeze(0)  # [T, B]
-        return run_layers(cell, rnn, x, state, mask)
+        return run_layers(cell, rnn, x, state, _step_mask(x, lengths))
     return block
+
+
+def stock_engine_model(rnn):
+    """For an unmodified torch.nn.LSTM or GRU with bidirectional=True, the engine's
+    Bidirectional model computing its function by the hand-written cells (an EngineModel);
+    None for any other module. No block of a bidirectional module can be computed by calling
+    it, so what keeps the cells from computing its function is a ValueError naming it."""
+    cell = _stock_cell(rnn)
+    if cell is None or not rnn.bidirectional:
+        return None
+    why = _why_not_stock(rnn)
+    if why is not None:
+        raise ValueError(f"rnn: a bidirectional {type(rnn).__name__} runs inside VLRNN only as "
+                         f"the engine's bidirectional model, which cannot compute this one's "
+                         f"function: {why}")
+    return bidirectional_engine_model(rnn, cell, 0.0)
 
 
 class _BlockRNN(nn.Module):
@@ -102,27 +196,29 @@ class _BlockRNN(nn.Module):
         if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) \
                 or not 0 <= dropout < 1:
             raise ValueError(f"{name} dropout: expected a probability in [0, 1), got {dropout!r}")
-        if bidirectional:
-            raise ValueError(f"{name} bidirectional: not supported by the hand-written cell "
-                             "(use torch.nn for a bidirectional layer)")
+        if not isinstance(bidirectional, bool):
+            raise TypeError(f"{name} bidirectional: expected True or False, got "
+                            f"{bidirectional!r}")
         if proj_size:
             raise ValueError(f"{name} proj_size: not supported by the hand-written cell")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
-        self.bidirectional, self.proj_size = False, 0
+        self.bidirectional, self.proj_size = bidirectional, 0
         factory = {"device": device, "dtype": dtype}
         rows = self.GATES * hidden_size
+        directions = 2 if bidirectional else 1
         for layer in range(num_layers):
-            width = input_size if layer == 0 else hidden_size
-            self.register_parameter(f"weight_ih_l{layer}",
-                                    nn.Parameter(torch.empty(rows, width, **factory)))
-            self.register_parameter(f"weight_hh_l{layer}",
-                                    nn.Parameter(torch.empty(rows, hidden_size, **factory)))
-            if bias:
-                self.register_parameter(f"bias_ih_l{layer}",
-                                        nn.Parameter(torch.empty(rows, **factory)))
-                self.register_parameter(f"bias_hh_l{layer}",
-                                        nn.Parameter(torch.empty(rows, **factory)))
+            width = input_size if layer == 0 else directions * hidden_size
+            for suffix in ("", "_reverse")[:directions]:  # torch.nn's names and order
+                self.register_parameter(f"weight_ih_l{layer}{suffix}",
+                                        nn.Parameter(torch.empty(rows, width, **factory)))
+                self.register_parameter(f"weight_hh_l{layer}{suffix}",
+                                        nn.Parameter(torch.empty(rows, hidden_size, **factory)))
+                if bias:
+                    self.register_parameter(f"bias_ih_l{layer}{suffix}",
+                                            nn.Parameter(torch.empty(rows, **factory)))
+                    self.register_parameter(f"bias_hh_l{layer}{suffix}",
+                                            nn.Parameter(torch.empty(rows, **factory)))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -141,14 +237,25 @@ class _BlockRNN(nn.Module):
             text += ", batch_first=True"
         if self.dropout:
             text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += ", bidirectional=True"
         return text
 
     def _cell(self):
         raise NotImplementedError
 
+    def engine_model(self):
+        """Bidirectional: the engine's Bidirectional model computing this module's function
+        (an EngineModel, vlrnn/_adapters.py), which vlrnn.VLRNN runs with no Python call per
+        block; None for one direction (VLRNN calls the module per block)."""
+        if not self.bidirectional:
+            return None
+        return bidirectional_engine_model(self, self._cell(), self.dropout)
+
     def _initial_state(self, hx, batch, like):
         name = type(self).__name__
-        shape = [self.num_layers, batch, self.hidden_size]
+        layers = "num_layers * 2" if self.bidirectional else "num_layers"
+        shape = [self.num_layers * (2 if self.bidirectional else 1), batch, self.hidden_size]
         if hx is None:
             return [like.new_zeros(shape) for _ in range(self.STATES)]
         tensors = [hx] if isinstance(hx, torch.Tensor) else list(hx)
@@ -158,7 +265,7 @@ class _BlockRNN(nn.Module):
         for i, t in enumerate(tensors):
             if list(t.shape) != shape:
                 raise ValueError(f"{name} hx[{i}]: expected shape {shape} "
-                                 f"[num_layers, B, H], got {list(t.shape)}")
+                                 f"[{layers}, B, H], got {list(t.shape)}")
         return tensors
 
     def _dropout_masks(self, steps, batch, like, packed):
@@ -187,34 +294,21 @@ class _BlockRNN(nn.Module):
     def forward(self, input, hx=None):
         name = type(self).__name__
         packed = isinstance(input, PackedSequence)
-        if packed:
-            x, lengths = pad_packed_sequence(input)  # [T, B, F], the caller's order
-        elif isinstance(input, torch.Tensor):
-            if input.dim() != 3:
-                raise ValueError(f"{name} input: expected a tensor of rank 3 "
-                                 f"({'[B, T, F]' if self.batch_first else '[T, B, F]'}), got "
-                                 f"shape {list(input.shape)}")
-            x, lengths = (input.transpose(0, 1) if self.batch_first else input), None
-        else:
-            raise TypeError(f"{name} input: expected a tensor or a PackedSequence, got "
-                            f"{type(input).__name__}")
-        if x.shape[-1] != self.input_size:
-            raise ValueError(f"{name} input: expected {self.input_size} features per step, "
-                             f"got {x.shape[-1]}")
+        x, lengths = rnn_input(input, self.batch_first, self.input_size, name)
         steps, batch = x.shape[0], x.shape[1]
         state = self._initial_state(hx, batch, x)
-        mask = None
-        if lengths is not None:
-            mask = (torch.arange(steps).unsqueeze(1) < lengths.unsqueeze(0)).to(x.device)
-        drop = None
-        if self.training and self.dropout > 0 and self.num_layers > 1:
-            drop = self._dropout_masks(steps, batch, x, input if packed else None)
-        x, final = run_layers(self._cell(), self, x, state, mask, drop)
-        if packed:
-            output = pack_like(x, input)
+        if self.bidirectional:
+            # The engine's own model, so that full BPTT here and every method inside VLRNN
+            # compute one function, dropout draws included.
+            engine = self.engine_model()
+            x, final = engine.model.forward(x, engine.to_engine(state), lengths)
+            final = engine.from_engine(final)
         else:
-            output = x.transpose(0, 1) if self.batch_first else x
-        return output, (final if self.STATES == 2 else final[0])
+            drop = None
+            if self.training and self.dropout > 0 and self.num_layers > 1:
+                drop = self._dropout_masks(steps, batch, x, input if packed else None)
+            x, final = run_layers(self._cell(), self, x, state, _step_mask(x, lengths), drop)
+        return rnn_output(x, input, self.batch_first), (final if self.STATES == 2 else final[0])
 
 
 class LSTM(_BlockRNN):

@@ -22,6 +22,9 @@ from ._engine import EngineCall, reduction_of
 # planner; every one exact.
 DEFAULT_METHODS = ("vlrnn:blocks=2", "vlrnn:blocks=7", "vlrnn:block=1", "checkpoint",
                    "revolve", "planner:percent=20")
+# For a bidirectional rnn: the exact methods that handle one.
+BIDIRECTIONAL_METHODS = ("bivlrnn:blocks=2", "bivlrnn:blocks=7", "bivlrnn:block=1",
+                         "checkpoint")
 
 
 class VerifyRow(NamedTuple):
@@ -66,17 +69,20 @@ class VerifyReport(list):
 
 def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,
            fast_cells=True):
-    """Every method of `methods` (specs; default DEFAULT_METHODS) against full BPTT on
+    """Every method of `methods` (specs; default DEFAULT_METHODS, or BIDIRECTIONAL_METHODS for
+    a bidirectional rnn) against full BPTT on
     rnn and out with the batch (x, y) and h0, as VLRNN(..., fast_cells=fast_cells) calls
     them. Gradients are computed into .grad on the way (zeroed first); nothing else changes."""
-    if methods is None:
-        methods = DEFAULT_METHODS
-    if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
+    if methods is not None and (isinstance(methods, str)
+                                or not all(isinstance(m, str) for m in methods)):
         raise TypeError("methods: expected a list of method specs (str), e.g. "
                         f"['vlrnn:blocks=4', 'checkpoint'], got {methods!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
     call = EngineCall(rnn, out, x, y, h0, fast_cells)
+    if methods is None:
+        bidirectional = isinstance(call.model, _C.Bidirectional)
+        methods = BIDIRECTIONAL_METHODS if bidirectional else DEFAULT_METHODS
     result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods), seed=seed,
                        label=type(rnn).__name__, head_label=type(out).__name__,
                        **call.engine_args())

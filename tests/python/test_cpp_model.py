@@ -74,7 +74,11 @@ def test_what_cannot_work_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         vlrnn.load_plugin(tmp_path / "missing.so")
     rnn = vlrnn.CppModel("rnn", F, H)
-    with pytest.raises(TypeError, match="give dtype= when constructing it"):
-        rnn.double()
+    with pytest.raises(TypeError, match="dtype: expected torch.float32 or torch.float64, got "
+                                        "torch.float16"):
+        rnn.half()
+    rnn.double()  # the C++ module converts its own tensors, in place
+    assert all(p.dtype == torch.float64 for p in rnn.parameters())
+    assert all(t.dtype == torch.float64 for _, t in rnn.cpp.named_parameters())
     with pytest.raises(TypeError, match="dtype: expected torch.float32 or torch.float64"):
         vlrnn.CppModel("rnn", F, H, dtype=torch.float16)

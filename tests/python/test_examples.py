@@ -35,3 +35,17 @@ def test_readme_shows_the_training_loop_as_it_is():
     example = (EXAMPLES / "train_loop.py").read_text()
     body = example[example.index("import torch"):]
     assert "```python\n" + body + "```" in readme
+
+
+def test_bidirectional_and_linear_recurrence_example():
+    out = run("bidirectional.py")
+    lines = [l for l in out.splitlines() if ": method " in l]
+    assert [l.split(",")[0] for l in lines] == [
+        "bidirectional LSTM: method bivlrnn:blocks=10", "minGRU: method vlrnn:blocks=10"], out
+
+
+def test_readme_shows_the_bidirectional_example_as_it_is():
+    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+    example = (EXAMPLES / "bidirectional.py").read_text()
+    body = example[example.index("models = {"):]
+    assert "```python\n" + body + "```" in readme

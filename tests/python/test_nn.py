@@ -1,5 +1,6 @@
 """vlrnn.nn.LSTM and vlrnn.nn.GRU are torch.nn.LSTM and torch.nn.GRU, computed by the
-hand-written cells: same parameters and state_dict, same outputs and gradients."""
+hand-written cells: same parameters and state_dict, same outputs and gradients, in one
+direction or both."""
 import pytest
 import torch
 from torch import nn
@@ -11,10 +12,12 @@ from conftest import CLASSES, MlpHead, grads, max_rel_diff
 F, H = 5, 7
 
 
-def pair(kind, layers, batch_first, bias=True):
+def pair(kind, layers, batch_first, bias=True, bidirectional=False):
     ours_cls, theirs_cls = {"lstm": (vlrnn.nn.LSTM, nn.LSTM), "gru": (vlrnn.nn.GRU, nn.GRU)}[kind]
-    theirs = theirs_cls(F, H, num_layers=layers, batch_first=batch_first, bias=bias).double()
-    ours = ours_cls(F, H, num_layers=layers, batch_first=batch_first, bias=bias).double()
+    args = dict(num_layers=layers, batch_first=batch_first, bias=bias,
+                bidirectional=bidirectional)
+    theirs = theirs_cls(F, H, **args).double()
+    ours = ours_cls(F, H, **args).double()
     ours.load_state_dict(theirs.state_dict())
     return ours, theirs
 
@@ -26,9 +29,13 @@ def states(h):
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 @pytest.mark.parametrize("layers", [1, 3])
 @pytest.mark.parametrize("layout", ["batch_first", "time_major", "packed", "no_bias"])
-def test_same_function_and_gradients_as_torch_nn(kind, layers, layout):
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["one_way", "bidirectional"])
+def test_same_function_and_gradients_as_torch_nn(kind, layers, layout, bidirectional):
+    # Bidirectional: the engine's Bidirectional model, each direction a hand-written cell
+    # (the backward one on the '_reverse' parameters, from each sequence's last step).
     torch.manual_seed(0)
-    ours, theirs = pair(kind, layers, layout == "batch_first", bias=layout != "no_bias")
+    ours, theirs = pair(kind, layers, layout == "batch_first", bias=layout != "no_bias",
+                        bidirectional=bidirectional)
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     if layout == "packed":
         x = pack_sequence([torch.randn(n, F, dtype=torch.float64) for n in (9, 4, 12, 1)],
@@ -68,8 +75,6 @@ def test_as_the_rnn_of_vlrnn_with_dropout():
 
 
 def test_unsupported_options_say_so():
-    with pytest.raises(ValueError, match="bidirectional: not supported"):
-        vlrnn.nn.LSTM(F, H, bidirectional=True)
     with pytest.raises(ValueError, match="proj_size: not supported"):
         vlrnn.nn.LSTM(F, H, proj_size=2)
     with pytest.raises(ValueError, match="hidden_size: expected an int >= 1, got 0"):
