@@ -187,6 +187,34 @@ TEST(CostModelCache, IgnoresCorruptFiles) {
   EXPECT_TRUE(load_cost_model(dir.path, "k").has_value());
 }
 
+// The folder keeps the most recently used files only: storing one past the bound removes
+// the oldest, and a read makes a file recent again.
+TEST(CostModelCache, KeepsTheMostRecentlyUsedFiles) {
+  TemporaryDir dir("vlrnn-cost-models");
+  const auto model = CostModel::uniform(3, 1, 1, 1, 10, 5);
+  const auto set_age = [&](const std::string& key, int64_t seconds_ago) {
+    fs::last_write_time(cost_model_file(dir.path, key),
+                        fs::file_time_type::clock::now() - std::chrono::seconds(seconds_ago));
+  };
+  for (int64_t i = 0; i < 4; ++i) {
+    const auto key = "key " + std::to_string(i);
+    ASSERT_TRUE(store_cost_model(dir.path, key, model, 4));
+    set_age(key, 100 - i);  // key 0 the oldest
+  }
+  ASSERT_TRUE(load_cost_model(dir.path, "key 0").has_value());  // now the most recent
+  ASSERT_TRUE(store_cost_model(dir.path, "key 4", model, 4));
+  EXPECT_TRUE(load_cost_model(dir.path, "key 0").has_value());
+  EXPECT_FALSE(load_cost_model(dir.path, "key 1").has_value()) << "the oldest was kept";
+  for (const auto* key : {"key 2", "key 3", "key 4"}) {
+    EXPECT_TRUE(load_cost_model(dir.path, key).has_value()) << key;
+  }
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path / "cost-models")) {
+    files += entry.is_regular_file() ? 1 : 0;
+  }
+  EXPECT_EQ(files, 4u);
+}
+
 TEST(CostModelCache, FolderFromTheEnvironment) {
   const ScopedEnv home("HOME", "/home/someone");
   const ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);

@@ -6,12 +6,14 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
 #include <type_traits>
+#include <vector>
 
 namespace vlrnn::schedule {
 namespace {
@@ -71,6 +73,22 @@ bool parse_field(const std::string& text, V& value) {
     in >> std::ws;
     return in.eof();
   }
+}
+
+// Removes the least recently used model files of `folder` beyond `max_files` (by their
+// modification time: a read refreshes it). Files another process removes meanwhile, or
+// that cannot be removed, are left to it.
+void keep_most_recent(const fs::path& folder, size_t max_files) {
+  std::error_code error;
+  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  for (const auto& entry : fs::directory_iterator(folder, error)) {
+    if (entry.path().extension() != ".txt") continue;
+    const auto time = fs::last_write_time(entry.path(), error);
+    if (!error) files.emplace_back(time, entry.path());
+  }
+  if (files.size() <= max_files) return;
+  std::sort(files.begin(), files.end());  // oldest first
+  for (size_t i = 0; i + max_files < files.size(); ++i) fs::remove(files[i].second, error);
 }
 
 }  // namespace
@@ -149,10 +167,13 @@ std::optional<CostModel> load_cost_model(const fs::path& dir, const std::string&
   } catch (const c10::Error&) {
     return std::nullopt;
   }
+  std::error_code error;  // recently used now (NOTE [ Cost models on disk ])
+  fs::last_write_time(cost_model_file(dir, key), fs::file_time_type::clock::now(), error);
   return model;
 }
 
-bool store_cost_model(const fs::path& dir, const std::string& key, const CostModel& model) {
+bool store_cost_model(const fs::path& dir, const std::string& key, const CostModel& model,
+                      size_t max_files) {
   const fs::path file = cost_model_file(dir, key);
   std::error_code error;
   fs::create_directories(file.parent_path(), error);
@@ -173,9 +194,12 @@ bool store_cost_model(const fs::path& dir, const std::string& key, const CostMod
     }
   }
   fs::rename(temporary, file, error);
-  if (!error) return true;
-  fs::remove(temporary, error);
-  return false;
+  if (error) {
+    fs::remove(temporary, error);
+    return false;
+  }
+  keep_most_recent(file.parent_path(), max_files);
+  return true;
 }
 
 }  // namespace vlrnn::schedule

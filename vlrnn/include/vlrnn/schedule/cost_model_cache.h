@@ -14,7 +14,10 @@
 // so a reader in another process sees a whole file or none. A cache directory that cannot
 // be written costs the speed of the next process, nothing else.
 // Where: $VLRNN_CACHE_DIR when set ("off": no files at all), else $XDG_CACHE_HOME/vlrnn,
-// else ~/.cache/vlrnn; models go in its cost-models/ folder. kCostModelFormat is part of
+// else ~/.cache/vlrnn; models go in its cost-models/ folder, at most kMaxCostModelFiles of
+// them: a variable-length batch's lengths are part of its key, so a training run over
+// shuffled batches would otherwise leave a file per batch. Storing one more removes the
+// least recently used (a read refreshes its file's time). kCostModelFormat is part of
 // the key: raise it when what is measured, or how, changes, and older files are ignored.
 
 #include "vlrnn/methods/gradient_method.h"
@@ -27,6 +30,7 @@
 namespace vlrnn::schedule {
 
 constexpr int64_t kCostModelFormat = 1;
+constexpr size_t kMaxCostModelFiles = 256;
 
 // What the cost model of `workload` depends on, the machine aside (NOTE [ Cost models on
 // disk ]): equal signatures, equal costs.
@@ -49,9 +53,10 @@ std::filesystem::path cost_model_file(const std::filesystem::path& dir, const st
 // The model stored for `key` in `dir`; nullopt when there is none, or none readable.
 std::optional<CostModel> load_cost_model(const std::filesystem::path& dir, const std::string& key);
 
-// Stores `model` for `key` in `dir`, creating the folder; false when it could not (the
-// cache is an optimisation: a failure is not an error).
+// Stores `model` for `key` in `dir`, creating the folder, and then removes the least
+// recently used files beyond `max_files`; false when it could not store it (the cache is
+// an optimisation: a failure is not an error).
 bool store_cost_model(const std::filesystem::path& dir, const std::string& key,
-                      const CostModel& model);
+                      const CostModel& model, size_t max_files = kMaxCostModelFiles);
 
 }  // namespace vlrnn::schedule
