@@ -322,6 +322,9 @@ struct EndToEnd {
 // residual measured. Otherwise the chord from the shortest to the longest tape: it
 // over-predicts tapes between them a little (safe) and under-predicts longer ones by a few
 // percent (the planner's measured margin covers it: planner_method.cpp).
+// A segment that grows by less than this fraction of the chord's slope has stopped growing.
+constexpr double kStoppedGrowing = 0.5;
+
 void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
                             const std::vector<double>& residuals) {
   const size_t last = lengths.size() - 1;
@@ -342,7 +345,7 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
     const auto [slope, call] = chord_to(i - 1);
     const double segment =
         (residuals[i] - residuals[i - 1]) / double(lengths[i] - lengths[i - 1]);
-    if (slope <= 0.0 || segment >= 0.5 * slope) continue;
+    if (slope <= 0.0 || segment >= kStoppedGrowing * slope) continue;
     const double largest = *std::max_element(residuals.begin(), residuals.end());
     e.backward_step = slope;
     e.backward_call = call;
@@ -357,6 +360,13 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
 // once, outside any measured step. Long enough to see lstm_block's chunk stop the transient
 // growing at H·B up to 2048 (its chunk is 2^20 / (H·B) steps).
 constexpr int64_t kLongestCalibrationTape = 1024;
+// The ladder of full tapes (NOTE [ A transient that stops growing ]): from kShortestLadderTape
+// steps, each kLadderRatio times the one before, up to the longest; a last rung within
+// kShortSegment of the one before replaces it.
+constexpr int64_t kShortestLadderTape = 8, kLadderRatio = 4;
+constexpr double kShortSegment = 1.5;
+// Two tapes of this many steps give the extra bytes of a backward call after the first.
+constexpr int64_t kAccumulateTape = 16;
 
 EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
                               int64_t fixed_per_step) {
@@ -371,10 +381,15 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
   };
   if (T >= 2) {
     const int64_t longest = std::min<int64_t>(T, kLongestCalibrationTape);
-    std::vector<int64_t> lengths{std::max<int64_t>(2, std::min<int64_t>(8, longest - 1))};
-    while (lengths.back() * 4 < longest) lengths.push_back(lengths.back() * 4);
-    // The longest last, replacing a point within 1.5x of it (a short segment).
-    if (lengths.size() > 1 && 2 * longest < 3 * lengths.back()) lengths.back() = longest;
+    std::vector<int64_t> lengths{
+        std::max<int64_t>(2, std::min<int64_t>(kShortestLadderTape, longest - 1))};
+    while (lengths.back() * kLadderRatio < longest) {
+      lengths.push_back(lengths.back() * kLadderRatio);
+    }
+    // The longest last, replacing a point within kShortSegment of it.
+    if (lengths.size() > 1 && double(longest) < kShortSegment * double(lengths.back())) {
+      lengths.back() = longest;
+    }
     if (longest > lengths.back()) lengths.push_back(longest);
     std::vector<double> residuals;
     for (const int64_t n : lengths) residuals.push_back(residual(n, n));
@@ -382,7 +397,7 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
     e.accumulate_single = int64_t(std::max(0.0, residual(2, 1)));
   }
   if (T >= 4) {
-    const int64_t c = std::min<int64_t>(16, T / 2);
+    const int64_t c = std::min<int64_t>(kAccumulateTape, T / 2);
     const double transient =
         e.backward_call +
         e.backward_step * double(e.backward_window > 0 ? std::min(c, e.backward_window) : c);
@@ -423,6 +438,8 @@ constexpr int64_t kProfileWindow = 32;
 // the chunks' moment what its largest chunk needs, which stops growing at a chunk's length.
 // So the chunk length is the tape whose backward peak is largest above the head's moment,
 // unless that is the longest tried: then the whole tape is one chunk (T), as far as measured.
+constexpr int64_t kLongestChunkLadder = 8;  // windows
+
 struct ChunkLadder {
   int64_t start = 0;    // a window boundary
   int64_t windows = 0;  // the longest tape, in windows (< 2: no ladder fits in T)
@@ -431,7 +448,7 @@ struct ChunkLadder {
 ChunkLadder chunk_ladder(const Workload& workload) {
   const int64_t T = workload.batch.time_steps();
   ChunkLadder ladder{0, 1};
-  while (ladder.windows < 8 && 2 * ladder.windows * kProfileWindow <= T) ladder.windows *= 2;
+  while (ladder.windows < kLongestChunkLadder && 2 * ladder.windows * kProfileWindow <= T) ladder.windows *= 2;
   const int64_t shortest = workload.batch.lengths.min().item<int64_t>();
   ladder.start = std::min(shortest / kProfileWindow, T / kProfileWindow - ladder.windows) *
                  kProfileWindow;
@@ -499,10 +516,12 @@ double unexplained_second_tape(const CostModel& m, const Workload& workload, con
 // peak fixes it: two tapes of k steps from `a`, the second reversed after the first as in
 // every later block, and what the model so far leaves unexplained is the least a chunk needs.
 // `entry`: the state at step a.
+constexpr int64_t kChunkCallTape = 8;  // k
+
 void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd& e,
                           int64_t fixed_per_step, int64_t a, const State& entry) {
   const int64_t T = workload.batch.time_steps();
-  const int64_t k = std::min<int64_t>(8, (T - a) / 2);
+  const int64_t k = std::min<int64_t>(kChunkCallTape, (T - a) / 2);
   if (k < 2) return;
   const double unexplained = unexplained_second_tape(m, workload, e, fixed_per_step, a, k, entry);
   m.chunk_call_bytes = std::max(m.chunk_call_bytes, int64_t(std::max(0.0, unexplained)));
@@ -667,10 +686,12 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
 // that the machine's drift falls on both, and the median of their differences: taken as two
 // medians apart, the growth swung fourfold between runs (it is a difference of a few
 // percent of each), and a 1000-step tape's predicted time by 15 %.
+constexpr int64_t kShortGrowthTape = 64;  // the short tape; T below twice that: no growth
+
 double measure_tape_growth(const CostModel& m, const Workload& workload, int64_t repeats) {
   const int64_t T = workload.batch.time_steps();
-  if (T < 128) return 0.0;
-  const int64_t l1 = 64, l2 = std::min<int64_t>(T, kLongestCalibrationTape);
+  if (T < 2 * kShortGrowthTape) return 0.0;
+  const int64_t l1 = kShortGrowthTape, l2 = std::min<int64_t>(T, kLongestCalibrationTape);
   const CostPrefix sums(m);
   const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
   const State* with_lengths = workload.batch.has_lengths() ? &entry : nullptr;

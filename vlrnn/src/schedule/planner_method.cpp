@@ -3,6 +3,7 @@
 #include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/cost_measurement.h"
+#include "vlrnn/schedule/cost_model_cache.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
 
@@ -17,32 +18,13 @@
 namespace vlrnn::schedule {
 namespace {
 
-// What the cost model depends on: shapes, dtype, device, which tensors want gradients, the
-// lengths (active sequences per step), and the model and head themselves (their structure:
-// gru and gru_v1 .. gru_v4 have the same parameter shapes and different costs).
-std::string signature(const Workload& w) {
-  const auto& x = w.batch.inputs;
-  std::string s = fmt::format("{} {} {} x_grad={} h0_grad={} mean={}", fmt::join(x.sizes(), "x"),
-                              c10::toString(x.scalar_type()), x.device().str(),
-                              x.requires_grad(), w.h0.requires_grad(),
-                              w.reduction == Reduction::kMean);
-  int64_t head_params = 0;
-  for (const auto& p : w.head.parameters()) head_params += p.numel();
-  s += fmt::format(" model={} head={}:{}:{}", w.model.describe(), w.head.name(), head_params,
-                   w.head.input_size());
-  if (w.batch.has_lengths()) {
-    s += fmt::format(" lengths={}", fmt::join(std::vector<int64_t>(
-        w.batch.lengths.data_ptr<int64_t>(),
-        w.batch.lengths.data_ptr<int64_t>() + w.batch.lengths.numel()), ","));
-  }
-  return s;
-}
-
 // NOTE [ Cost-model cache ]: measuring a cost model takes a few short runs of the workload,
-// so the planner and `vlrnn budget` share one per workload signature. The cache holds the
-// kCostModelCacheSize most recently used models, and one mutex guards it: two threads
-// asking for the same signature measure it once (measurement is not concurrent anyway: the
-// peak counters it reads are process-wide).
+// so the planner and `vlrnn budget` share one per workload signature: in this process, the
+// kCostModelCacheSize most recently used models; across processes, the files of NOTE [ Cost
+// models on disk ] (cost_model_cache.h), read when this process has none and written when
+// it measured one. One mutex guards both: two threads asking for the same signature measure
+// it once (measurement is not concurrent anyway: the peak counters it reads are
+// process-wide).
 constexpr size_t kCostModelCacheSize = 16;
 
 struct CostModelCache {
@@ -55,10 +37,25 @@ CostModelCache& cost_model_cache() {
   return cache;
 }
 
+// The model on disk for `workload`, or one measured now and stored there.
+CostModel measured_or_stored(const Workload& workload) {
+  const auto dir = cost_model_cache_dir();
+  const auto key = cost_model_key(workload);
+  if (dir) {
+    if (auto stored = load_cost_model(*dir, key)) return *stored;
+  }
+  // NOTE [ Nested iteration scopes ]: calibration is not the step. Inside a scope of its own,
+  // what it allocates and frees does not count toward a step being measured around it.
+  measure::IterationMemoryScope calibration(workload.batch.inputs.device());
+  auto model = measure_cost_model(workload);
+  if (dir) store_cost_model(*dir, key, model);
+  return model;
+}
+
 }  // namespace
 
 CostModel measured_cost_model(const Workload& workload) {
-  const auto sig = signature(workload);
+  const auto sig = workload_signature(workload);
   auto& cache = cost_model_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
@@ -67,10 +64,7 @@ CostModel measured_cost_model(const Workload& workload) {
       return it->second;
     }
   }
-  // NOTE [ Nested iteration scopes ]: calibration is not the step. Inside a scope of its own,
-  // what it allocates and frees does not count toward a step being measured around it.
-  measure::IterationMemoryScope calibration(workload.batch.inputs.device());
-  cache.entries.emplace_front(sig, measure_cost_model(workload));
+  cache.entries.emplace_front(sig, measured_or_stored(workload));
   if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
   return cache.entries.front().second;
 }
@@ -196,7 +190,7 @@ void PlannerMethod::plan_within(const Workload& workload, int64_t budget) {
 }
 
 void PlannerMethod::prepare_impl(const Workload& workload) {
-  const auto sig = signature(workload);
+  const auto sig = workload_signature(workload);
   if (sig == signature_) return;
   signature_.clear();  // a failed plan leaves nothing behind
   model_ = options_.cost_model ? *options_.cost_model : measured_cost_model(workload);

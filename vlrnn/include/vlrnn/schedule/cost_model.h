@@ -105,9 +105,45 @@ struct CostModel {
                            int64_t fixed_b = 0);
 };
 
-// Prefix sums of a cost model: O(1) sums over any range of steps.
+// Every field of a CostModel, by name, in one list: check() and the disk cache (NOTE [ Cost
+// models on disk ] in cost_model_cache.h) read them through it. `Model` is CostModel or
+// const CostModel; `visit(name, field)` is called once per field.
+template <typename Model, typename Visit>
+void for_each_field(Model& m, Visit&& visit) {
+  visit("forward_seconds", m.forward_seconds);
+  visit("forward_grad_seconds", m.forward_grad_seconds);
+  visit("backward_seconds", m.backward_seconds);
+  visit("op_seconds", m.op_seconds);
+  visit("ended_call_seconds", m.ended_call_seconds);
+  visit("first_end_step", m.first_end_step);
+  visit("tape_growth_seconds", m.tape_growth_seconds);
+  visit("tape_bytes", m.tape_bytes);
+  visit("backward_transient_bytes", m.backward_transient_bytes);
+  visit("advance_transient_bytes", m.advance_transient_bytes);
+  visit("state_bytes", m.state_bytes);
+  visit("tape_op_bytes", m.tape_op_bytes);
+  visit("backward_op_bytes", m.backward_op_bytes);
+  visit("accumulate_single_bytes", m.accumulate_single_bytes);
+  visit("accumulate_bytes", m.accumulate_bytes);
+  visit("fixed_bytes", m.fixed_bytes);
+  visit("gradient_bytes", m.gradient_bytes);
+  visit("backward_window_steps", m.backward_window_steps);
+  visit("lengths_profiled", m.lengths_profiled);
+  visit("chunk_steps", m.chunk_steps);
+  visit("chunk_transient_bytes", m.chunk_transient_bytes);
+  visit("chunk_call_bytes", m.chunk_call_bytes);
+  visit("chunk_step_context_bytes", m.chunk_step_context_bytes);
+  visit("head_backward_step_bytes", m.head_backward_step_bytes);
+  visit("whole_call_steps", m.whole_call_steps);
+  visit("packed_step_bytes", m.packed_step_bytes);
+  visit("source", m.source);
+}
+
+// Prefix sums of a cost model: O(1) sums over any range of steps. It reads the model's
+// scalars from the model itself, which must outlive it.
 struct CostPrefix {
   explicit CostPrefix(const CostModel& model);
+  const CostModel& model;
   std::vector<double> forward, forward_grad, backward;  // [T + 1]
   std::vector<int64_t> tape, backward_transient, chunk;  // [T + 1]
   double forward_s(int64_t a, int64_t b) const { return forward[b] - forward[a]; }
@@ -117,15 +153,16 @@ struct CostPrefix {
   // chunk that holds the first end ]).
   int64_t tape_b(int64_t a, int64_t b) const {
     const int64_t sum = tape[size_t(b)] - tape[size_t(a)];
-    const int64_t m = whole_call_steps;
-    if (packed_step == 0 || a >= m || b <= m) return sum;
-    const int64_t c = a + (m - a) / chunk_steps * chunk_steps;  // that chunk's first step
-    return sum + (m - c) * packed_step - (tape[size_t(m)] - tape[size_t(c)]);
+    const int64_t m = model.whole_call_steps;
+    if (model.packed_step_bytes == 0 || a >= m || b <= m) return sum;
+    // That chunk's first step.
+    const int64_t c = a + (m - a) / model.chunk_steps * model.chunk_steps;
+    return sum + (m - c) * model.packed_step_bytes - (tape[size_t(m)] - tape[size_t(c)]);
   }
   // The most one step [t, t + 1) adds to any tape's bytes.
   int64_t step_tape_bound(int64_t t) const {
     const int64_t own = tape[size_t(t + 1)] - tape[size_t(t)];
-    return t < whole_call_steps ? std::max(own, packed_step) : own;
+    return t < model.whole_call_steps ? std::max(own, model.packed_step_bytes) : own;
   }
   int64_t backward_transient_b(int64_t a, int64_t b) const {
     return backward_transient[b] - backward_transient[a];
@@ -137,33 +174,37 @@ struct CostPrefix {
   int64_t tape_transient_bound(int64_t a, int64_t b) const {
     if (chunked(b)) {
       const int64_t chunks = chunk[size_t(b)] - chunk[size_t(a)];
-      return std::max({head_step * (b - a), b - a >= 2 ? chunk_call : 0,
-                       chunk_context + (b - a <= chunk_steps
-                                            ? chunks
-                                            : std::min(chunks, max_chunk_transient))});
+      return std::max({model.head_backward_step_bytes * (b - a),
+                       b - a >= 2 ? model.chunk_call_bytes : 0,
+                       model.chunk_step_context_bytes +
+                           (b - a <= model.chunk_steps ? chunks
+                                                       : std::min(chunks, max_chunk_transient))});
     }
     const int64_t sum = backward_transient_b(a, b);
+    const int64_t window = model.backward_window_steps;
     return window <= 0 || b - a <= window ? sum : std::min(sum, max_window_transient);
   }
   // Per step of a tape, for per-step bounds: with the per-tape bytes of tape_call_bound(),
   // what a tape of k steps needs is at most k of these.
   int64_t step_transient_bound(int64_t t) const {
     const int64_t fused = backward_transient_b(t, t + 1);
-    if (chunk_steps == 0) return fused;
+    if (model.chunk_steps == 0) return fused;
     // A step before the first end is in chunked tapes too (those reaching past it).
-    const int64_t in_chunk = std::max(head_step, chunk[size_t(t + 1)] - chunk[size_t(t)]);
+    const int64_t in_chunk =
+        std::max(model.head_backward_step_bytes, chunk[size_t(t + 1)] - chunk[size_t(t)]);
     return chunked(t + 1) ? in_chunk : std::max(fused, in_chunk);
   }
   // What any tape of two steps or more needs once, beyond its steps (the least a chunk
   // needs).
-  int64_t tape_call_bound() const { return chunk_steps > 0 ? chunk_call + chunk_context : 0; }
-  int64_t window = 0;                // backward_window_steps
-  int64_t max_window_transient = 0;  // the largest sum over `window` consecutive steps
+  int64_t tape_call_bound() const {
+    return model.chunk_steps > 0 ? model.chunk_call_bytes + model.chunk_step_context_bytes : 0;
+  }
+  // The largest sum over backward_window_steps consecutive steps.
+  int64_t max_window_transient = 0;
   // NOTE [ Chunked backward of a variable-length batch ]
-  bool chunked(int64_t b) const { return chunk_steps > 0 && b > whole_call_steps; }
-  int64_t chunk_steps = 0, whole_call_steps = 0, head_step = 0, chunk_call = 0;
-  int64_t packed_step = 0;  // NOTE [ The chunk that holds the first end ]
-  int64_t chunk_context = 0;
+  bool chunked(int64_t b) const {
+    return model.chunk_steps > 0 && b > model.whole_call_steps;
+  }
   int64_t max_chunk_transient = 0;  // the largest chunk sum over chunk_steps consecutive steps
 };
 

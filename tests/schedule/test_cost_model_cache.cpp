@@ -1,0 +1,295 @@
+// Cost models on disk (NOTE [ Cost models on disk ] in cost_model_cache.h): every field
+// survives a file, a file for another key or in another format is not read, a corrupt one
+// is ignored and rewritten, and a model on disk spares a process its measurement.
+// Shapes: T steps, B sequences, F input features, H hidden.
+#include "test_util.h"
+
+#include "vlrnn/schedule/cost_model_cache.h"
+#include "vlrnn/schedule/planner_method.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+
+namespace vlrnn::schedule {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system's temporary one, removed at the end of the test.
+struct TemporaryDir {
+  fs::path path;
+  explicit TemporaryDir(const std::string& name)
+      : path(fs::temp_directory_path() /
+             (name + "-" + std::to_string(::getpid()) + "-" +
+              std::to_string(std::random_device()()))) {
+    fs::create_directories(path);
+  }
+  ~TemporaryDir() {
+    std::error_code error;
+    fs::remove_all(path, error);
+  }
+};
+
+// Sets an environment variable for the test's duration, restoring it after.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> before;
+  ScopedEnv(std::string variable, const std::optional<std::string>& value)
+      : name(std::move(variable)) {
+    if (const char* old = std::getenv(name.c_str())) before = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(before); }
+  void set(const std::optional<std::string>& value) const {
+    if (value) {
+      ::setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  }
+};
+
+// A model with every field away from its default.
+CostModel every_field_set() {
+  auto m = CostModel::uniform(5, 1.0 / 3.0, 2e-7, 3.25, 1000, 150, 5000);
+  m.forward_seconds[4] = 0.1;
+  m.op_seconds = 1.5e-5;
+  m.ended_call_seconds = 2.5e-6;
+  m.first_end_step = 3;
+  m.tape_growth_seconds = 1e-9;
+  m.tape_bytes[2] = 7;
+  m.backward_transient_bytes[1] = 11;
+  m.advance_transient_bytes[0] = 13;
+  m.tape_op_bytes = 17;
+  m.backward_op_bytes = 19;
+  m.accumulate_single_bytes = 23;
+  m.accumulate_bytes = 29;
+  m.gradient_bytes = 31;
+  m.backward_window_steps = 2;
+  m.lengths_profiled = true;
+  m.chunk_steps = 4;
+  m.chunk_transient_bytes = {1, 2, 3, 4, 5};
+  m.chunk_call_bytes = 37;
+  m.chunk_step_context_bytes = 41;
+  m.head_backward_step_bytes = 43;
+  m.whole_call_steps = 3;
+  m.packed_step_bytes = 47;
+  m.source = "measured on cpu (n = 4 and 12 steps)";
+  m.check();
+  return m;
+}
+
+// The file's text: equal texts, equal fields (every field is in it, by name).
+std::string text_of(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(CostModelCache, KeepsEveryFieldExactly) {
+  TemporaryDir dir("vlrnn-cost-models");
+  const auto model = every_field_set();
+  ASSERT_TRUE(store_cost_model(dir.path, "key one", model));
+  const auto loaded = load_cost_model(dir.path, "key one");
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->forward_seconds, model.forward_seconds);  // doubles bit for bit
+  EXPECT_EQ(loaded->forward_grad_seconds, model.forward_grad_seconds);
+  EXPECT_EQ(loaded->tape_bytes, model.tape_bytes);
+  EXPECT_EQ(loaded->chunk_transient_bytes, model.chunk_transient_bytes);
+  EXPECT_EQ(loaded->op_seconds, model.op_seconds);
+  EXPECT_EQ(loaded->packed_step_bytes, 47);
+  EXPECT_TRUE(loaded->lengths_profiled);
+  EXPECT_EQ(loaded->source, model.source);
+  // Stored again, the loaded model writes the same text: nothing was lost on the way.
+  ASSERT_TRUE(store_cost_model(dir.path, "key two", *loaded));
+  auto first = text_of(cost_model_file(dir.path, "key one"));
+  auto second = text_of(cost_model_file(dir.path, "key two"));
+  EXPECT_EQ(first.substr(first.find("\nforward_seconds")),
+            second.substr(second.find("\nforward_seconds")));
+}
+
+// What a hit costs: a model of T = 10000 steps (a variable-length batch's, every vector
+// full) read back, timed (printed, not asserted: NOTE [ Cost models on disk ]).
+TEST(CostModelCache, ReadsALongModelBack) {
+  TemporaryDir dir("vlrnn-cost-models");
+  auto model = CostModel::uniform(10000, 1.25e-5, 2.5e-5, 3.75e-5, 123456, 2048, 1 << 20);
+  model.chunk_steps = 64;
+  model.chunk_transient_bytes.assign(10000, 98765);
+  ASSERT_TRUE(store_cost_model(dir.path, "long", model));
+  const auto start = std::chrono::steady_clock::now();
+  const auto loaded = load_cost_model(dir.path, "long");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->chunk_transient_bytes, model.chunk_transient_bytes);
+  std::printf("[cost model cache] T = 10000: %lld bytes on disk, read in %.1f ms\n",
+              (long long)fs::file_size(cost_model_file(dir.path, "long")), 1e3 * seconds);
+}
+
+TEST(CostModelCache, ReadsNoFileOfAnotherKeyOrFormat) {
+  TemporaryDir dir("vlrnn-cost-models");
+  EXPECT_FALSE(load_cost_model(dir.path, "never stored").has_value());
+  ASSERT_TRUE(store_cost_model(dir.path, "key one", every_field_set()));
+  // Two keys that hash to one file name: the key inside tells them apart.
+  fs::create_directories(cost_model_file(dir.path, "key two").parent_path());
+  fs::copy_file(cost_model_file(dir.path, "key one"), cost_model_file(dir.path, "key two"));
+  EXPECT_FALSE(load_cost_model(dir.path, "key two").has_value());
+  // Another format's file.
+  auto text = text_of(cost_model_file(dir.path, "key one"));
+  std::ofstream(cost_model_file(dir.path, "key one"))
+      << "vlrnn cost model, format 0" << text.substr(text.find('\n'));
+  EXPECT_FALSE(load_cost_model(dir.path, "key one").has_value());
+}
+
+// Whatever a file holds, loading it gives a valid model or none, never an error.
+TEST(CostModelCache, IgnoresCorruptFiles) {
+  TemporaryDir dir("vlrnn-cost-models");
+  ASSERT_TRUE(store_cost_model(dir.path, "k", every_field_set()));
+  const auto file = cost_model_file(dir.path, "k");
+  const std::string good = text_of(file);
+  const auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  const std::vector<std::pair<std::string, std::string>> corruptions = {
+      {"empty", ""},
+      {"truncated", good.substr(0, good.size() / 2)},
+      {"binary", std::string("\0\xff\x01garbage", 10)},
+      {"a value not a number", replaced("op_seconds 1.5e-05", "op_seconds fast")},
+      {"a negative value", replaced("op_seconds 1.5e-05", "op_seconds -1")},
+      {"not finite", replaced("op_seconds 1.5e-05", "op_seconds nan")},
+      {"a vector too short", replaced("tape_bytes 5 ", "tape_bytes 4 ")},
+      {"a vector too long", replaced("tape_bytes 5 ", "tape_bytes 6 ")},
+      {"a huge length", replaced("tape_bytes 5 ", "tape_bytes 99999999999 ")},
+      {"a field missing", replaced("\nfixed_bytes 5000", "")},
+      {"a field twice", good + "fixed_bytes 5000\n"},
+      {"an unknown field", good + "warp_factor 9\n"},
+      {"a flag neither 0 nor 1", replaced("lengths_profiled 1", "lengths_profiled 2")},
+  };
+  for (const auto& [what, text] : corruptions) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+    std::optional<CostModel> loaded;
+    EXPECT_NO_THROW(loaded = load_cost_model(dir.path, "k")) << what;
+    EXPECT_FALSE(loaded.has_value()) << what;
+  }
+  std::ofstream(file, std::ios::trunc) << good;
+  EXPECT_TRUE(load_cost_model(dir.path, "k").has_value());
+}
+
+// The folder keeps the most recently used files only: storing one past the bound removes
+// the oldest, and a read makes a file recent again.
+TEST(CostModelCache, KeepsTheMostRecentlyUsedFiles) {
+  TemporaryDir dir("vlrnn-cost-models");
+  const auto model = CostModel::uniform(3, 1, 1, 1, 10, 5);
+  const auto set_age = [&](const std::string& key, int64_t seconds_ago) {
+    fs::last_write_time(cost_model_file(dir.path, key),
+                        fs::file_time_type::clock::now() - std::chrono::seconds(seconds_ago));
+  };
+  for (int64_t i = 0; i < 4; ++i) {
+    const auto key = "key " + std::to_string(i);
+    ASSERT_TRUE(store_cost_model(dir.path, key, model, 4));
+    set_age(key, 100 - i);  // key 0 the oldest
+  }
+  ASSERT_TRUE(load_cost_model(dir.path, "key 0").has_value());  // now the most recent
+  ASSERT_TRUE(store_cost_model(dir.path, "key 4", model, 4));
+  EXPECT_TRUE(load_cost_model(dir.path, "key 0").has_value());
+  EXPECT_FALSE(load_cost_model(dir.path, "key 1").has_value()) << "the oldest was kept";
+  for (const auto* key : {"key 2", "key 3", "key 4"}) {
+    EXPECT_TRUE(load_cost_model(dir.path, key).has_value()) << key;
+  }
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path / "cost-models")) {
+    files += entry.is_regular_file() ? 1 : 0;
+  }
+  EXPECT_EQ(files, 4u);
+}
+
+TEST(CostModelCache, FolderFromTheEnvironment) {
+  const ScopedEnv home("HOME", "/home/someone");
+  const ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  {
+    const ScopedEnv cache("VLRNN_CACHE_DIR", std::nullopt);
+    EXPECT_EQ(cost_model_cache_dir(), fs::path("/home/someone/.cache/vlrnn"));
+    const ScopedEnv xdg_set("XDG_CACHE_HOME", "/var/cache/me");
+    EXPECT_EQ(cost_model_cache_dir(), fs::path("/var/cache/me/vlrnn"));
+  }
+  const ScopedEnv cache("VLRNN_CACHE_DIR", "/tmp/elsewhere");
+  EXPECT_EQ(cost_model_cache_dir(), fs::path("/tmp/elsewhere"));
+  const ScopedEnv off("VLRNN_CACHE_DIR", "off");
+  EXPECT_FALSE(cost_model_cache_dir().has_value());
+}
+
+// A workload of its own shape, so that no other test has put its model in this process's
+// cache.
+struct CacheProblem {
+  std::shared_ptr<RecurrentModule> model = make_model({"gru", 3, 5, 1});
+  std::shared_ptr<OutputModule> head = make_head("mse", 5, 2);
+  SequenceBatch batch;
+  explicit CacheProblem(int64_t T) {
+    batch.inputs = torch::randn({T, 2, 3});   // [T, B, F]
+    batch.targets = torch::randn({T, 2, 2});  // [T, B, 2]
+  }
+  Workload workload() const { return validated(Workload{*model, *head, batch}); }
+};
+
+// What a previous process stored is what the next one plans with, unmeasured: a planted
+// synthetic model comes back as it was.
+TEST(CostModelCache, ASecondProcessReadsTheModelFromDisk) {
+  TemporaryDir dir("vlrnn-cost-models");
+  const ScopedEnv cache("VLRNN_CACHE_DIR", dir.path.string());
+  torch::manual_seed(3);
+  const CacheProblem problem(37);
+  const auto workload = problem.workload();
+  auto planted = CostModel::uniform(37, 1, 2, 3, 400, 40, 900);
+  planted.source = "planted by the test";
+  ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(workload), planted));
+  const auto model = measured_cost_model(workload);
+  EXPECT_EQ(model.source, "planted by the test");
+  EXPECT_EQ(model.tape_bytes, planted.tape_bytes);
+}
+
+// A corrupt file for the workload's key: measured again, and the file rewritten whole.
+TEST(CostModelCache, ACorruptFileIsMeasuredAgainAndRewritten) {
+  TemporaryDir dir("vlrnn-cost-models");
+  const ScopedEnv cache("VLRNN_CACHE_DIR", dir.path.string());
+  torch::manual_seed(3);
+  const CacheProblem problem(29);
+  const auto workload = problem.workload();
+  const auto key = cost_model_key(workload);
+  fs::create_directories(cost_model_file(dir.path, key).parent_path());
+  std::ofstream(cost_model_file(dir.path, key)) << "vlrnn cost model, format 1\nkey " << key
+                                                << "\nforward_seconds 29 0.1 0.";
+  const auto model = measured_cost_model(workload);
+  EXPECT_EQ(model.time_steps(), 29);
+  EXPECT_NE(model.source.find("measured"), std::string::npos) << model.source;
+  const auto stored = load_cost_model(dir.path, key);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->tape_bytes, model.tape_bytes);
+  EXPECT_EQ(stored->forward_seconds, model.forward_seconds);
+}
+
+// A folder that cannot be written (under a file) costs the next process its speed, nothing
+// else.
+TEST(CostModelCache, AnUnwritableFolderIsNoError) {
+  TemporaryDir dir("vlrnn-cost-models");
+  std::ofstream(dir.path / "a file") << "not a folder";
+  EXPECT_FALSE(store_cost_model(dir.path / "a file", "k", every_field_set()));
+  const ScopedEnv cache("VLRNN_CACHE_DIR", (dir.path / "a file").string());
+  torch::manual_seed(3);
+  const CacheProblem problem(23);
+  EXPECT_EQ(measured_cost_model(problem.workload()).time_steps(), 23);
+}
+
+}  // namespace
+}  // namespace vlrnn::schedule

@@ -1,0 +1,62 @@
+#pragma once
+// Measured cost models kept on disk, so that a second process planning the same workload on
+// the same machine reads its costs in milliseconds instead of measuring them again.
+//
+// NOTE [ Cost models on disk ]
+// A cost model (cost_model.h) measured on a workload depends on what the workload is (the
+// signature: shapes, dtype, device, lengths, which tensors want gradients, the model's and
+// the head's structure) and on where it runs (the machine: host, CPU, LibTorch's threads
+// and version). Both together are the key; a file per key holds the model as text, every
+// field of it by name (for_each_field), the whole key on its second line (the file name is
+// a hash of the key, and two keys may share one). A file whose text is not exactly a model
+// of this format for this key, or one that fails CostModel::check(), is ignored, measured
+// again and rewritten: never an error. Files are written to a temporary name and renamed,
+// so a reader in another process sees a whole file or none. A cache directory that cannot
+// be written costs the speed of the next process, nothing else.
+// Where: $VLRNN_CACHE_DIR when set ("off": no files at all), else $XDG_CACHE_HOME/vlrnn,
+// else ~/.cache/vlrnn; models go in its cost-models/ folder, at most kMaxCostModelFiles of
+// them: a variable-length batch's lengths are part of its key, so a training run over
+// shuffled batches would otherwise leave a file per batch. Storing one more removes the
+// least recently used (a read refreshes its file's time). kCostModelFormat is part of
+// the key: raise it when what is measured, or how, changes, and older files are ignored.
+
+#include "vlrnn/methods/gradient_method.h"
+#include "vlrnn/schedule/cost_model.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace vlrnn::schedule {
+
+constexpr int64_t kCostModelFormat = 1;
+constexpr size_t kMaxCostModelFiles = 256;
+
+// What the cost model of `workload` depends on, the machine aside (NOTE [ Cost models on
+// disk ]): equal signatures, equal costs.
+std::string workload_signature(const Workload& workload);
+
+// The machine part of the key: the host's name, `device` described (its CPU model, cores
+// and LibTorch's threads; a GPU's name and memory) and LibTorch's version.
+std::string machine_description(const torch::Device& device);
+
+// The whole key of `workload`'s cost model on this machine: machine_description() and
+// workload_signature().
+std::string cost_model_key(const Workload& workload);
+
+// The folder cost models are kept in; nullopt when VLRNN_CACHE_DIR=off or no home is known.
+std::optional<std::filesystem::path> cost_model_cache_dir();
+
+// The file that holds the model of `key` in `dir`.
+std::filesystem::path cost_model_file(const std::filesystem::path& dir, const std::string& key);
+
+// The model stored for `key` in `dir`; nullopt when there is none, or none readable.
+std::optional<CostModel> load_cost_model(const std::filesystem::path& dir, const std::string& key);
+
+// Stores `model` for `key` in `dir`, creating the folder, and then removes the least
+// recently used files beyond `max_files`; false when it could not store it (the cache is
+// an optimisation: a failure is not an error).
+bool store_cost_model(const std::filesystem::path& dir, const std::string& key,
+                      const CostModel& model, size_t max_files = kMaxCostModelFiles);
+
+}  // namespace vlrnn::schedule
