@@ -7,6 +7,7 @@
 
 #include "lib/user_models.h"
 
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/models.h"
 
@@ -45,7 +46,14 @@ ModelConfig parse_model(const json& v, double& carry_bias) {
       fail("model.model_file", error.what_without_backtrace());
     }
   }
-  if (v.contains("kind")) model.kind = read_string(v["kind"], "model.kind", model_kinds());
+  if (v.contains("kind")) {
+    model.kind = read_string(v["kind"], "model.kind");
+    try {
+      check_model_kind(model.kind);  // a registered kind or "bi:<kind>"
+    } catch (const c10::Error& error) {
+      fail("model.kind", error.what_without_backtrace());
+    }
+  }
   if (v.contains("hidden")) model.hidden_size = read_int(v["hidden"], "model.hidden", 1);
   if (v.contains("layers")) model.num_layers = read_int(v["layers"], "model.layers", 1);
   if (v.contains("dropout")) model.dropout = read_number(v["dropout"], "model.dropout", 0.0, 0.99);
@@ -228,6 +236,13 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
   }
   if (config.contains("device")) out.device = parse_device(read_string(config["device"], "device"));
   const auto methods = parse_methods(config["methods"], batch);
+  for (size_t i = 0; i < methods.size(); ++i) {
+    try {
+      check_method_takes_model(methods[i].first, out.model.kind);
+    } catch (const c10::Error& error) {
+      fail(fmt::format("methods[{}]", i), error.what_without_backtrace());
+    }
+  }
   for (const auto seed : seeds) {
     for (const auto& [method, method_batch] : methods) {
       out.runs.push_back({method, uint64_t(seed), method_batch});
