@@ -210,7 +210,7 @@ void run_length(experiments::ResultsStore& store, const BudgetArgs& args,
   const auto problem = experiments::make_problem(spec);
   std::cerr << fmt::format("vlrnn budget: {}: measuring the cost model...\n", spec.describe());
   const BudgetLength at = experiments::measure_length(problem, !args.no_full);
-  append_revolve_theory(store, at);
+  if (!at.bidirectional) append_revolve_theory(store, at);
   const auto points = experiments::budget_points(lists.budgets, lists.fractions, at.full_peak);
   for (const auto& point : points) {
     const auto choices = experiments::choose(lists.methods, !args.no_full, at, point.bytes);
@@ -249,7 +249,9 @@ void add_budget_command(CLI::App& app, int& exit_code) {
       "fraction of full BPTT's measured iteration peak, or bytes), the planner (planner:budget=B), "
       "uniform VLRNN blocks at the best K predicted to fit, revolve at the best slot count "
       "predicted to fit, and sqrt(T) checkpointing, measured interleaved with full in one run; "
-      "plus revolve's predicted curve from the measured cost model. Writes DIR/results.jsonl "
+      "plus revolve's predicted curve from the measured cost model. On a bidirectional "
+      "model (bilstm, bigru, bi:<kind>) the planner runs bivlrnn under the budget, sqrt is "
+      "bivlrnn at K = sqrt(T), and uniform and revolve do not apply. Writes DIR/results.jsonl "
       "(one record per method and budget, plus 'theory' records), results.csv and meta.json "
       "(command, git sha, machine). Plot: python3 scripts/plot.py DIR.");
   auto& p = args->problem;

@@ -49,11 +49,8 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
   std::vector<std::string> specs;
   if (args.methods.empty()) {
     // Every method that takes the model: a bidirectional kind only those that handle one.
-    const bool bidirectional = is_bidirectional_kind(args.problem.model);
     for (const auto& name : method_names()) {
-      if (bidirectional ? handles_bidirectional(name) : handles_left_to_right(name)) {
-        specs.push_back(name);
-      }
+      if (method_takes_model(name, args.problem.model)) specs.push_back(name);
     }
   } else {
     specs = experiments::split_method_list(args.methods);

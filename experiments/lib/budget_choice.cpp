@@ -2,6 +2,7 @@
 
 #include "lib/method_runner.h"
 
+#include "vlrnn/core/bidirectional.h"
 #include "vlrnn/methods/block.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/planner.h"
@@ -44,8 +45,13 @@ void choose_planner(const BudgetLength& at, int64_t budget, Choices& out) {
     out.chosen["planner"] = {{"error", e.what_without_backtrace()}};
     return;
   }
-  const auto& p = planner.current_plan();
   out.specs.push_back(fmt::format("planner:budget={}", budget));
+  if (at.bidirectional) {  // bivlrnn under the budget: its K, chosen by measurement
+    out.chosen["planner"] = {{"schedule", planner.describe()},
+                             {"checked_peak_bytes", planner.checked_peak_bytes()}};
+    return;
+  }
+  const auto& p = planner.current_plan();
   out.chosen["planner"] = {{"schedule", p.schedule.name},
                            {"chosen_by", p.chosen_by},
                            {"predicted", prediction_json(p.prediction)},
@@ -83,6 +89,12 @@ void choose_revolve(const BudgetLength& at, int64_t budget, Choices& out) {
 }
 
 void choose_sqrt(const BudgetLength& at, Choices& out) {
+  if (at.bidirectional) {
+    out.specs.push_back(fmt::format("bivlrnn:block={}", sqrt_steps(at.T)));
+    out.label_of_spec[out.specs.back()] = "sqrt";
+    out.chosen["sqrt"] = json::object();
+    return;
+  }
   const auto p = schedule::simulate(schedule::sqrt_checkpoint_schedule(at.T), at.model);
   out.specs.push_back(fmt::format("vlrnn:blocks={}", sqrt_steps(at.T)));
   out.label_of_spec[out.specs.back()] = "sqrt";
@@ -110,6 +122,15 @@ BudgetLength measure_length(const Problem& problem, bool run_full) {
   at.problem = &problem;
   at.spec = problem.spec;
   at.T = problem.batch.time_steps();
+  if (as_bidirectional(*problem.model)) {
+    TORCH_CHECK(run_full, "budget: the bidirectional model ", problem.spec.model, " has no "
+                "cost model to predict full BPTT's peak from; drop --no-full");
+    at.bidirectional = true;
+    at.full_peak = full_peak_bytes(problem, schedule::Prediction());
+    TORCH_CHECK(at.full_peak > 0, "budget: full BPTT failed on ", problem.spec.describe(),
+                ", and budget fractions of a bidirectional model refer to its measured peak");
+    return at;
+  }
   at.model = schedule::measured_cost_model(validated(problem.workload()));
   at.full_predicted = schedule::simulate(schedule::uniform_schedule(at.T, at.T), at.model);
   at.minimum = schedule::minimum_budget(at.model);
@@ -148,8 +169,15 @@ Choices choose(const std::vector<std::string>& methods, bool run_full, const Bud
   Choices out;
   if (run_full) out.specs.push_back("full");
   if (wants("planner")) choose_planner(at, budget, out);
-  if (wants("uniform")) choose_uniform(at, budget, out);
-  if (wants("revolve")) choose_revolve(at, budget, out);
+  for (const char* method : {"uniform", "revolve"}) {
+    if (wants(method) && at.bidirectional) {
+      out.chosen[method] = {{"error", "a bidirectional model has no left-to-right schedules "
+                                      "(its output at a step reads the whole sequence); the "
+                                      "planner runs bivlrnn under the budget"}};
+    }
+  }
+  if (wants("uniform") && !at.bidirectional) choose_uniform(at, budget, out);
+  if (wants("revolve") && !at.bidirectional) choose_revolve(at, budget, out);
   if (wants("sqrt")) choose_sqrt(at, out);
   return out;
 }

@@ -40,10 +40,17 @@ struct BudgetLength {
   schedule::Prediction full_predicted;  // full BPTT (one block of T steps) under `model`
   int64_t full_peak = 0;  // measured (one iteration), or predicted when full is not run
   int64_t minimum = 0;    // the smallest peak the cost model predicts for any schedule
+  // A bidirectional model (vlrnn/core/bidirectional.h): no left-to-right schedules, so no
+  // cost model (model, full_predicted and minimum stay empty); the planner runs bivlrnn
+  // under the budget, "sqrt" is bivlrnn at K = ceil(sqrt(T)), uniform and revolve do not
+  // apply (recorded as not fitting, saying why).
+  bool bidirectional = false;
 };
 
 // Measures the cost model the planner method will plan with (the same, cached) and, unless
-// `run_full` is false or full BPTT fails, full's iteration peak on `problem`.
+// `run_full` is false or full BPTT fails, full's iteration peak on `problem`. On a
+// bidirectional model: full's measured peak only (`run_full` must be true: there is no
+// cost model to predict it).
 BudgetLength measure_length(const Problem& problem, bool run_full);
 
 struct BudgetPoint {

@@ -50,7 +50,16 @@ void apply_key(ExperimentSpec& e, PendingMethods& methods, const std::string& ke
   else if (key == "kind") e.kind = read_string(v, path, {"grid", "max_batch"});
   else if (key == "figures") e.figures = read_string_list(v, path, kFigures);
   else if (key == "methods") methods = {v, path};
-  else if (key == "models") e.models = read_string_list(v, path, model_kinds());
+  else if (key == "models") {
+    e.models = read_string_list(v, path);
+    for (size_t i = 0; i < e.models.size(); ++i) {
+      try {
+        check_model_kind(e.models[i]);  // a registered kind or "bi:<kind>"
+      } catch (const c10::Error& error) {
+        fail(v.is_array() ? fmt::format("{}[{}]", path, i) : path, error.what_without_backtrace());
+      }
+    }
+  }
   else if (key == "T") e.time_steps = read_int_list(v, path, 1, false);
   else if (key == "batch") e.batches = read_int_list(v, path, 1, false);
   else if (key == "block") e.blocks = read_int_list(v, path, 1, true);
@@ -117,10 +126,8 @@ std::vector<std::string> resolve_methods(const PendingMethods& pending, const Ex
       // Only the methods that take every model of the experiment: bivlrnn runs bidirectional
       // models alone, and the block methods refuse them.
       const bool takes_every_model =
-          std::all_of(e.models.begin(), e.models.end(), [&](const std::string& kind) {
-            return is_bidirectional_kind(kind) ? handles_bidirectional(name)
-                                               : handles_left_to_right(name);
-          });
+          std::all_of(e.models.begin(), e.models.end(),
+                      [&](const std::string& kind) { return method_takes_model(name, kind); });
       if (!takes_every_model) continue;
       const bool exact = make_method(name)->is_exact();
       if (v == "all" || (v == "exact") == exact) {
@@ -148,6 +155,7 @@ std::vector<std::string> resolve_methods(const PendingMethods& pending, const Ex
     }
     try {
       check_method_specs({spec});
+      for (const auto& kind : e.models) check_method_takes_model(spec, kind);
     } catch (const c10::Error& error) {
       fail(paths[i], error.what_without_backtrace());
     }

@@ -7,6 +7,7 @@
 
 #include "lib/user_models.h"
 
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/models.h"
 
@@ -49,7 +50,14 @@ ModelConfig parse_model(const json& v, double& carry_bias, const std::string& pa
       fail(path + ".model_file", error.what_without_backtrace());
     }
   }
-  if (v.contains("kind")) model.kind = read_string(v["kind"], path + ".kind", model_kinds());
+  if (v.contains("kind")) {
+    model.kind = read_string(v["kind"], path + ".kind");
+    try {
+      check_model_kind(model.kind);  // a registered kind or "bi:<kind>"
+    } catch (const c10::Error& error) {
+      fail(path + ".kind", error.what_without_backtrace());
+    }
+  }
   if (v.contains("hidden")) model.hidden_size = read_int(v["hidden"], path + ".hidden", 1);
   if (v.contains("layers")) model.num_layers = read_int(v["layers"], path + ".layers", 1);
   if (v.contains("dropout")) model.dropout = read_number(v["dropout"], path + ".dropout", 0.0, 0.99);
@@ -259,6 +267,12 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
   for (size_t i = 0; i < methods.size(); ++i) {
     if (methods[i].model) {
       check_model_and_head(out, *methods[i].model, *task, fmt::format("methods[{}].model", i));
+    }
+    try {
+      check_method_takes_model(methods[i].method,
+                               methods[i].model ? methods[i].model->kind : out.model.kind);
+    } catch (const c10::Error& error) {
+      fail(fmt::format("methods[{}]", i), error.what_without_backtrace());
     }
   }
   std::set<std::string> labels;

@@ -29,12 +29,12 @@ std::unique_ptr<GradientMethod> make_full(MethodParams p) {
   return std::make_unique<FullBptt>();
 }
 
-// The options of VLRNN's blocks ("block", "blocks"), shared by vlrnn and bivlrnn.
+// The options of VLRNN's blocks ("block", "blocks"), shared by vlrnn and bivlrnn; the caller
+// finishes `p`.
 VlrnnOptions block_options(MethodParams& p, const std::string& method) {
   VlrnnOptions options;
   options.block_length = p.take("block", 0);
   options.num_blocks = p.take("blocks", 0);
-  p.finish(method, {"block", "blocks"});
   TORCH_CHECK(!p.has("block") || options.block_length > 0,
               method, " block: expected a block length K >= 1, got ", options.block_length);
   TORCH_CHECK(!p.has("blocks") || options.num_blocks > 0,
@@ -42,12 +42,43 @@ VlrnnOptions block_options(MethodParams& p, const std::string& method) {
   return options;
 }
 
+// A memory budget ("budget" in bytes, or "percent" of full BPTT's peak), shared by planner
+// and bivlrnn; the caller finishes `p`. `percent` is 0 when budget is given.
+struct BudgetParams {
+  int64_t bytes = 0;
+  double percent = 0.0;
+};
+
+BudgetParams budget_options(MethodParams& p, const std::string& method, int64_t default_percent) {
+  BudgetParams budget;
+  budget.bytes = p.take("budget", 0);
+  budget.percent = double(p.take("percent", default_percent));
+  TORCH_CHECK(!p.has("budget") || budget.bytes > 0,
+              method, " budget: expected a number of bytes >= 1, got ", budget.bytes);
+  TORCH_CHECK(!p.has("percent") || budget.percent > 0, method,
+              " percent: expected a percentage of full BPTT's peak >= 1, got ", budget.percent);
+  TORCH_CHECK(!(p.has("budget") && p.has("percent")),
+              method, ": give budget (bytes) or percent, not both");
+  if (p.has("budget")) budget.percent = 0.0;
+  return budget;
+}
+
 std::unique_ptr<GradientMethod> make_vlrnn(MethodParams p) {
-  return std::make_unique<VlrnnMethod>(block_options(p, "vlrnn"));
+  const auto options = block_options(p, "vlrnn");
+  p.finish("vlrnn", {"block", "blocks"});
+  return std::make_unique<VlrnnMethod>(options);
 }
 
 std::unique_ptr<GradientMethod> make_bivlrnn(MethodParams p) {
-  return std::make_unique<BidirectionalVlrnn>(block_options(p, "bivlrnn"));
+  const auto blocks = block_options(p, "bivlrnn");
+  const auto budget = budget_options(p, "bivlrnn", 0);
+  p.finish("bivlrnn", {"block", "blocks", "budget", "percent"});
+  BidirectionalVlrnnOptions options;
+  options.block_length = blocks.block_length;
+  options.num_blocks = blocks.num_blocks;
+  options.budget_bytes = budget.bytes;
+  options.budget_percent = budget.percent;
+  return std::make_unique<BidirectionalVlrnn>(options);
 }
 
 std::unique_ptr<GradientMethod> make_checkpoint(MethodParams p) {
@@ -91,15 +122,11 @@ std::unique_ptr<GradientMethod> make_revolve(MethodParams p) {
 }
 
 std::unique_ptr<GradientMethod> make_planner(MethodParams p) {
-  schedule::PlannerOptions options;
-  options.budget_bytes = p.take("budget", 0);
-  options.budget_percent = double(p.take("percent", 10));
+  const auto budget = budget_options(p, "planner", 10);
   p.finish("planner", {"budget", "percent"});
-  TORCH_CHECK(!p.has("budget") || options.budget_bytes > 0,
-              "planner budget: expected a number of bytes >= 1, got ",
-              options.budget_bytes);
-  TORCH_CHECK(!(p.has("budget") && p.has("percent")),
-              "planner: give budget (bytes) or percent, not both");
+  schedule::PlannerOptions options;
+  options.budget_bytes = budget.bytes;
+  if (budget.bytes == 0) options.budget_percent = budget.percent;
   return std::make_unique<schedule::PlannerMethod>(options);
 }
 
@@ -130,12 +157,14 @@ std::vector<MethodEntry> builtin_methods() {
        "the fastest schedule predicted to fit a memory budget (measures a cost model on the "
        "workload on first use; DP over nested recomputation); options budget=BYTES (a cap on "
        "the measured step peak) or percent=P: at most P % of full BPTT's measured step peak "
-       "on the workload (default 10)",
+       "on the workload (default 10); on a bidirectional model it runs bivlrnn under the "
+       "budget",
        make_planner},
       {"bivlrnn",
        "VLRNN for bidirectional models (bilstm, bigru, bi:<kind>): blocks of K steps, each "
        "direction back-propagated in its own sweep, 1.5 extra forward passes; options "
-       "block=K or blocks=N (default K=ceil(sqrt(T)))",
+       "block=K or blocks=N (default K=ceil(sqrt(T))), or budget=BYTES or percent=P: the "
+       "largest K whose measured step peak fits (measured on the workload on first use)",
        make_bivlrnn},
   };
 }
@@ -169,10 +198,26 @@ std::vector<std::string> method_names() {
 }
 
 bool handles_bidirectional(const std::string& name) {
-  return name == "full" || name == "checkpoint" || name == "bivlrnn";
+  return name == "full" || name == "checkpoint" || name == "bivlrnn" || name == "planner";
 }
 
 bool handles_left_to_right(const std::string& name) { return name != "bivlrnn"; }
+
+bool method_takes_model(const std::string& name, const std::string& kind) {
+  return is_bidirectional_kind(kind) ? handles_bidirectional(name) : handles_left_to_right(name);
+}
+
+void check_method_takes_model(const std::string& method, const std::string& kind) {
+  const auto name = method.substr(0, method.find(':'));  // options may be templates ({K})
+  if (method_takes_model(name, kind)) return;
+  std::vector<std::string> takers;
+  for (const auto& known : method_names()) {
+    if (method_takes_model(known, kind)) takers.push_back(known);
+  }
+  TORCH_CHECK(false, "method \"", method, "\" does not take the ",
+              is_bidirectional_kind(kind) ? "bidirectional" : "left-to-right", " model \"", kind,
+              "\"; the methods that do: ", fmt::format("{}", fmt::join(takers, ", ")));
+}
 
 std::unique_ptr<GradientMethod> make_method(const std::string& name, MethodParams params) {
   for (const auto& entry : method_registry()) {

@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 namespace vlrnn {
 namespace {
 
@@ -117,11 +119,27 @@ void add_model(const std::string& kind, const std::string& summary, ModelFactory
   registry().push_back({kind, summary, std::move(make)});
 }
 
-bool is_bidirectional_kind(const std::string& kind) {
-  return kind == "bilstm" || kind == "bigru" || kind.rfind(kBidirectionalPrefix, 0) == 0;
+void check_model_kind(const std::string& kind) {
+  const auto registered = [](const std::string& name) {
+    const auto& entries = registry();
+    return std::any_of(entries.begin(), entries.end(),
+                       [&](const ModelEntry& entry) { return entry.kind == name; });
+  };
+  if (registered(kind)) return;
+  const std::string prefix = kBidirectionalPrefix;
+  if (kind.rfind(prefix, 0) == 0) {
+    const auto inner = kind.substr(prefix.size());
+    TORCH_CHECK(!is_bidirectional_kind(inner), "model: \"", kind, "\": expected a "
+                "left-to-right kind after \"", prefix, "\", got the bidirectional \"", inner, "\"");
+    if (registered(inner)) return;
+  }
+  TORCH_CHECK(false, "model: unknown kind \"", kind, "\"; known kinds: ",
+              fmt::format("{}", fmt::join(model_kinds(), ", ")), ", and ", prefix,
+              "<kind> (a bidirectional wrapper of any left-to-right one)");
 }
 
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
+  check_model_kind(config.kind);
   for (const auto& entry : registry()) {
     if (entry.kind == config.kind) return entry.make(config);
   }
@@ -138,9 +156,7 @@ std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
     return std::make_shared<Bidirectional>(
         std::vector<Bidirectional::Directions>{{std::move(fwd), std::move(bwd)}});
   }
-  TORCH_CHECK(false, "model: unknown kind \"", config.kind, "\"; known kinds: ",
-              fmt::format("{}", fmt::join(model_kinds(), ", ")), ", and ", prefix,
-              "<kind> (a bidirectional wrapper of any of them)");
+  TORCH_CHECK(false, "model: unknown kind \"", config.kind, "\"");  // check_model_kind threw
 }
 
 }  // namespace vlrnn

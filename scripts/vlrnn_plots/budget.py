@@ -21,6 +21,16 @@ STYLE = {
     "full": dict(color="k", marker="*", label="full BPTT"),
 }
 BUDGETED = ("planner", "uniform", "revolve")
+# On a bidirectional model the planner runs bivlrnn at the largest K under the budget, and
+# "sqrt" is bivlrnn at K = sqrt(T) (experiments/lib/budget_choice.h).
+BIDIRECTIONAL_LABELS = {
+    "planner": "planner: bivlrnn, the largest K under the budget",
+    "sqrt": "bivlrnn at K = sqrt(T) (one point per run)",
+}
+
+
+def is_bidirectional(records):
+    return any((r.get("run") or {}).get("method_name") == "bivlrnn" for r in records)
 
 
 def accepts(record):
@@ -44,12 +54,18 @@ def annotate_planner(ax, xs, qs, rs, T):
     recomputes as a share of T and, when it keeps tapes (NOTE [ Kept tapes ]), how many.
     Every other label sits lower, so that neighbours on the log axis do not overlap."""
     for i, (x, q, r) in enumerate(zip(xs, qs, rs)):
-        predicted = (r.get("chosen") or {}).get("predicted") or {}
-        if "forward_no_grad_steps" not in predicted or q["value"] is None:
+        chosen = r.get("chosen") or {}
+        predicted = chosen.get("predicted") or {}
+        if q["value"] is None:
             continue
-        text = f"{predicted['forward_no_grad_steps'] / T:.0%}"
-        if predicted.get("kept_tapes"):
-            text += f"\n{predicted['kept_tapes']} kept"
+        if "forward_no_grad_steps" in predicted:
+            text = f"{predicted['forward_no_grad_steps'] / T:.0%}"
+            if predicted.get("kept_tapes"):
+                text += f"\n{predicted['kept_tapes']} kept"
+        elif "K=" in chosen.get("schedule", ""):  # a bidirectional model: bivlrnn's chosen K
+            text = "K=" + chosen["schedule"].split("K=")[-1].rstrip(")")
+        else:
+            continue
         ax.annotate(text, (x, q["value"]), textcoords="offset points",
                     xytext=(0, -16 - 18 * (i % 2)),
                     ha="center", va="top", fontsize=6, color=STYLE["planner"]["color"])
@@ -66,6 +82,10 @@ def draw(records, meta, directory, written, skipped):
     fig, axes = plt.subplots(2, len(steps), figsize=(6.4 * len(steps), 8.2), squeeze=False,
                              sharex="col", gridspec_kw={"height_ratios": [3, 2]})
     with_interval, theory_drawn, capped, over_budget = False, False, set(), False
+    styles = {m: dict(st) for m, st in STYLE.items()}
+    if is_bidirectional(measured):
+        for method, label in BIDIRECTIONAL_LABELS.items():
+            styles[method]["label"] = label
     for column, T in enumerate(steps):
         ax, peak_ax = axes[0][column], axes[1][column]
         at_t = [r for r in measured if r["T"] == T]
@@ -103,7 +123,7 @@ def draw(records, meta, directory, written, skipped):
             theory_drawn = True
             ax.plot(xs, ys, "--", color="C2", alpha=0.7, lw=1.2, drawstyle="steps-post",
                     label="revolve, cost-model prediction (best s under the budget)")
-        for method, style in STYLE.items():
+        for method, style in styles.items():
             rs = sorted((r for r in at_t if r["method"] == method), key=fraction)
             if not rs:
                 continue
@@ -163,7 +183,10 @@ def draw(records, meta, directory, written, skipped):
              + ("95 % bootstrap CI over paired rounds" if with_interval
                 else "none (one repeat: no interval)")
              + f"; hollow: wider than ±{stats.NOISY_HALF_WIDTH:.0%} or no interval, not a finding."]
-    if any(m["method"] == "planner" for m in measured):
+    if any(m["method"] == "planner" for m in measured) and is_bidirectional(measured):
+        notes.append("Under each planner point: the block length K bivlrnn chose (the largest "
+                     "whose measured peak fits the budget).")
+    elif any(m["method"] == "planner" for m in measured):
         notes.append("Under each planner point: the steps its schedule recomputes, as a share "
                      "of T, and the tapes it keeps instead of recomputing them, if any.")
     if theory_drawn:

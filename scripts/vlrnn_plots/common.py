@@ -22,9 +22,9 @@ MIB = 1024.0 * 1024.0
 # One colour per method name, stable across figures; unknown methods take the cycle.
 COLORS = {"full": "black", "vlrnn": "tab:blue", "checkpoint": "tab:orange",
           "tbptt": "tab:green", "planner": "tab:red", "uniform": "tab:blue",
-          "revolve": "tab:green", "sqrt": "tab:orange"}
+          "revolve": "tab:green", "sqrt": "tab:orange", "bivlrnn": "tab:purple"}
 MARKERS = {"full": "s", "vlrnn": "o", "checkpoint": "^", "tbptt": "D", "planner": "o",
-           "uniform": "s", "revolve": "^", "sqrt": "D"}
+           "uniform": "s", "revolve": "^", "sqrt": "D", "bivlrnn": "P"}
 FALLBACK = ["tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
 # Formats written for each figure; VLRNN_PLOT_FORMATS=png (the test) writes fewer.
 FORMATS = tuple(f for f in os.environ.get("VLRNN_PLOT_FORMATS", "png,pdf").split(",") if f)

@@ -193,7 +193,7 @@ TEST(Bidirectional, MethodsThatCutTheSequenceRefuseIt) {
   for (const char* spec : {"vlrnn:block=4", "tbptt:k=3", "revolve:slots=2"}) {
     SCOPED_TRACE(spec);
     expect_error_mentions([&] { make_method_from_spec(spec)->compute(Workload{*model, *head, batch}); },
-                          {"bidirectional", "[0, ", "full, checkpoint or bivlrnn"});
+                          {"bidirectional", "[0, ", "full, checkpoint, bivlrnn or planner"});
   }
   auto lstm = make_model({"lstm", F, H});
   auto lstm_head = make_head("ce", H, 3);

@@ -156,14 +156,20 @@ TEST(BudgetChoice, UnknownMethodsAreNamed) {
 // On a real (small) problem: the cost model and full's peak, then the planner prepared on the
 // workload: a budget it can honour gives its spec and the peak it measured within it; one
 // below its minimum gives its refusal and no spec.
-TEST(BudgetChoice, MeasuresALengthAndPreparesThePlanner) {
+// A small problem: F = 3, H = 6, C = 2, B = 2.
+ProblemSpec small_spec(const std::string& model, int64_t T) {
   ProblemSpec spec;
-  spec.model = "gru";
+  spec.model = model;
   spec.input_size = 3;
   spec.hidden_size = 6;
   spec.head_outputs = 2;
-  spec.time_steps = 24;
+  spec.time_steps = T;
   spec.batch = 2;
+  return spec;
+}
+
+TEST(BudgetChoice, MeasuresALengthAndPreparesThePlanner) {
+  const auto spec = small_spec("gru", 24);
   const auto problem = make_problem(spec);
   const auto at = measure_length(problem, /*run_full=*/true);
   EXPECT_EQ(at.T, 24);
@@ -185,6 +191,31 @@ TEST(BudgetChoice, MeasuresALengthAndPreparesThePlanner) {
   EXPECT_TRUE(refused.specs.empty());
   EXPECT_NE(refused.chosen.at("planner").at("error").get<std::string>().find("smallest"),
             std::string::npos);
+}
+
+// A bidirectional model: no cost model, full's measured peak; the planner runs bivlrnn under
+// the budget and records the K it chose and its measured peak, sqrt is bivlrnn at
+// K = ceil(sqrt(T)), uniform and revolve say why they do not apply; --no-full is refused.
+TEST(BudgetChoice, ABidirectionalModelGetsThePlannersBivlrnn) {
+  const auto problem = make_problem(small_spec("bilstm", 30));
+  const auto at = measure_length(problem, /*run_full=*/true);
+  EXPECT_TRUE(at.bidirectional);
+  EXPECT_GT(at.full_peak, 0);
+  expect_error_mentions([&] { measure_length(problem, /*run_full=*/false); },
+                        {"budget", "bidirectional", "bilstm", "--no-full"});
+  const auto budget = at.full_peak / 2;
+  const auto choices = choose({"planner", "uniform", "revolve", "sqrt"}, true, at, budget);
+  EXPECT_EQ(choices.specs, (std::vector<std::string>{"full", "planner:budget=" + std::to_string(budget),
+                                                     "bivlrnn:block=6"}));
+  const auto& planner = choices.chosen.at("planner");
+  EXPECT_LE(planner.at("checked_peak_bytes").get<int64_t>(), budget);
+  EXPECT_NE(planner.at("schedule").get<std::string>().find("bivlrnn(budget="), std::string::npos)
+      << planner.dump();
+  for (const char* method : {"uniform", "revolve"}) {
+    EXPECT_NE(choices.chosen.at(method).at("error").get<std::string>().find("bidirectional"),
+              std::string::npos) << method;
+  }
+  EXPECT_EQ(choices.label_of_spec.at("bivlrnn:block=6"), "sqrt");
 }
 
 }  // namespace

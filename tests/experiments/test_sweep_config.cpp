@@ -61,6 +61,16 @@ TEST(SweepConfig, ExperimentsInheritTheTopLevelAndOverrideIt) {
   EXPECT_EQ(points.back().method, "vlrnn:block=2");
 }
 
+// "all" on bidirectional kinds: the methods that take them, the planner (bivlrnn under its
+// budget) included; "bi:<kind>" of any left-to-right kind is a model.
+TEST(SweepConfig, AllOnBidirectionalKindsIsTheMethodsThatTakeThem) {
+  const auto config = parse(R"({"models": ["bi:lstm", "bigru", "bi:ssm"], "methods": "exact",
+                                "T": 16, "hidden": 4, "input": 3})");
+  EXPECT_EQ(config.experiments[0].methods,
+            (std::vector<std::string>{"full", "checkpoint", "planner", "bivlrnn"}));
+  EXPECT_EQ(config.experiments[0].models, (std::vector<std::string>{"bi:lstm", "bigru", "bi:ssm"}));
+}
+
 TEST(SweepConfig, TheHashIsTheGridNotTheFormatting) {
   const auto a = parse(R"({"T": [64, 128], "batch": 2})");
   const auto b = parse(R"({ "batch" : 2,
@@ -104,6 +114,15 @@ TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
                         {"$.block", "block length"});
   expect_error_mentions([] { parse(R"({"models": ["lstm", "transformer"]})"); },
                         {"$.models[1]", "transformer", "gru"});
+  expect_error_mentions([] { parse(R"({"models": ["bi:transformer"]})"); },
+                        {"$.models[0]", "bi:transformer", "known kinds", "bi:<kind>"});
+  expect_error_mentions([] { parse(R"({"models": ["bi:bilstm"]})"); },
+                        {"$.models[0]", "bi:bilstm", "left-to-right"});
+  // A method that does not take a model of the experiment is named with the ones that do.
+  expect_error_mentions([] { parse(R"({"models": ["bilstm"], "methods": ["full", "vlrnn"]})"); },
+                        {"$.methods[1]", "vlrnn", "bidirectional", "bilstm", "bivlrnn"});
+  expect_error_mentions([] { parse(R"({"models": "mingru", "methods": ["bivlrnn"]})"); },
+                        {"$.methods", "bivlrnn", "left-to-right", "mingru"});
   expect_error_mentions([] { parse(R"({"dtype": "float16"})"); }, {"$.dtype", "float32", "float16"});
   expect_error_mentions([] { parse(R"({"gradient_error": 1})"); }, {"$.gradient_error", "true or false"});
   expect_error_mentions([] { parse(R"({"figures": ["memory_vs_t"]})"); },

@@ -4,6 +4,8 @@
 #include "lib/shard.h"
 #include "lib/sweep_runner.h"
 
+#include "vlrnn/measure/flops.h"
+
 #include <filesystem>
 
 namespace vlrnn::experiments {
@@ -135,6 +137,31 @@ TEST_F(SweepRunnerTest, AShardRunsItsOwnPointsRecordsItselfAndResumesOnlyItself)
   testing::expect_error_mentions([&] { run_sweep(other, options_); },
                                  {"--resume", config_hash(other), meta["config_hash"].get<std::string>()});
   EXPECT_EQ(run_sweep(config(), options_).skipped, int64_t(mine.size()));
+}
+
+// The bidirectional kinds (bilstm, bi:<kind>) with the methods that take them, the planner's
+// budgeted bivlrnn included, and the linear recurrences with VLRNN: a tiny sweep runs every
+// point, and the records count FLOPs for them (a FLOP model, not the weight-shape fallback).
+TEST_F(SweepRunnerTest, BidirectionalAndLinearKindsRun) {
+  const auto config = parse_sweep_config(json::parse(R"({
+    "input": 3, "hidden": 6, "classes": 3, "batch": 2, "repeats": 1, "warmup": 0, "T": 24,
+    "experiments": [
+      {"name": "bi", "models": ["bilstm", "bi:gru_v3", "bi:mingru"],
+       "methods": ["full", "bivlrnn", "bivlrnn:percent=40", "planner:percent=40", "checkpoint"]},
+      {"name": "linear", "models": ["mingru", "minlstm", "lru", "ssm"],
+       "methods": ["full", "vlrnn"], "block": [6]}
+    ]})"), "kinds");
+  const auto summary = run_sweep(config, options_);
+  EXPECT_EQ(summary.total, 3 * 5 + 4 * 2);
+  EXPECT_EQ(summary.failed, 0);
+  for (const auto& r : ResultsStore(dir_.string()).read_records()) {
+    const auto name = r["model"].get<std::string>() + " " + r["method"].get<std::string>();
+    ASSERT_EQ(r["status"], "ok") << name << ": " << r.dump();
+    // Forward + backward (3 forwards) over T·B = 48 steps, from the table (flops.h).
+    const auto per_step = measure::flops_per_step({r["model"].get<std::string>(), 3, 6, 1},
+                                                  r["head"].get<std::string>(), 3);
+    EXPECT_DOUBLE_EQ(r["flops"]["useful"].get<double>(), 48.0 * 3.0 * per_step.forward()) << name;
+  }
 }
 
 }  // namespace

@@ -206,6 +206,33 @@ TEST(Trainer, EveryTaskTrainsWithEveryMethod) {
   }
 }
 
+// The bidirectional kinds with the methods that take them (bivlrnn, fixed and budgeted, and
+// the planner, which runs bivlrnn on them), and a linear recurrence with VLRNN: a config
+// naming them parses and trains a few steps.
+TEST(Trainer, BidirectionalAndLinearKindsTrain) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"bilstm", {"bivlrnn", "bivlrnn:percent=50", "planner:percent=50"}},
+      {"bi:gru_v3", {"bivlrnn:block=5"}},
+      {"bi:minlstm", {"checkpoint"}},
+      {"mingru", {"vlrnn:block=5", "planner:percent=50"}},
+      {"ssm", {"vlrnn"}}};
+  for (const auto& [kind, methods] : cases) {
+    auto config = small_config({{"model", {{"kind", kind}, {"hidden", 6}}}, {"methods", methods},
+                                {"steps", 2}, {"eval_every", 2}});
+    const auto task = make_task(config.task);
+    for (const auto& run : config.runs) {
+      SCOPED_TRACE(kind + " " + run.method);
+      std::vector<json> records;
+      TrainHooks hooks;
+      hooks.log = [&](const std::vector<json>& r) { records.insert(records.end(), r.begin(), r.end()); };
+      const auto outcome = train_run(config, *task, run, fresh_dir("kinds"), false, hooks);
+      EXPECT_TRUE(outcome.finished);
+      ASSERT_EQ(records.size(), 3u);  // 2 steps and the run's summary
+      EXPECT_TRUE(std::isfinite(records[1]["loss"].get<double>()));
+    }
+  }
+}
+
 TEST(Trainer, RecordsUpToKeepsOtherRunsAndEarlierSteps) {
   const std::vector<json> records = {
       {{"run", "a"}, {"kind", "train_step"}, {"step", 1}},
@@ -266,6 +293,18 @@ TEST(Trainer, BadConfigsNameTheField) {
                 .find("methods[0].model.carry_bias"), std::string::npos);
   const json mingru = {{"method", "full"}, {"model", {{"kind", "mingru"}, {"hidden", 4}}}};
   EXPECT_NE(error_of({{"methods", {mingru, mingru}}}).find("methods[1]: the run \"full|model=mingru|seed=1\" comes twice"),
+            std::string::npos);
+  // Model kinds: an unknown one, "bi:" of an unknown or a bidirectional one, and a method
+  // that does not take the model, each named.
+  for (const std::string kind : {"transformer", "bi:transformer", "bi:bigru"}) {
+    EXPECT_NE(error_of({{"model", {{"kind", kind}}}}).find("model.kind"), std::string::npos) << kind;
+    EXPECT_NE(error_of({{"model", {{"kind", kind}}}}).find(kind), std::string::npos) << kind;
+  }
+  const auto refused = error_of({{"model", {{"kind", "bilstm"}}}, {"methods", {"full", "vlrnn"}}});
+  for (const std::string fragment : {"methods[1]", "vlrnn", "bilstm", "bivlrnn"}) {
+    EXPECT_NE(refused.find(fragment), std::string::npos) << fragment << " in " << refused;
+  }
+  EXPECT_NE(error_of({{"model", {{"kind", "lru"}}}, {"methods", {"bivlrnn"}}}).find("methods[0]"),
             std::string::npos);
   // Found while writing the fuzz targets (tests/fuzz/regressions/train_config/): 1e300 MiB
   // overflowed the conversion to a byte count (undefined behaviour).

@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include "vlrnn/measure/flops.h"
+#include "vlrnn/registry/methods.h"
 
 namespace vlrnn::measure {
 namespace {
@@ -23,7 +24,10 @@ struct Case {
 TEST(FlopModel, GemmFlopsMatchTheModulesWeightShapes) {
   for (const auto& c : {Case{"rnn", 1}, Case{"rnn", 2}, Case{"gru", 1}, Case{"gru", 3},
                         Case{"lstm", 1}, Case{"lstm", 3}, Case{"gru_lstm", 1},
-                        Case{"lstm_block", 1}, Case{"lstm_block", 3}, Case{"gru_v3", 2}}) {
+                        Case{"lstm_block", 1}, Case{"lstm_block", 3}, Case{"gru_v3", 2},
+                        Case{"bilstm", 1}, Case{"bilstm", 3}, Case{"bigru", 2},
+                        Case{"bi:lstm", 2}, Case{"bi:gru_v3", 1}, Case{"mingru", 2},
+                        Case{"minlstm", 1}, Case{"bi:mingru", 2}}) {
     const ModelConfig config{c.kind, 5, 7, c.layers};
     auto model = make_model(config);
     auto head = make_head("ce", model->output_size(), 11);
@@ -69,6 +73,67 @@ TEST(FlopModel, HandComputedShapes) {
   EXPECT_DOUBLE_EQ(head.head_gemm, 24.0);
   EXPECT_DOUBLE_EQ(head.head_elementwise, 3.0 + 12.0 + 2.0);
   EXPECT_DOUBLE_EQ(head.backward(), 2.0 * head.forward());
+}
+
+// Bidirectional kinds by hand, F = 3, H = 4: both directions of every layer, and the head
+// reads Z = 2H.
+TEST(FlopModel, BidirectionalKindsCountBothDirections) {
+  // bilstm, 2 layers: per direction 2·16·(3 + 4) (layer 0) + 2·16·(8 + 4) (layer 1 reads 2H).
+  const auto bilstm = flops_per_step({"bilstm", 3, 4, 2}, "ce", 3);
+  EXPECT_DOUBLE_EQ(bilstm.model_gemm, 2.0 * (224.0 + 384.0));
+  EXPECT_DOUBLE_EQ(bilstm.model_elementwise, 2.0 * 2.0 * 21.0 * 4.0);
+  EXPECT_DOUBLE_EQ(bilstm.head_gemm, 2.0 * 8.0 * 3.0);  // Linear 8 -> 3
+  // bigru, 1 layer: 2 · (2·12·(3 + 4)) and 2 · 17·H.
+  const auto bigru = flops_per_step({"bigru", 3, 4, 1}, "mse", 2);
+  EXPECT_DOUBLE_EQ(bigru.model_gemm, 336.0);
+  EXPECT_DOUBLE_EQ(bigru.model_elementwise, 136.0);
+  // bi:lstm, 2 layers: two 2-layer LSTMs F -> H, each 2·16·(3 + 4) + 2·16·(4 + 4).
+  EXPECT_DOUBLE_EQ(flops_per_step({"bi:lstm", 3, 4, 2}, "ce", 3).model_gemm, 2.0 * (224.0 + 256.0));
+  // bi:mingru: two minGRUs, each 2·2H·F GEMM and 7·H elementwise.
+  const auto bimingru = flops_per_step({"bi:mingru", 3, 4, 1}, "ce", 3);
+  EXPECT_DOUBLE_EQ(bimingru.model_gemm, 2.0 * 48.0);
+  EXPECT_DOUBLE_EQ(bimingru.model_elementwise, 2.0 * 28.0);
+  EXPECT_TRUE(has_flop_model("bilstm"));
+  EXPECT_TRUE(has_flop_model("bi:ssm"));
+  EXPECT_FALSE(has_flop_model("bi:my_cell"));
+  EXPECT_FALSE(has_flop_model("bi:bilstm"));  // not a model
+}
+
+// The linear recurrences by hand, F = 3, H = 4 (the step loop's work; flops.h).
+TEST(FlopModel, LinearRecurrencesByHand) {
+  // minGRU, 2 layers: [z, h~] = W x: 2·2H·F + 2·2H·H; 7·H per layer.
+  const auto mingru = flops_per_step({"mingru", 3, 4, 2}, "ce", 2);
+  EXPECT_DOUBLE_EQ(mingru.model_gemm, 48.0 + 64.0);
+  EXPECT_DOUBLE_EQ(mingru.model_elementwise, 2.0 * 28.0);
+  // minLSTM: [f, i, h~] = W x: 2·3H·F; 11·H.
+  const auto minlstm = flops_per_step({"minlstm", 3, 4, 1}, "ce", 2);
+  EXPECT_DOUBLE_EQ(minlstm.model_gemm, 72.0);
+  EXPECT_DOUBLE_EQ(minlstm.model_elementwise, 44.0);
+  // LRU: B x re/im and D x (3·H·F), C h re/im (2·H·H): 2·(36 + 32); 12·H.
+  const auto lru = flops_per_step({"lru", 3, 4, 1}, "ce", 2);
+  EXPECT_DOUBLE_EQ(lru.model_gemm, 136.0);
+  EXPECT_DOUBLE_EQ(lru.model_elementwise, 48.0);
+  // Selective SSM, N = 4: 2·H·(2F + 2H + 2N) = 2·4·22; 11·H + 7·H·N = 44 + 112.
+  const auto ssm = flops_per_step({"ssm", 3, 4, 1}, "ce", 2);
+  EXPECT_DOUBLE_EQ(ssm.model_gemm, 176.0);
+  EXPECT_DOUBLE_EQ(ssm.model_elementwise, 156.0);
+  // The scan and the step loop do the same useful work: the per-step count does not depend
+  // on how a block is computed.
+  EXPECT_DOUBLE_EQ(flops_per_step({"mingru", 3, 4, 2}, "ce", 2).forward(), mingru.forward());
+}
+
+// bivlrnn's counters are in steps of the whole model: its 1.5 extra forward passes count as
+// 1.5·T·B whole-model forwards of recomputation, both directions included.
+TEST(FlopModel, BivlrnnRecomputesOneAndAHalfPassesOfBothDirections) {
+  auto model = make_model({"bilstm", 3, 4, 1});
+  auto head = make_head("ce", model->output_size(), 3);
+  SequenceBatch batch{torch::randn({20, 2, 3}), torch::randint(0, 3, {20, 2}), {}};
+  const auto result =
+      make_method_from_spec("bivlrnn:block=5")->compute(Workload{*model, *head, batch});
+  const auto per_step = flops_per_step({"bilstm", 3, 4, 1}, "ce", 3);
+  const auto flops = iteration_flops(per_step, 20, 2, 40, result.counters);
+  EXPECT_DOUBLE_EQ(flops.useful(), 40.0 * 3.0 * per_step.forward());
+  EXPECT_DOUBLE_EQ(flops.recomputed, 1.5 * 40.0 * per_step.model_forward());
 }
 
 TEST(FlopModel, UsefulIsForwardPlusBackwardOverEveryValidStep) {

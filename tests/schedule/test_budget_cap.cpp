@@ -40,8 +40,8 @@ RandomWorkload fixed_workload(const std::string& kind, int64_t F, int64_t H, int
   return w;
 }
 
-// Every model kind the planner takes: a bidirectional one it refuses
-// (vlrnn/core/bidirectional.h).
+// Every model kind the planner plans for: on a bidirectional one it runs bivlrnn under the
+// budget instead (tested in tests/schedule/test_bidirectional_vlrnn.cpp).
 std::vector<std::string> left_to_right_kinds() {
   std::vector<std::string> kinds;
   for (const auto& kind : model_kinds()) {

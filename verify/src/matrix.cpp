@@ -46,6 +46,7 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
     for (int64_t k : {int64_t(1), int64_t(7), int64_t(5), time_steps, time_steps + 12}) {
       specs.push_back(fmt::format("bivlrnn:block={}", k));
     }
+    specs.push_back("bivlrnn:percent=30");  // K chosen under a budget, by measurement
     return specs;
   }
   if (method == "tbptt") {
@@ -177,7 +178,7 @@ std::vector<VerifyCase> default_matrix() {
       {"lstm_block", 3, "mse", 0.3}};
   // Bidirectional models (vlrnn/core/bidirectional.h): one layer, a wrapper whose directions
   // draw dropout per step, and a stack with dropout between layers; for the methods that
-  // take them (checkpoint, bivlrnn).
+  // take them (checkpoint, bivlrnn, the planner).
   const std::vector<ModelShape> bidirectional = {
       {"bilstm", 1, "ce", 0.0}, {"bigru", 1, "mse", 0.0}, {"bi:lstm", 2, "ce", 0.3},
       {"bilstm", 2, "mse", 0.25}};

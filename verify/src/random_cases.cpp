@@ -60,6 +60,9 @@ std::string draw_method_spec(Draw& draw, const std::string& method, int64_t T) {
   }
   if (method == "revolve") return fmt::format("revolve:slots={}", draw.range(1, 8));
   if (method == "bivlrnn") {
+    if (draw.chance(25)) {  // K chosen under a budget
+      return fmt::format("bivlrnn:percent={}", draw.pick<int64_t>({1, 10, 30, 100}));
+    }
     const int64_t k = draw.chance(60) ? draw.range(1, std::min<int64_t>(T, 16)) : draw.range(1, T + 5);
     return fmt::format("bivlrnn:block={}", k);
   }
@@ -102,10 +105,7 @@ std::vector<VerifyCase> random_configuration(uint64_t case_seed) {
   std::vector<VerifyCase> cases;
   for (const auto& method : method_names()) {
     if (method == "full" || !make_method(method)->is_exact()) continue;
-    if (is_bidirectional_kind(c.model) ? !handles_bidirectional(method)
-                                       : !handles_left_to_right(method)) {
-      continue;
-    }
+    if (!method_takes_model(method, c.model)) continue;
     VerifyCase with_method = c;
     with_method.method = draw_method_spec(draw, method, c.time_steps);
     cases.push_back(with_method);

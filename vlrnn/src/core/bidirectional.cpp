@@ -159,6 +159,10 @@ std::pair<torch::Tensor, State> Bidirectional::forward(const torch::Tensor& x,
   return {input, join_states(exits)};
 }
 
+bool is_bidirectional_kind(const std::string& kind) {
+  return kind == "bilstm" || kind == "bigru" || kind.rfind(kBidirectionalPrefix, 0) == 0;
+}
+
 const Bidirectional* as_bidirectional(const RecurrentModule& model) {
   return dynamic_cast<const Bidirectional*>(&model);
 }

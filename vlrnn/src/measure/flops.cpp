@@ -1,6 +1,7 @@
 #include "vlrnn/measure/flops.h"
 
 #include "vlrnn/cells/selective_ssm.h"
+#include "vlrnn/core/bidirectional.h"
 
 #include <algorithm>
 #include <optional>
@@ -73,6 +74,41 @@ std::optional<LayerFlops> linear_stack_flops(const std::string& kind, int64_t in
   return total;
 }
 
+LayerFlops twice(const LayerFlops& f) { return {2.0 * f.gemm, 2.0 * f.elementwise}; }
+
+// The model's forward FLOPs, one step, one sequence; none for a kind the table does not know.
+// A bidirectional kind runs both directions over every step: twice a direction's work.
+std::optional<LayerFlops> model_flops(const std::string& kind, int64_t input_size, int64_t hidden,
+                                      int64_t layers) {
+  if (const auto cell = stacked_cell(kind)) return stack_flops(*cell, input_size, hidden, layers);
+  if (kind == "gru_lstm") {
+    // As make_model builds it: GRU F -> H (1 layer), then LSTM H -> H (3 layers).
+    const auto gru = stack_flops(CellKind::kGru, input_size, hidden, 1);
+    const auto lstm = stack_flops(CellKind::kLstm, hidden, hidden, 3);
+    return LayerFlops{gru.gemm + lstm.gemm, gru.elementwise + lstm.elementwise};
+  }
+  if (const auto linear = linear_stack_flops(kind, input_size, hidden, layers)) return linear;
+  if (kind == "bilstm" || kind == "bigru") {
+    // LibTorch's bidirectional=true: layer l > 0 reads [forward h, backward h], 2H wide.
+    const auto cell = kind == "bilstm" ? CellKind::kLstm : CellKind::kGru;
+    LayerFlops total;
+    for (int64_t l = 0; l < layers; ++l) {
+      const auto f = twice(layer_flops(cell, double(l == 0 ? input_size : 2 * hidden), double(hidden)));
+      total.gemm += f.gemm;
+      total.elementwise += f.elementwise;
+    }
+    return total;
+  }
+  const std::string prefix = kBidirectionalPrefix;
+  if (kind.rfind(prefix, 0) == 0) {
+    // "bi:<kind>": two independent `kind` models of L layers each, F -> H.
+    const auto inner = kind.substr(prefix.size());
+    if (is_bidirectional_kind(inner)) return std::nullopt;  // not a model (make_model refuses it)
+    if (const auto direction = model_flops(inner, input_size, hidden, layers)) return twice(*direction);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_kind,
@@ -83,28 +119,19 @@ FlopsPerStep flops_per_step(const ModelConfig& model, const std::string& head_ki
               model.num_layers);
   TORCH_CHECK(head_outputs >= 1, "flops_per_step head_outputs: expected >= 1, got ",
               head_outputs);
-  LayerFlops body;
-  if (const auto cell = stacked_cell(model.kind)) {
-    body = stack_flops(*cell, model.input_size, model.hidden_size, model.num_layers);
-  } else if (model.kind == "gru_lstm") {
-    // As make_model builds it: GRU F -> H (1 layer), then LSTM H -> H (3 layers).
-    const auto gru = stack_flops(CellKind::kGru, model.input_size, model.hidden_size, 1);
-    const auto lstm = stack_flops(CellKind::kLstm, model.hidden_size, model.hidden_size, 3);
-    body = {gru.gemm + lstm.gemm, gru.elementwise + lstm.elementwise};
-  } else if (const auto linear = linear_stack_flops(model.kind, model.input_size,
-                                                    model.hidden_size, model.num_layers)) {
-    body = *linear;
-  } else {
-    TORCH_CHECK(false, "flops_per_step model.kind: expected rnn, gru, lstm, gru_lstm, "
-                "gru_v1 .. gru_v4, lstm_block, mingru, minlstm, lru or ssm, got \"",
-                model.kind, "\"");
-  }
+  const auto body = model_flops(model.kind, model.input_size, model.hidden_size, model.num_layers);
+  TORCH_CHECK(body, "flops_per_step model.kind: expected rnn, gru, lstm, gru_lstm, gru_v1 .. "
+              "gru_v4, lstm_block, mingru, minlstm, lru, ssm, bilstm, bigru or bi:<one of "
+              "those left-to-right kinds>, got \"", model.kind, "\"");
   TORCH_CHECK(head_kind == "ce" || head_kind == "mse",
               "flops_per_step head_kind: expected \"ce\" or \"mse\", got \"", head_kind, "\"");
-  const double z = double(model.hidden_size), c = double(head_outputs);
+  // The head reads Z features: [forward h, backward h] for a bidirectional kind.
+  const double z = double(is_bidirectional_kind(model.kind) ? 2 * model.hidden_size
+                                                            : model.hidden_size);
+  const double c = double(head_outputs);
   FlopsPerStep out;
-  out.model_gemm = body.gemm;
-  out.model_elementwise = body.elementwise;
+  out.model_gemm = body->gemm;
+  out.model_elementwise = body->elementwise;
   out.head_gemm = 2.0 * z * c;
   out.head_elementwise = c + (head_kind == "ce" ? 4.0 * c : 3.0 * c) + 2.0;
   return out;
@@ -123,8 +150,7 @@ double weight_gemm_flops(const torch::nn::Module& module) {
 }  // namespace
 
 bool has_flop_model(const std::string& model_kind) {
-  return model_kind == "gru_lstm" || stacked_cell(model_kind).has_value() ||
-         linear_layer_flops(model_kind, 1.0, 1.0).has_value();
+  return model_flops(model_kind, 1, 1, 1).has_value();
 }
 
 FlopsPerStep flops_from_weights(const torch::nn::Module& model, const torch::nn::Module& head,

@@ -33,7 +33,7 @@ std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch:
     TORCH_CHECK(false, "model: a bidirectional model's output at a step depends on the whole "
                 "sequence, so it cannot run steps [", t0, ", ", t0 + n, ") of T = ", steps,
                 " on their own, as a method that cuts the sequence into blocks needs; use a "
-                "method that handles bidirectional models: full, checkpoint or bivlrnn");
+                "method that handles bidirectional models: full, checkpoint, bivlrnn or planner");
   }
   const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid steps in the block
   // NOTE [ Padding never reaches the model ]

@@ -6,8 +6,15 @@
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/core/rng.h"
 #include "vlrnn/methods/block.h"
+#include "vlrnn/schedule/cost_model_cache.h"
+#include "vlrnn/schedule/planner_method.h"
+#include "vlrnn/schedule/schedulers.h"
 
+#include <fmt/format.h>
 
+#include <array>
+#include <cmath>
+#include <map>
 #include <numeric>
 
 namespace vlrnn {
@@ -292,17 +299,104 @@ class BidirectionalRun {
   GradientResult result_;
 };
 
+// The peaks measured so far, K -> measured step peak (bytes), and the fit through three of
+// them: peak(K) = f + a K + c N(K), N(K) = ceil(T / K) (NOTE [ Choosing K under a budget ]).
+class PeakFit {
+ public:
+  PeakFit(int64_t time_steps, const std::map<int64_t, int64_t>& probes) : T_(time_steps) {
+    std::vector<std::array<double, 3>> rows;  // (K, N, peak)
+    for (const auto& [K, peak] : probes) rows.push_back({double(K), double(blocks(K)), double(peak)});
+    if (rows.size() == 3) {
+      // Cramer's rule on [1 K N] (f a c)^T = peak.
+      auto det = [&](int column) {
+        double m[3][3];
+        for (int r = 0; r < 3; ++r) {
+          m[r][0] = 1.0, m[r][1] = rows[r][0], m[r][2] = rows[r][1];
+          if (column >= 0) m[r][column] = rows[r][2];
+        }
+        return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+               m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+               m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+      };
+      const double d = det(-1);
+      if (std::abs(d) > 1e-9) {
+        f_ = det(0) / d, a_ = det(1) / d, c_ = det(2) / d;
+        return;
+      }
+    }
+    // Too few distinct probes (T <= 2: they are every K there is) or none independent:
+    // predict the largest peak seen everywhere, and let the measured checks decide.
+    for (const auto& row : rows) f_ = std::max(f_, row[2]);
+  }
+  double at(int64_t K) const { return f_ + a_ * double(K) + c_ * double(blocks(K)); }
+
+ private:
+  int64_t blocks(int64_t K) const { return (T_ + K - 1) / K; }
+  int64_t T_;
+  double f_ = 0.0, a_ = 0.0, c_ = 0.0;
+};
+
+// The step peak of bivlrnn at block length K on `workload`.
+int64_t peak_at_block_length(const Workload& workload, int64_t K) {
+  BidirectionalVlrnn method(BidirectionalVlrnnOptions().with_block_length(K));
+  return schedule::measured_step_peak(method, workload);
+}
+
+// Full BPTT's step peak, as measure_iteration reports it (without the generator snapshot
+// measured_step_peak adds for a caller's step, so a percentage never exceeds P % of it):
+// one block of all T steps on the one executor, which runs a bidirectional model on the
+// whole sequence as full BPTT does.
+int64_t full_bptt_peak(const Workload& workload) {
+  const int64_t T = workload.batch.time_steps();
+  schedule::ScheduleMethod full("full", "full", [T](const Workload&) {
+    return schedule::uniform_schedule(T, T);
+  });
+  return schedule::measured_step_peak(full, workload) -
+         RngState::capture(workload.batch.inputs.device()).bytes();
+}
+
+const Bidirectional& checked_model(const Workload& workload) {
+  const auto* model = as_bidirectional(workload.model);
+  TORCH_CHECK(model, "bivlrnn: expected a bidirectional model (bilstm, bigru, bi:<kind>, or a "
+              "vlrnn::Bidirectional), got ", workload.model.describe(),
+              "; for a left-to-right model use vlrnn");
+  return *model;
+}
+
 }  // namespace
 
 BidirectionalVlrnn::BidirectionalVlrnn(BidirectionalVlrnnOptions options)
-    : options_(options), blocks_(options) {}
+    : options_(options), blocks_(VlrnnOptions{options.block_length, options.num_blocks}) {
+  TORCH_CHECK(options.budget_bytes >= 0, "bivlrnn budget: expected a number of bytes >= 1, got ",
+              options.budget_bytes);
+  TORCH_CHECK(std::isfinite(options.budget_percent) && options.budget_percent >= 0.0,
+              "bivlrnn percent: expected a percentage of full BPTT's peak > 0, got ",
+              options.budget_percent);
+  TORCH_CHECK(!(options.budget_bytes > 0 && options.budget_percent > 0.0),
+              "bivlrnn: give budget (bytes) or percent, not both");
+  TORCH_CHECK(!options.budgeted() || (options.block_length == 0 && options.num_blocks == 0),
+              "bivlrnn: give a block length (block or blocks) or a budget (budget or percent), "
+              "not both: under a budget it chooses K itself");
+}
 
 std::string BidirectionalVlrnn::describe() const {
-  return "bi" + blocks_.describe();  // "bivlrnn(K=64)"
+  if (!options_.budgeted()) return "bi" + blocks_.describe();  // "bivlrnn(K=64)"
+  std::string budget = options_.budget_bytes > 0
+                           ? fmt::format("budget={}", options_.budget_bytes)
+                           : fmt::format("{}% of full", options_.budget_percent);
+  if (signature_.empty()) return fmt::format("bivlrnn({})", budget);
+  if (raised_) {
+    budget += fmt::format(", raised to {} bytes: the smallest peak measured", budget_);
+  }
+  return fmt::format("bivlrnn({}: K={})", budget, chosen_K_);
 }
 
 int64_t BidirectionalVlrnn::block_length_for(int64_t time_steps) const {
-  return blocks_.block_length_for(time_steps);
+  if (!options_.budgeted()) return blocks_.block_length_for(time_steps);
+  TORCH_CHECK(!signature_.empty() && chosen_T_ == time_steps, "bivlrnn: under a budget K is "
+              "chosen per workload by prepare(); it has not prepared one of T = ", time_steps,
+              " steps", signature_.empty() ? std::string() : fmt::format(" (it did T = {})", chosen_T_));
+  return chosen_K_;
 }
 
 std::vector<int64_t> BidirectionalVlrnn::backward_direction_sweep(int64_t num_blocks) const {
@@ -311,14 +405,91 @@ std::vector<int64_t> BidirectionalVlrnn::backward_direction_sweep(int64_t num_bl
   return order;
 }
 
+// NOTE [ Choosing K under a budget ] in the header.
+void BidirectionalVlrnn::prepare_impl(const Workload& workload) {
+  if (!options_.budgeted()) return;
+  checked_model(workload);
+  const auto sig = schedule::workload_signature(workload);
+  if (sig == signature_) return;
+  signature_.clear();  // a failed choice leaves nothing behind
+  const int64_t T = workload.batch.time_steps();
+  int64_t budget = options_.budget_bytes > 0
+                       ? options_.budget_bytes
+                       : int64_t(double(full_bptt_peak(workload)) * options_.budget_percent / 100.0);
+
+  bool raised = false;
+  std::map<int64_t, int64_t> peaks;  // K -> measured step peak
+  auto peak = [&](int64_t K) {
+    auto it = peaks.find(K);
+    return it != peaks.end() ? it->second : peaks[K] = peak_at_block_length(workload, K);
+  };
+  const int64_t K0 = sqrt_steps(T);
+  for (const int64_t K : {std::max<int64_t>(1, K0 / 2), K0, std::min(T, 2 * K0)}) peak(K);
+  const PeakFit fit(T, peaks);
+
+  // lo: the largest K measured to fit (0: none yet); hi: the smallest K above it measured
+  // not to (T + 1: none).
+  int64_t lo = 0, hi = T + 1;
+  auto bound = [&] {
+    lo = 0, hi = T + 1;
+    for (const auto& [K, p] : peaks) {
+      if (p <= budget) lo = K;
+    }
+    for (const auto& [K, p] : peaks) {
+      if (p > budget && K > lo) hi = std::min(hi, K);
+    }
+  };
+  bound();
+  if (lo == 0) {
+    int64_t k_min = 1;
+    for (int64_t K = 2; K <= T; ++K) {
+      if (fit.at(K) < fit.at(k_min)) k_min = K;
+    }
+    peak(k_min);
+    bound();
+  }
+  if (lo == 0) {
+    const auto smallest = std::min_element(peaks.begin(), peaks.end(), [](const auto& x, const auto& y) {
+      return x.second < y.second;
+    });
+    TORCH_CHECK(options_.budget_bytes == 0, "bivlrnn budget: ", budget, " bytes is below the "
+                "smallest step peak measured for any block length on this workload, ",
+                smallest->second, " bytes at K = ", smallest->first, " (of T = ", T,
+                " steps); raise budget to at least ", smallest->second);
+    budget = smallest->second;  // a percentage is raised to it, as the planner raises one
+    raised = true;
+    bound();
+  }
+  double margin = 0.0;
+  for (int64_t check = 0; check < kBudgetChecks; ++check) {
+    int64_t candidate = 0;
+    for (int64_t K = hi - 1; K > lo; --K) {
+      if (fit.at(K) * (1.0 + margin) <= double(budget)) {
+        candidate = K;
+        break;
+      }
+    }
+    if (candidate == 0) break;
+    const int64_t p = peak(candidate);
+    if (p > budget && fit.at(candidate) > 0.0) {
+      margin = std::max(margin, double(p) / fit.at(candidate) - 1.0) + 0.005;
+    }
+    bound();
+  }
+  chosen_T_ = T;
+  chosen_K_ = lo;
+  budget_ = budget;
+  raised_ = raised;
+  checked_peak_ = peaks.at(lo);
+  signature_ = sig;
+}
+
 GradientResult BidirectionalVlrnn::compute_impl(const Workload& workload) {
-  const auto* model = as_bidirectional(workload.model);
-  TORCH_CHECK(model, "bivlrnn: expected a bidirectional model (bilstm, bigru, bi:<kind>, or a "
-              "vlrnn::Bidirectional), got ", workload.model.describe(),
-              "; for a left-to-right model use vlrnn");
+  const auto& model = checked_model(workload);
+  prepare_impl(workload);  // under a budget: a no-op when prepare() saw this workload already
   const int64_t T = workload.batch.time_steps();
   const int64_t K = block_length_for(T);
-  return BidirectionalRun(workload, *model, K, backward_direction_sweep((T + K - 1) / K)).run();
+  return BidirectionalRun(workload, model, K, backward_direction_sweep((T + K - 1) / K)).run();
 }
 
 }  // namespace vlrnn

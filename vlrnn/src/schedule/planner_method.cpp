@@ -1,5 +1,6 @@
 #include "vlrnn/schedule/planner_method.h"
 
+#include "vlrnn/core/bidirectional.h"
 #include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/iteration_memory.h"
 #include "vlrnn/schedule/cost_measurement.h"
@@ -16,6 +17,7 @@
 #include <mutex>
 
 namespace vlrnn::schedule {
+
 namespace {
 
 // NOTE [ Cost-model cache ]: measuring a cost model takes a few short runs of the workload,
@@ -85,6 +87,7 @@ PlannerMethod::PlannerMethod(PlannerOptions options) : options_(options) {
 }
 
 std::string PlannerMethod::describe() const {
+  if (bidirectional_ && !signature_.empty()) return "planner: " + bidirectional_->describe();
   if (options_.budget_bytes > 0) return fmt::format("planner(budget={})", options_.budget_bytes);
   // Once prepared, a percentage raised to the smallest budget the planner can honour says so.
   if (!signature_.empty() && budget_ > budget_for(model_)) {
@@ -122,19 +125,8 @@ int64_t full_bptt_reference(const CostModel& model) {
   return model.fixed_bytes + model.gradient_bytes + tape - largest_step;
 }
 
-namespace {
-
-// The measured step peak of `schedule` on `workload`, measured as measure_iteration measures a
-// method (gradients cleared first), leaving gradients and generators as they were. The
-// caller's step does what this one would not on an already validated workload: it makes
-// h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
-// at its start may be new where this one's shares the last capture's storage (counted).
-// Inputs and h0 that come out of the caller's graph (an embedding, an encoder) are cut
-// from it: the check must not back-propagate into it, nor free it before the real step.
-int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
+int64_t measured_step_peak(GradientMethod& method, const Workload& workload) {
   const SideEffectGuard guard(workload);
-  ScheduleMethod method("planner check", schedule.name,
-                        [&schedule](const Workload&) { return schedule; });
   Workload as_called = workload;
   const auto& x = workload.batch.inputs;  // [T, B, F]
   as_called.batch.inputs = x.detach().requires_grad_(x.requires_grad());
@@ -144,6 +136,15 @@ int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
   const auto device = workload.batch.inputs.device();
   return measure::measure_iteration(method, as_called, device).memory.iteration_peak_bytes +
          RngState::capture(device).bytes();
+}
+
+namespace {
+
+// The measured step peak of `schedule` on `workload` (measured_step_peak).
+int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
+  ScheduleMethod method("planner check", schedule.name,
+                        [&schedule](const Workload&) { return schedule; });
+  return measured_step_peak(method, workload);
 }
 
 }  // namespace
@@ -193,6 +194,24 @@ void PlannerMethod::prepare_impl(const Workload& workload) {
   const auto sig = workload_signature(workload);
   if (sig == signature_) return;
   signature_.clear();  // a failed plan leaves nothing behind
+  if (as_bidirectional(workload.model)) {
+    TORCH_CHECK(!options_.cost_model, "planner cost_model: a bidirectional model has no "
+                "left-to-right schedules to plan with one; leave cost_model unset (the planner "
+                "runs bivlrnn under the budget)");
+    if (!bidirectional_) {
+      BidirectionalVlrnnOptions options;
+      options.budget_bytes = options_.budget_bytes;
+      if (options_.budget_bytes == 0) options.budget_percent = options_.budget_percent;
+      bidirectional_ = std::make_unique<BidirectionalVlrnn>(options);
+    }
+    bidirectional_->prepare(workload);
+    plan_ = Plan();
+    budget_ = bidirectional_->checked_budget_bytes();
+    checked_peak_ = bidirectional_->checked_peak_bytes();
+    margin_ = 0.0;
+    signature_ = sig;
+    return;
+  }
   model_ = options_.cost_model ? *options_.cost_model : measured_cost_model(workload);
   TORCH_CHECK(model_.time_steps() == workload.batch.time_steps(), "planner cost_model: "
               "expected one for T = ", workload.batch.time_steps(), " steps, got T = ",
@@ -203,6 +222,7 @@ void PlannerMethod::prepare_impl(const Workload& workload) {
 
 GradientResult PlannerMethod::compute_impl(const Workload& workload) {
   prepare_impl(workload);  // a no-op when prepare() saw this workload already
+  if (as_bidirectional(workload.model)) return bidirectional_->compute(workload);
   return execute_schedule(plan_.schedule, workload);
 }
 

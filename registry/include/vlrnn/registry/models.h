@@ -29,6 +29,9 @@ const std::vector<ModelEntry>& model_registry();
 std::vector<std::string> model_kinds();
 // Registers a model kind (e.g. your own cell); throws if the kind is taken.
 void add_model(const std::string& kind, const std::string& summary, ModelFactory make);
+// Throws unless make_model() builds `kind`: a registered kind, or "bi:" followed by a
+// registered left-to-right kind (vlrnn/core/bidirectional.h); the error lists the kinds.
+void check_model_kind(const std::string& kind);
 // Builds `config.kind`; throws listing the known kinds when it is unknown.
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config);
 

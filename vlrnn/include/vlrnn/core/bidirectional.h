@@ -40,6 +40,7 @@
 #include "vlrnn/core/recurrent_module.h"
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -93,5 +94,13 @@ class Bidirectional : public RecurrentModule {
 
 // True when `model` is a Bidirectional (NOTE [ A bidirectional model is not left to right ]).
 const Bidirectional* as_bidirectional(const RecurrentModule& model);
+
+// The model kind "bi:<kind>": one bidirectional layer whose two directions are `kind` models,
+// e.g. "bi:gru_v3", or "bi:lstm" with L = 2 and dropout (the registry's make_model builds
+// it; each direction is itself an L-layer `kind` model).
+constexpr const char* kBidirectionalPrefix = "bi:";
+
+// True for the names of bidirectional model kinds: bilstm, bigru and "bi:<kind>".
+bool is_bidirectional_kind(const std::string& kind);
 
 }  // namespace vlrnn

@@ -22,8 +22,12 @@
 //                                                        complex a h + b 8H, 2 sums)
 //   ssm       GEMM 2·H·(2I + 2H + 2N) elementwise 11·H + 7·H·N (N = 4 states per channel:
 //                                                        Δ ⊙ A, exp, input, a h + b, h C_t)
+//   bilstm, bigru  both directions of each layer (LibTorch's bidirectional=true): twice the
+//             LSTM / GRU layer, layer l > 0 reading I = 2H ([forward h, backward h])
+//   bi:<kind> two independent L-layer `kind` models (F -> H): twice `kind`'s count
 //   head      Linear Z -> C: GEMM 2·Z·C, C bias adds; loss: cross-entropy ~4·C (max, exp,
-//             sum, log) or squared error 3·C; then 2 for the step's weight and the sum
+//             sum, log) or squared error 3·C; then 2 for the step's weight and the sum.
+//             Z = H, or 2H for a bidirectional kind
 //
 // NOTE [ Backward = 2 x forward ]: every forward GEMM Y = X·W has two backward GEMMs of the
 // same size (dX = dY·Wᵀ and dW = Xᵀ·dY), and each elementwise op has about two (its local
@@ -33,7 +37,11 @@
 // Useful FLOPs are those full BPTT performs: forward + backward over every valid step.
 // Recomputed FLOPs (the price of saving memory) come from a method's counters: its
 // steps run without grad (the model only) plus its steps run with grad beyond T (model and
-// head), times the batch.
+// head), times the batch. A bidirectional model's counters are in steps of the whole model
+// (both directions), as its per-step FLOPs are: bivlrnn's 1.5 extra forward passes count
+// 1.5 T whole-model steps. Its head's second run in bivlrnn (for dL/dz of the backward
+// direction, NOTE [ Bidirectional blocks ]) is not counted: recomputation is then
+// under-counted by up to 3 head forwards per step, small beside the model's.
 
 #include "vlrnn/core/models.h"
 #include "vlrnn/methods/gradient_method.h"

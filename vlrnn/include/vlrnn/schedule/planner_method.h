@@ -4,12 +4,17 @@
 // measured peak against the budget, planning again with the error it measured until it
 // fits (NOTE [ A budget is a promise ] in the .cpp); compute() runs the plan with the
 // schedule executor (schedule_method.h), preparing first only when prepare() has not seen a
-// workload of this signature.
+// workload of this signature. A bidirectional model (vlrnn/core/bidirectional.h) has no
+// left-to-right schedules to plan: on one the planner runs bivlrnn under the same budget,
+// which chooses its block length by measurement (NOTE [ Choosing K under a budget ] in
+// bidirectional_vlrnn.h).
 
 #include "vlrnn/methods/gradient_method.h"
+#include "vlrnn/schedule/bidirectional_vlrnn.h"
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/planner.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -42,6 +47,15 @@ CostModel measured_cost_model(const Workload& workload);
 // How many cost models the cache holds now (at most a fixed bound).
 size_t cached_cost_models();
 
+// The measured step peak of `method` on `workload`, measured as measure_iteration measures
+// a method (gradients cleared first), leaving gradients and generators as they were. The
+// caller's step does what this one would not on an already validated workload: it makes
+// h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
+// at its start may be new where this one's shares the last capture's storage (counted).
+// Inputs and h0 that come out of the caller's graph (an embedding, an encoder) are cut
+// from it: the check must not back-propagate into it, nor free it before the real step.
+int64_t measured_step_peak(GradientMethod& method, const Workload& workload);
+
 // The full-BPTT peak percent=P refers to (NOTE [ Percent of full BPTT ] in the .cpp).
 int64_t full_bptt_reference(const CostModel& model);
 
@@ -58,9 +72,11 @@ class PlannerMethod : public GradientMethod {
   // asked, before any raise to the smallest the planner can honour.
   int64_t budget_for(const CostModel& model) const;
 
-  // After prepare(): the plan, the budget it was checked against (a percentage's, raised
+  // After prepare() on a left-to-right model: the plan, the budget it was checked against (a percentage's, raised
   // when needed), its measured step peak and the margin the planner measured (the
   // relative amount by which the simulator under-predicted on this workload, 0 if never).
+  // On a bidirectional model the plan is empty, the budget and the peak are bivlrnn's
+  // (its chosen K is in describe()) and the margin 0.
   const Plan& current_plan() const { return plan_; }
   int64_t checked_budget_bytes() const { return budget_; }
   int64_t checked_peak_bytes() const { return checked_peak_; }
@@ -76,6 +92,7 @@ class PlannerMethod : public GradientMethod {
   void plan_within(const Workload& workload, int64_t budget);
 
   PlannerOptions options_;
+  std::unique_ptr<BidirectionalVlrnn> bidirectional_;  // bivlrnn, made on a bidirectional model
   std::string signature_;  // the workload the cached model and plan were made for
   CostModel model_;
   Plan plan_;
