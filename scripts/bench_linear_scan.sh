@@ -8,7 +8,7 @@
 #      memory;
 #   3. VLRNN at T = 65,536 (K = 64 as above, and ceil(sqrt(T)) = 256), without full BPTT
 #      and without the gradient check: full
-#      BPTT's tape grows with T (2.5 GiB at T = 4096, so about 40 GiB here) and does not fit a
+#      BPTT's tape grows with T (1.0 GiB at T = 4096, so about 16 GiB here) and does not fit a
 #      24 GiB machine, which is the point of the method.
 # Saves Google Benchmark's JSON, compare's JSON and text, and meta.json; converts the benchmark
 # into the shared record schema (scripts/bench_to_records.py, which prints the table) and draws
