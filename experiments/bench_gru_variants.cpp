@@ -1,5 +1,5 @@
 // Forward + backward time of one block of T = 256 steps for the four GRU variants with a
-// hand-written block backward (vlrnn/cells/gru_variants.h), LibTorch's fused torch::nn::GRU,
+// hand-written block backward (vlrnn/cells/block_gru.h), LibTorch's fused torch::nn::GRU,
 // and a per-step autograd loop over torch::nn::GRUCell; float32, F = H.
 // Args: H (hidden) and B (minibatch). Counters: FLOP/s (useful FLOPs from the GEMM shapes:
 // forward 2·B·(F·3H + H·3H) per step, backward 2x forward), GFLOP (per forward + backward),
@@ -16,7 +16,7 @@
 
 #include "bench_util.h"
 
-#include "vlrnn/cells/gru_variants.h"
+#include "vlrnn/cells/block_gru.h"
 
 #include <torch/version.h>
 

@@ -10,7 +10,7 @@
 //
 // Per pair: median time per iteration and its spread (min-max, and the interquartile
 // range); the paired time ratio to the first pair (median over rounds of the ratio within a
-// round, with its min-max over rounds); the step's peak memory (exact tensor bytes above
+// round, with its min-max over rounds); the iteration's peak memory (exact tensor bytes above
 // parameters + data, the tracking allocator of vlrnn/measure) and its ratio to the first
 // pair's; useful GFLOP/s and utilization of the peak GEMM rate measured at start-up; and the
 // gradients' largest relative difference from the first pair's (loss, per-step losses,

@@ -5,6 +5,7 @@
 #include "lib/method_checks.h"
 #include "lib/method_runner.h"
 #include "lib/method_specs.h"
+#include "lib/recorded_plan.h"
 #include "lib/results_store.h"
 #include "lib/units.h"
 #include "lib/user_models.h"
@@ -17,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -43,6 +45,7 @@ struct CompareArgs {
   std::string json_path;
   std::string model_file;  // a TorchScript model (lib/user_models.h) instead of --model
   std::string head_file;   // a TorchScript head (lib/user_models.h) instead of --head
+  std::string plan_file;   // a recorded plan to run exactly (lib/recorded_plan.h)
 };
 
 std::vector<std::string> resolve_methods(const CompareArgs& args) {
@@ -71,6 +74,10 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
       found = found || spec.rfind("planner", 0) == 0;
     }
     if (!found) specs.push_back(planner);
+  }
+  if (!args.plan_file.empty() &&
+      std::find(specs.begin(), specs.end(), "plan") == specs.end()) {
+    specs.push_back("plan");  // --plan FILE adds the recorded plan when --methods lacks it
   }
   experiments::check_method_specs(specs);  // unknown names fail here, listing the known ones
   return specs;
@@ -255,6 +262,12 @@ int run_compare(CompareArgs args) {
   apply_threads(args.measuring);
   if (!args.model_file.empty()) args.problem.model = experiments::add_model_file(args.model_file);
   if (!args.head_file.empty()) args.problem.head = experiments::add_head_file(args.head_file);
+  if (!args.plan_file.empty()) {
+    const auto plan = experiments::add_plan_method(args.plan_file);
+    TORCH_CHECK(plan.time_steps == args.problem.time_steps, "--plan ", args.plan_file,
+                ": expected a plan for --T ", args.problem.time_steps, ", got one recorded for T = ",
+                plan.time_steps);
+  }
   args.problem.dtype = experiments::parse_dtype(args.dtype);
   args.problem.device = experiments::parse_device(args.device);
   const auto specs = resolve_methods(args);
@@ -351,6 +364,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "BYTES: run the planner (the fastest exact schedule predicted to fit this step "
                   "peak) with this budget: configures a bare 'planner' in --methods, or adds one")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--plan", args->plan_file,
+                  "FILE: run the plan a planner run recorded in FILE (compare --json, a budget or "
+                  "sweep record, train's meta.json) exactly, as method 'plan': the same ops, so "
+                  "the same gradients bit for bit; adds 'plan' to --methods");
   sub->add_option("--methods", args->methods,
                   "comma-separated method specs, e.g. full,vlrnn,vlrnn:block=64,"
                   "checkpoint:segments=64 (default: every method in the registry; "

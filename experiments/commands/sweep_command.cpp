@@ -2,6 +2,7 @@
 #include "commands/measuring_options.h"
 #include "commands/stop_signal.h"
 
+#include "lib/recorded_plan.h"
 #include "lib/sweep_runner.h"
 
 #include <fmt/format.h>
@@ -19,11 +20,14 @@ struct SweepArgs {
   std::string shard;  // "I/N"; empty: the whole sweep
   bool resume = false;
   bool dry_run = false;
+  std::string plan_file;  // a recorded plan registered as method "plan" (lib/recorded_plan.h)
   MeasuringArgs measuring;
 };
 
 int run_sweep_command(const SweepArgs& args) {
   apply_threads(args.measuring);
+  // Before the config: its experiments may name method "plan".
+  if (!args.plan_file.empty()) experiments::add_plan_method(args.plan_file);
   const auto config = experiments::load_sweep_config(args.config_path);
   experiments::SweepOptions options;
   if (!args.shard.empty()) options.shard = experiments::parse_shard(args.shard);
@@ -88,6 +92,11 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "already there move to DIR/previous/");
   sub->add_flag("--resume", args->resume,
                 "continue the sweep in DIR: skip every point results.jsonl already records");
+  sub->add_option("--plan", args->plan_file,
+                  "FILE: register the plan a planner run recorded in FILE (its record's "
+                  "\"plan\") as method 'plan', which the config's experiments may name; it runs "
+                  "only at the T it was planned for")
+      ->check(CLI::ExistingFile);
   sub->add_option("--shard", args->shard,
                   "I/N: run only the I-th (from 0) of N disjoint parts of the points, balanced by "
                   "predicted cost, into its own DIR (one Slurm array task each; scripts/slurm/); "

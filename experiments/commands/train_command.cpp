@@ -4,6 +4,7 @@
 #include "commands/stop_signal.h"
 
 #include "lib/environment.h"
+#include "lib/recorded_plan.h"
 #include "lib/results_store.h"
 #include "lib/tasks.h"
 #include "lib/train_config.h"
@@ -28,6 +29,7 @@ struct TrainArgs {
   std::string config_path;
   std::string out_dir;
   bool resume = false;
+  std::string plan_file;  // a recorded plan registered as method "plan" (lib/recorded_plan.h)
   MeasuringArgs measuring;
 };
 
@@ -130,6 +132,8 @@ void print_summary(const std::vector<json>& summaries) {
 
 int run_train_command(const TrainArgs& args) {
   apply_threads(args.measuring);
+  // Before the config: its runs may name method "plan".
+  if (!args.plan_file.empty()) experiments::add_plan_method(args.plan_file);
   const auto config = experiments::load_train_config(args.config_path);
   // NOTE [ Denormals in long backward passes ]: a loss scored only at the last of T = 784
   // steps sends a gradient back through hundreds of steps, shrinking at each, into the
@@ -213,6 +217,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "already there move to DIR/previous/ and old checkpoints are deleted");
   sub->add_flag("--resume", args->resume,
                 "continue the runs in DIR from their checkpoints (finished runs are skipped)");
+  sub->add_option("--plan", args->plan_file,
+                  "FILE: register the plan a planner run recorded in FILE (its record's "
+                  "\"plan\", e.g. in a train results.jsonl or compare --json) as method 'plan', "
+                  "which the config's runs may name: the same ops at every step, so a run (or a "
+                  "resumed one) repeats bit for bit")
+      ->check(CLI::ExistingFile);
   add_measuring_options(sub, args->measuring);
   sub->callback([args, &exit_code] { exit_code = run_train_command(*args); });
 }

@@ -51,12 +51,7 @@ void choose_planner(const BudgetLength& at, int64_t budget, Choices& out) {
                              {"checked_peak_bytes", planner.checked_peak_bytes()}};
     return;
   }
-  const auto& p = planner.current_plan();
-  out.chosen["planner"] = {{"schedule", p.schedule.name},
-                           {"chosen_by", p.chosen_by},
-                           {"predicted", prediction_json(p.prediction)},
-                           {"checked_peak_bytes", planner.checked_peak_bytes()},
-                           {"margin", planner.margin()}};
+  out.chosen["planner"] = plan_json(planner);  // NOTE [ Recorded plans ]
 }
 
 void choose_uniform(const BudgetLength& at, int64_t budget, Choices& out) {
@@ -180,15 +175,6 @@ Choices choose(const std::vector<std::string>& methods, bool run_full, const Bud
   if (wants("revolve") && !at.bidirectional) choose_revolve(at, budget, out);
   if (wants("sqrt")) choose_sqrt(at, out);
   return out;
-}
-
-json prediction_json(const schedule::Prediction& p) {
-  return {{"peak_bytes", p.peak_bytes},
-          {"seconds", p.seconds},
-          {"forward_no_grad_steps", p.counts.forward_no_grad_steps},
-          {"max_stored_states", p.counts.max_stored_states},
-          {"max_tape_steps", p.counts.max_tape_steps},
-          {"kept_tapes", p.counts.kept_tapes}};
 }
 
 }  // namespace vlrnn::experiments

@@ -7,6 +7,7 @@
 // tests reach them. Shapes: T steps.
 
 #include "lib/problem.h"
+#include "lib/recorded_plan.h"  // prediction_json
 
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/simulator.h"
@@ -86,8 +87,5 @@ struct Choices {
 // `methods`: any of budget_methods(); the planner needs `at.problem`.
 Choices choose(const std::vector<std::string>& methods, bool run_full, const BudgetLength& at,
                int64_t budget);
-
-// A prediction as the records hold it.
-nlohmann::json prediction_json(const schedule::Prediction& prediction);
 
 }  // namespace vlrnn::experiments

@@ -1,5 +1,7 @@
 #include "lib/method_runner.h"
 
+#include "lib/recorded_plan.h"
+
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/measure/iteration_measurement.h"
 
@@ -163,8 +165,9 @@ std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std
   }
   std::vector<MethodRun> runs;
   for (auto& c : contenders) {
-    // After prepare(): a method may now say more (a planner's raised percentage).
+    // After prepare(): a method may now say more (a planner's raised percentage, its plan).
     c.run.description = c.method->describe();
+    c.run.plan = ran_plan_json(*c.method);
     if (c.run.status == "ok") {
       c.run.time_samples = c.seconds;
       c.run.time = measure::summarize(c.seconds);
@@ -230,6 +233,7 @@ nlohmann::json to_json(const MethodRun& run) {
                       {"method_description", run.description},
                       {"exact", run.exact},
                       {"status", run.status}};
+  if (!run.plan.is_null()) j["plan"] = run.plan;  // NOTE [ Recorded plans ]
   if (run.status != "ok") {
     j["error"] = run.error;
     return j;

@@ -39,6 +39,9 @@ struct MethodRun {
   double sequences_per_second = 0.0;
   double steps_per_second = 0.0;    // (step, sequence) pairs per second: T·B / time
 
+  // The plan a planner (or a recorded plan) ran: NOTE [ Recorded plans ]; null otherwise.
+  nlohmann::json plan;
+
   std::optional<verify::Difference> error_vs_full;  // absent when not computed
   std::string error_vs_full_note;                   // why it is absent
 };

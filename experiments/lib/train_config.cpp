@@ -27,7 +27,7 @@ using namespace json_fields;
 
 const std::vector<std::string> kKeys = {
     "name", "description", "task", "model", "methods", "seeds", "batch", "steps",
-    "time_limit_s", "optimizer", "schedule", "eval_every", "eval_batches", "eval_batch",
+    "time_limit_s", "optimizer", "lr_schedule", "schedule", "eval_every", "eval_batches", "eval_batch",
     "checkpoint_every", "memory_budget_mib", "batch_max", "dtype", "device", "head_file",
     "flush_denormals"};
 
@@ -94,9 +94,10 @@ OptimizerConfig parse_optimizer(const json& v) {
   return out;
 }
 
-LrSchedule parse_schedule(const json& v) {
-  if (!v.is_object()) fail("schedule", "expected an object, got " + type_of(v));
-  check_keys(v, "schedule", {"kind", "warmup", "final_fraction"});
+// `key`: "lr_schedule", or "schedule", the name older configs use for it.
+LrSchedule parse_lr_schedule(const json& v, const std::string& key) {
+  if (!v.is_object()) fail(key, "expected an object, got " + type_of(v));
+  check_keys(v, key, {"kind", "warmup", "final_fraction"});
   LrSchedule out;
   if (v.contains("kind")) out.kind = read_string(v["kind"], "schedule.kind", {"constant", "cosine"});
   if (v.contains("warmup")) out.warmup = read_int(v["warmup"], "schedule.warmup", 0);
@@ -246,7 +247,13 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
   }
   check_model_and_head(out, out.model, *task, "model");
   if (config.contains("optimizer")) out.optimizer = parse_optimizer(config["optimizer"]);
-  if (config.contains("schedule")) out.schedule = parse_schedule(config["schedule"]);
+  if (config.contains("lr_schedule") && config.contains("schedule")) {
+    fail("schedule", "expected one learning-rate schedule, got both \"lr_schedule\" and "
+                     "\"schedule\" (its older name)");
+  }
+  for (const char* key : {"lr_schedule", "schedule"}) {
+    if (config.contains(key)) out.lr_schedule = parse_lr_schedule(config[key], key);
+  }
   read_counts(out, config);
   int64_t batch = 32;
   if (config.contains("batch")) batch = read_int(config["batch"], "batch", 1);

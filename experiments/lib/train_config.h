@@ -17,7 +17,7 @@
 //               {"method": "vlrnn:block=16", "model": {"kind": "mingru", "hidden": 64}}],
 //   "seeds": [1, 2, 3], "batch": 32, "steps": 1000,
 //   "optimizer": {"kind": "adam", "lr": 0.003, "clip": 1.0},
-//   "schedule": {"kind": "cosine", "warmup": 50},
+//   "lr_schedule": {"kind": "cosine", "warmup": 50},   ("schedule" in older configs)
 //   "eval_every": 50, "eval_batches": 4, "checkpoint_every": 100,
 //   "flush_denormals": true   (optional, the default)
 // }
@@ -96,7 +96,7 @@ struct TrainConfig {
   int64_t steps = 1000;
   double time_limit_s = 0.0;  // > 0: a run also stops after this much training wall clock
   OptimizerConfig optimizer;
-  LrSchedule schedule;
+  LrSchedule lr_schedule;
   int64_t eval_every = 50;    // evaluate after every n-th step (and after the last)
   int64_t eval_batches = 4;   // evaluation batches (fixed: the same for every run)
   int64_t eval_batch = 64;    // their batch size

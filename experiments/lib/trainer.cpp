@@ -1,6 +1,7 @@
 #include "lib/trainer.h"
 
 #include "lib/max_batch.h"
+#include "lib/recorded_plan.h"
 #include "lib/units.h"
 
 #include "vlrnn/registry/heads.h"
@@ -298,6 +299,9 @@ json run_record(const TrainConfig& config, const Task& task, const TrainRunSpec&
                 {"wall_s", at.wall_s},
                 {"status", "ok"}};
   if (last.eval_accuracy >= 0) record["final_eval_accuracy"] = last.eval_accuracy;
+  // The last batch's plan (NOTE [ Recorded plans ]): a task of one length plans once.
+  const auto plan = ran_plan_json(*t.method);
+  if (!plan.is_null()) record["plan"] = plan;
   return record;
 }
 
@@ -353,7 +357,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
   while (at.step < config.steps && !(config.time_limit_s > 0 && at.wall_s >= config.time_limit_s)) {
     const auto start = Clock::now();
     const auto batch = on_device(task.batch(Split::kTrain, at.step, at.batch, spec.seed), config);
-    const double lr = config.schedule.lr_at(config.optimizer.lr_for_batch(at.batch), at.step,
+    const double lr = config.lr_schedule.lr_at(config.optimizer.lr_for_batch(at.batch), at.step,
                                             config.steps);
     const auto result = train_step(t, batch, lr, config, at.step);
     at.wall_s += seconds_since(start);  // the training clock: steps, not evaluations

@@ -156,15 +156,15 @@ std::vector<MethodEntry> builtin_methods() {
       {"planner",
        "the fastest schedule predicted to fit a memory budget (measures a cost model on the "
        "workload on first use; DP over nested recomputation); options budget=BYTES (a cap on "
-       "the measured step peak) or percent=P: at most P % of full BPTT's measured step peak "
-       "on the workload (default 10); on a bidirectional model it runs bivlrnn under the "
-       "budget",
+       "the measured iteration peak) or percent=P: at most P % of full BPTT's measured "
+       "iteration peak on the workload (default 10); on a bidirectional model it runs bivlrnn "
+       "under the budget; its records keep the plan it ran, which --plan FILE repeats",
        make_planner},
       {"bivlrnn",
        "VLRNN for bidirectional models (bilstm, bigru, bi:<kind>): blocks of K steps, each "
        "direction back-propagated in its own sweep, 1.5 extra forward passes; options "
        "block=K or blocks=N (default K=ceil(sqrt(T))), or budget=BYTES or percent=P: the "
-       "largest K whose measured step peak fits (measured on the workload on first use)",
+       "largest K whose measured iteration peak fits (measured on the workload on first use)",
        make_bivlrnn},
   };
 }

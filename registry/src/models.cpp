@@ -3,7 +3,7 @@
 #include "vlrnn/registry/bidirectional.h"
 
 #include "vlrnn/cells/block_lstm.h"
-#include "vlrnn/cells/gru_variants.h"
+#include "vlrnn/cells/block_gru.h"
 #include "vlrnn/cells/lru.h"
 #include "vlrnn/cells/min_rnn.h"
 #include "vlrnn/cells/selective_ssm.h"

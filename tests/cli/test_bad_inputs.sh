@@ -11,6 +11,7 @@ trap 'rm -rf "$work"' EXIT
 echo '{"name": "bad", "experiments": [{"kind": "nosuch"}]}' > "$work/bad_kind.json"
 echo '{"name": "bad", "experiments": [{"kind": "grid", "T": [-4]}]}' > "$work/bad_value.json"
 echo '{not json' > "$work/broken.json"
+echo '{"time_steps": 4, "ops": ["forward_grad(0, 4)", "backward(0, 4)"]}' > "$work/plan4.json"
 unwritable=/proc/vlrnn-cannot-write-here
 
 failures=0
@@ -60,6 +61,10 @@ expect "vlrnn block" compare --methods vlrnn:block=0 --T 8 --hidden 4
 expect "nosuch" compare --methods nosuch --T 8 --hidden 4
 expect "block" compare --methods vlrnn:block=x --T 8 --hidden 4
 expect "dtype" compare --dtype float16 --T 8 --hidden 4
+expect "found none" compare --T 8 --hidden 4 --plan "$work/bad_kind.json"
+expect "broken.json" compare --T 8 --hidden 4 --plan "$work/broken.json"
+expect "recorded for T = 4" compare --T 8 --hidden 4 --plan "$work/plan4.json"
+expect "--plan" train "$work/bad_kind.json" --plan "$work/nosuch.json"
 expect "--repeats" compare --repeats 0 --T 8 --hidden 4
 expect "--json" compare --T 8 --hidden 4 --batch 2 --json "$unwritable/x.json"
 expect "config is required" sweep

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every command's results hold the results schema (scripts/results_schema.py): tiny runs of
-# sweep (two shards, then merge), compare --json, budget, train, verify --out and --json, and
+# sweep (two shards, then merge), compare --json (and --plan from it), budget, train, verify --out and --json, and
 # the benchmark scripts' writers (scripts/bench_meta.py + bench_to_records.py on a committed
 # Google Benchmark file), each checked by the schema. Also checks that the checker fails on a
 # set with an old key name, so a pass means something.
@@ -38,6 +38,19 @@ run "sweep shard 2/2" "$vlrnn" sweep sweep.json --out shard1 --shard 1/2 "${comm
 run "merge" "$vlrnn" merge merged shard0 shard1
 run "compare --json" "$vlrnn" compare --T 8 --hidden 4 --input 2 --batch 2 --repeats 2 \
   --warmup 0 --methods full,vlrnn,planner:percent=50 --json compare.json --quiet "${common[@]}"
+# The planner's recorded plan, repeated exactly (NOTE [ Recorded plans ]).
+run "compare --plan" "$vlrnn" compare --T 8 --hidden 4 --input 2 --batch 2 --repeats 1 \
+  --warmup 0 --methods full --plan compare.json --json compare_plan.json --quiet "${common[@]}"
+run "the repeated plan is the recorded one" "$python" - <<'PY'
+import json
+planned = [r for r in json.load(open("compare.json"))["records"] if r["method_name"] == "planner"]
+repeated = [r for r in json.load(open("compare_plan.json"))["records"] if r["method_name"] == "plan"]
+assert len(planned) == 1 and len(repeated) == 1, (len(planned), len(repeated))
+assert planned[0]["plan"]["ops"] == repeated[0]["plan"]["ops"], "the ops differ"
+assert repeated[0]["plan"]["source"] == "compare.json", repeated[0]["plan"]
+assert repeated[0]["error_vs_full"]["max_rel"] <= 1e-5, repeated[0]["error_vs_full"]
+assert "cost_model" in planned[0]["plan"] and planned[0]["plan"]["budget_bytes"] > 0
+PY
 run "budget" "$vlrnn" budget --T 16 --hidden 4 --input 2 --batch 2 --classes 2 --repeats 1 \
   --warmup 0 --fractions 0.6 --methods planner,uniform --out budget "${common[@]}"
 run "train" "$vlrnn" train train.json --out train "${common[@]}"
@@ -51,7 +64,7 @@ run "bench_meta.py" env META_COMMAND="scripts/bench_gru_variants.sh bench" \
   META_JSON=bench_gru_variants.json META_CLOCK=real "$python" "$source_dir/scripts/bench_meta.py" \
   bench/meta.json
 run "bench_to_records.py" "$python" "$source_dir/scripts/bench_to_records.py" bench
-sets=(shard0 shard1 merged compare.json budget train verify verify.json bench)
+sets=(shard0 shard1 merged compare.json compare_plan.json budget train verify verify.json bench)
 run "every set holds the results schema" "$python" "$source_dir/scripts/results_schema.py" "${sets[@]}"
 cat last.log | tail -1
 

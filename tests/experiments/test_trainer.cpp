@@ -31,7 +31,7 @@ TrainConfig small_config(json overrides = json::object()) {
                  {"batch", 4},
                  {"steps", 12},
                  {"optimizer", {{"kind", "adam"}, {"lr", 0.01}, {"clip", 1.0}}},
-                 {"schedule", {{"kind", "cosine"}, {"warmup", 2}}},
+                 {"lr_schedule", {{"kind", "cosine"}, {"warmup", 2}}},
                  {"eval_every", 5},
                  {"eval_batches", 1},
                  {"eval_batch", 4},
@@ -353,6 +353,19 @@ TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFinalFraction) {
   EXPECT_NEAR(schedule.lr_at(1.0, 60, 110), 0.55, 1e-12);
   EXPECT_NEAR(schedule.lr_at(1.0, 110, 110), 0.1, 1e-12);
   EXPECT_DOUBLE_EQ((LrSchedule{"constant", 0, 0}.lr_at(0.5, 99, 100)), 0.5);
+}
+
+// "lr_schedule" is the key; "schedule", its older name, still reads, and both at once is
+// refused rather than one silently winning.
+TEST(Trainer, LearningRateScheduleKeepsItsOlderName) {
+  const json schedule = {{"kind", "cosine"}, {"warmup", 7}};
+  EXPECT_EQ(small_config({{"lr_schedule", schedule}}).lr_schedule.warmup, 7);
+  const json older = {{"task", {{"kind", "adding"}, {"steps", 24}}}, {"methods", {"full"}},
+                      {"schedule", schedule}};
+  EXPECT_EQ(parse_train_config(older, "test").lr_schedule.warmup, 7);
+  // small_config() has an lr_schedule already.
+  testing::expect_error_mentions([&] { small_config({{"schedule", schedule}}); },
+                                 {"schedule", "got both \"lr_schedule\" and \"schedule\""});
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ TEST(WorkloadBytes, CountsParametersAndDataOnce) {
 
 // Iteration peak of `spec` on a model of `kind` (an LSTM by default) with F = 8, H = 32,
 // C = 8, B = 4, T steps, float32.
-int64_t step_peak(const std::string& spec, int64_t steps, const std::string& kind = "lstm") {
+int64_t iteration_peak(const std::string& spec, int64_t steps, const std::string& kind = "lstm") {
   torch::manual_seed(3);
   auto model = make_model({kind, 8, 32, 1});
   auto head = make_head("ce", 32, 8);
@@ -54,10 +54,10 @@ int64_t step_peak(const std::string& spec, int64_t steps, const std::string& kin
 // [ Stored states are compact ] in vlrnn/core/state.h).
 TEST(IterationMemory, VlrnnPeakIsFlatInTWhileFullBpttGrowsLinearly) {
   for (const std::string kind : {"lstm", "mingru", "minlstm", "lru", "ssm"}) {
-    const double vlrnn_growth = double(step_peak("vlrnn:block=16", 1024, kind)) /
-                                double(step_peak("vlrnn:block=16", 256, kind));
+    const double vlrnn_growth = double(iteration_peak("vlrnn:block=16", 1024, kind)) /
+                                double(iteration_peak("vlrnn:block=16", 256, kind));
     const double full_growth =
-        double(step_peak("full", 1024, kind)) / double(step_peak("full", 256, kind));
+        double(iteration_peak("full", 1024, kind)) / double(iteration_peak("full", 256, kind));
     std::printf("%s: iteration peak T=1024 / T=256: vlrnn(K=16) %.3f, full %.3f\n",
                 kind.c_str(), vlrnn_growth, full_growth);
     EXPECT_LE(vlrnn_growth, 1.5) << kind;

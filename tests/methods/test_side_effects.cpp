@@ -126,7 +126,7 @@ TEST(SideEffects, StepPeakAroundAColdPlannerEqualsTheOneAroundAWarmPlanner) {
   batch.inputs = torch::randn({41, 3, 5});
   batch.targets = torch::randn({41, 3, 2});
   const Workload workload{*model, *head, batch};
-  auto step_peak = [&] {
+  auto iteration_peak = [&] {
     // Each step starts as the first did: no gradient buffers yet.
     for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
     for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
@@ -141,10 +141,10 @@ TEST(SideEffects, StepPeakAroundAColdPlannerEqualsTheOneAroundAWarmPlanner) {
   // An earlier test in this process may have installed the tracker for good.
   const bool installed_before = CpuMemoryTracker::instance().installed();
   const auto cached = schedule::cached_cost_models();
-  const int64_t cold = step_peak();
+  const int64_t cold = iteration_peak();
   ASSERT_EQ(schedule::cached_cost_models(), cached + 1) << "the first planner was not cold";
-  const int64_t warm = step_peak();
-  const int64_t warm_again = step_peak();
+  const int64_t warm = iteration_peak();
+  const int64_t warm_again = iteration_peak();
   EXPECT_EQ(warm, warm_again);
   EXPECT_EQ(cold, warm);
   // The scopes leave the tracker as they found it.

@@ -1,5 +1,5 @@
 // A memory budget is a promise (issue 17): over random models, length distributions and
-// budgets, the planner's measured step peak never exceeds its budget; a budget it cannot
+// budgets, the planner's measured iteration peak never exceeds its budget; a budget it cannot
 // honour is refused, naming the smallest it can — and that one it honours.
 // Shapes: T steps, B sequences, F input features, H hidden.
 #include "test_util.h"

@@ -63,6 +63,25 @@ TEST(ScheduleValidation, NamesTheBrokenOp) {
                         {"never back-propagated"});
 }
 
+TEST(ScheduleOps, ParseReadsWhatDescribeWrites) {
+  // Every op of a schedule with stored states, kept tapes and frees comes back equal.
+  const auto planned = dp_schedule(CostModel::uniform(40, 1.0, 1.2, 2.0, 100, 10), 900);
+  ASSERT_GT(planned.ops.size(), 4u);
+  for (const auto& op : planned.ops) EXPECT_EQ(Op::parse(op.describe()), op) << op.describe();
+  EXPECT_EQ(Op::parse("forward_grad(3,7)"), Op::forward_grad(3, 7));
+  EXPECT_EQ(Op::parse(" free( 12 ) "), Op::free(12));
+}
+
+TEST(ScheduleOps, ParseNamesWhatItCouldNotRead) {
+  for (const std::string bad : {"", "forward_grad", "forward_grad(1)", "forward_grad(4, 2)",
+                                "backward(0, x)", "backward(0, 2) trailing", "free(1, 2)",
+                                "forward(0, 2)", "forward_no_grad(0, 2.5)",
+                                "forward_grad(0, 99999999999999999999)"}) {
+    expect_error_mentions([&] { Op::parse(bad); },
+                          {"schedule op", "forward_no_grad(a, b)", "\"" + bad + "\""});
+  }
+}
+
 TEST(Schedulers, AreValidForManyLengths) {
   for (int64_t T : {1, 2, 3, 7, 28, 100, 257}) {
     for (int64_t k : {int64_t(1), int64_t(2), int64_t(5), T, T + 3}) {

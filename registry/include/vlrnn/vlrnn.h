@@ -4,7 +4,7 @@
 // names headers from every layer below (docs/architecture.md).
 
 #include "vlrnn/cells/block_lstm.h"
-#include "vlrnn/cells/gru_variants.h"
+#include "vlrnn/cells/block_gru.h"
 #include "vlrnn/core/heads.h"
 #include "vlrnn/core/loss.h"
 #include "vlrnn/core/models.h"

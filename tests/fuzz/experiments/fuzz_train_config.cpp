@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& run : config.runs) {
       run.label();
       config.optimizer.lr_for_batch(run.batch);
-      config.schedule.lr_at(config.optimizer.lr, config.steps - 1, config.steps);
+      config.lr_schedule.lr_at(config.optimizer.lr, config.steps - 1, config.steps);
     }
   } catch (const c10::Error&) {
   }

@@ -299,7 +299,7 @@ class BidirectionalRun {
   GradientResult result_;
 };
 
-// The peaks measured so far, K -> measured step peak (bytes), and the fit through three of
+// The peaks measured so far, K -> measured iteration peak (bytes), and the fit through three of
 // them: peak(K) = f + a K + c N(K), N(K) = ceil(T / K) (NOTE [ Choosing K under a budget ]).
 class PeakFit {
  public:
@@ -336,14 +336,14 @@ class PeakFit {
   double f_ = 0.0, a_ = 0.0, c_ = 0.0;
 };
 
-// The step peak of bivlrnn at block length K on `workload`.
+// The iteration peak of bivlrnn at block length K on `workload`.
 int64_t peak_at_block_length(const Workload& workload, int64_t K) {
   BidirectionalVlrnn method(BidirectionalVlrnnOptions().with_block_length(K));
-  return schedule::measured_step_peak(method, workload);
+  return schedule::measured_iteration_peak(method, workload);
 }
 
-// Full BPTT's step peak, as measure_iteration reports it (without the generator snapshot
-// measured_step_peak adds for a caller's step, so a percentage never exceeds P % of it):
+// Full BPTT's iteration peak, as measure_iteration reports it (without the generator snapshot
+// measured_iteration_peak adds for a caller's step, so a percentage never exceeds P % of it):
 // one block of all T steps on the one executor, which runs a bidirectional model on the
 // whole sequence as full BPTT does.
 int64_t full_bptt_peak(const Workload& workload) {
@@ -351,7 +351,7 @@ int64_t full_bptt_peak(const Workload& workload) {
   schedule::ScheduleMethod full("full", "full", [T](const Workload&) {
     return schedule::uniform_schedule(T, T);
   });
-  return schedule::measured_step_peak(full, workload) -
+  return schedule::measured_iteration_peak(full, workload) -
          RngState::capture(workload.batch.inputs.device()).bytes();
 }
 
@@ -418,7 +418,7 @@ void BidirectionalVlrnn::prepare_impl(const Workload& workload) {
                        : int64_t(double(full_bptt_peak(workload)) * options_.budget_percent / 100.0);
 
   bool raised = false;
-  std::map<int64_t, int64_t> peaks;  // K -> measured step peak
+  std::map<int64_t, int64_t> peaks;  // K -> measured iteration peak
   auto peak = [&](int64_t K) {
     auto it = peaks.find(K);
     return it != peaks.end() ? it->second : peaks[K] = peak_at_block_length(workload, K);
@@ -453,7 +453,7 @@ void BidirectionalVlrnn::prepare_impl(const Workload& workload) {
       return x.second < y.second;
     });
     TORCH_CHECK(options_.budget_bytes == 0, "bivlrnn budget: ", budget, " bytes is below the "
-                "smallest step peak measured for any block length on this workload, ",
+                "smallest iteration peak measured for any block length on this workload, ",
                 smallest->second, " bytes at K = ", smallest->first, " (of T = ", T,
                 " steps); raise budget to at least ", smallest->second);
     budget = smallest->second;  // a percentage is raised to it, as the planner raises one

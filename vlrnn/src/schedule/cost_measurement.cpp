@@ -135,7 +135,7 @@ std::pair<double, double> fit(double v1, double v2, int64_t n1, int64_t n2) {
   return {slope, std::max(0.0, v1 - slope * double(n1))};
 }
 
-// The step peak of the executor running uniform_schedule(n, k) on the first n steps, every
+// The iteration peak of the executor running uniform_schedule(n, k) on the first n steps, every
 // sequence active, measured as measure_iteration measures a method (gradients cleared first).
 // With `entry` (the state at step a): on steps [a, a + n) of the batch, lengths included.
 measure::IterationMeasurement executor_step(const Workload& workload, int64_t n, int64_t k,
@@ -298,7 +298,7 @@ StateCost measure_state(const Workload& workload) {
 // NOTE [ Calibrating the peak end to end ]: the parameter gradients, autograd's buffers
 // that sum a weight's gradient over the steps of a tape, the generator snapshots and
 // whatever else a gradient step allocates are not worth modelling one by one: the
-// executor's own step peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
+// executor's own iteration peak on sub-chains fixes them. A one-step tape (n = 1, no sums)
 // gives the fixed bytes F0; full tapes of a ladder of lengths give the per-call and per-step
 // backward transient on top of the tape (NOTE [ A transient that stops growing ]); two
 // tapes of one and of c steps give the extra bytes of a backward call after the first
@@ -497,7 +497,7 @@ struct StateNear {
   }
 };
 
-// What the model so far leaves unexplained of the executor's step peak on two tapes of k
+// What the model so far leaves unexplained of the executor's iteration peak on two tapes of k
 // steps from `a` (`entry`: the state at a), at the second reversed after the first as in
 // every later block: beyond the fixed bytes, the first tape, and the fused path's per-call
 // and accumulation bytes.

@@ -125,7 +125,7 @@ int64_t full_bptt_reference(const CostModel& model) {
   return model.fixed_bytes + model.gradient_bytes + tape - largest_step;
 }
 
-int64_t measured_step_peak(GradientMethod& method, const Workload& workload) {
+int64_t measured_iteration_peak(GradientMethod& method, const Workload& workload) {
   const SideEffectGuard guard(workload);
   Workload as_called = workload;
   const auto& x = workload.batch.inputs;  // [T, B, F]
@@ -140,16 +140,16 @@ int64_t measured_step_peak(GradientMethod& method, const Workload& workload) {
 
 namespace {
 
-// The measured step peak of `schedule` on `workload` (measured_step_peak).
+// The measured iteration peak of `schedule` on `workload` (measured_iteration_peak).
 int64_t measured_peak(const Schedule& schedule, const Workload& workload) {
   ScheduleMethod method("planner check", schedule.name,
                         [&schedule](const Workload&) { return schedule; });
-  return measured_step_peak(method, workload);
+  return measured_iteration_peak(method, workload);
 }
 
 }  // namespace
 
-// NOTE [ A budget is a promise ]: the budget caps the step peak as measured, not as
+// NOTE [ A budget is a promise ]: the budget caps the iteration peak as measured, not as
 // predicted, and the simulator's peak is a prediction. So the planner measures its own
 // error on this workload: it plans for budget / (1 + margin), runs the chosen schedule once
 // (outside any measured step: prepare(); gradients and generators left as they were) and

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
+#include <vector>
 
 namespace vlrnn::schedule {
 
@@ -21,6 +23,42 @@ std::string to_string(OpKind kind) {
 std::string Op::describe() const {
   if (kind == OpKind::kFree) return fmt::format("free({})", begin);
   return fmt::format("{}({}, {})", to_string(kind), begin, end);
+}
+
+Op Op::parse(const std::string& text) {
+  std::string compact;  // without spaces: "forward_grad(0,64)"
+  for (char c : text) {
+    if (c != ' ') compact += c;
+  }
+  const auto fail = [&] {
+    TORCH_CHECK(false, "schedule op: expected forward_no_grad(a, b), forward_grad(a, b), "
+                       "backward(a, b) or free(t) with integers a < b, got \"", text, "\"");
+  };
+  const auto open = compact.find('(');
+  if (open == std::string::npos || compact.empty() || compact.back() != ')') fail();
+  const std::string kind_name = compact.substr(0, open);
+  // The integers between the parentheses, separated by commas.
+  std::vector<int64_t> numbers;
+  std::istringstream args(compact.substr(open + 1, compact.size() - open - 2));
+  for (std::string field; std::getline(args, field, ',');) {
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(field, &used);
+    } catch (const std::exception&) {
+      fail();
+    }
+    if (used != field.size()) fail();
+    numbers.push_back(value);
+  }
+  for (const auto kind : {OpKind::kForwardNoGrad, OpKind::kForwardGrad, OpKind::kBackward}) {
+    if (kind_name == to_string(kind)) {
+      if (numbers.size() != 2 || numbers[0] >= numbers[1]) fail();
+      return {kind, numbers[0], numbers[1]};
+    }
+  }
+  if (kind_name != to_string(OpKind::kFree) || numbers.size() != 1) fail();
+  return free(numbers[0]);
 }
 
 ScheduleCounts Schedule::validate() const {

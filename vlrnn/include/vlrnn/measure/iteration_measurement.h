@@ -23,7 +23,7 @@ void clear_gradients(const Workload& workload);
 // GradientMethod::prepare() (outside the measurement: NOTE [ Preparing is not the step ]),
 // clear_gradients(), then one GradientMethod::compute() inside a memory scope and a timer.
 // The result tensors are released before the memory scope closes their accounting: the
-// step's peak already saw them.
+// iteration's peak already saw them.
 IterationMeasurement measure_iteration(GradientMethod& method, const Workload& workload,
                              torch::Device device);
 

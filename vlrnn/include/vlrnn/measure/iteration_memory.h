@@ -15,7 +15,7 @@
 // its cost model inside a measured step) is a measurement of its own, not part of the
 // enclosing step: the enclosing scope keeps the peak it had seen before the nested one
 // opened, and after the nested one closes it sees only what the nested region left live.
-// So the enclosing step's peak is the same whether or not a nested measurement ran inside
+// So the enclosing iteration's peak is the same whether or not a nested measurement ran inside
 // it (a cold planner reports the same iteration peak as a warm one), and no scope resets another's
 // peak. A scope leaves the CPU tracker installed only if it was installed before it opened.
 

@@ -54,7 +54,7 @@ namespace vlrnn {
 // Every K costs the same forward passes (above), so a larger K is faster: fewer blocks,
 // fewer calls, fewer stored states to make and free. Memory is not monotone in K: K steps
 // of activations grow with K, the 2 stored states per block with N = ceil(T / K). So under
-// a budget the fastest K is the largest whose measured step peak fits. prepare() finds it
+// a budget the fastest K is the largest whose measured iteration peak fits. prepare() finds it
 // from measurements on the workload itself (run as measure_iteration runs a step, side
 // effects undone):
 // 1. three probes, K0 / 2, K0 and 2 K0 around K0 = ceil(sqrt(T)) (near the smallest
@@ -102,7 +102,7 @@ class BidirectionalVlrnn : public GradientMethod {
   int64_t block_length_for(int64_t time_steps) const;
 
   // Under a budget, after prepare(): the budget in bytes the choice was checked against (a
-  // percentage's, raised when needed) and the chosen K's measured step peak.
+  // percentage's, raised when needed) and the chosen K's measured iteration peak.
   int64_t checked_budget_bytes() const { return budget_; }
   int64_t checked_peak_bytes() const { return checked_peak_; }
 

@@ -47,14 +47,14 @@ CostModel measured_cost_model(const Workload& workload);
 // How many cost models the cache holds now (at most a fixed bound).
 size_t cached_cost_models();
 
-// The measured step peak of `method` on `workload`, measured as measure_iteration measures
+// The measured iteration peak of `method` on `workload`, measured as measure_iteration measures
 // a method (gradients cleared first), leaving gradients and generators as they were. The
 // caller's step does what this one would not on an already validated workload: it makes
 // h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
 // at its start may be new where this one's shares the last capture's storage (counted).
 // Inputs and h0 that come out of the caller's graph (an embedding, an encoder) are cut
 // from it: the check must not back-propagate into it, nor free it before the real step.
-int64_t measured_step_peak(GradientMethod& method, const Workload& workload);
+int64_t measured_iteration_peak(GradientMethod& method, const Workload& workload);
 
 // The full-BPTT peak percent=P refers to (NOTE [ Percent of full BPTT ] in the .cpp).
 int64_t full_bptt_reference(const CostModel& model);
@@ -73,7 +73,7 @@ class PlannerMethod : public GradientMethod {
   int64_t budget_for(const CostModel& model) const;
 
   // After prepare() on a left-to-right model: the plan, the budget it was checked against (a percentage's, raised
-  // when needed), its measured step peak and the margin the planner measured (the
+  // when needed), its measured iteration peak and the margin the planner measured (the
   // relative amount by which the simulator under-predicted on this workload, 0 if never).
   // On a bidirectional model the plan is empty, the budget and the peak are bivlrnn's
   // (its chosen K is in describe()) and the margin 0.
@@ -81,6 +81,9 @@ class PlannerMethod : public GradientMethod {
   int64_t checked_budget_bytes() const { return budget_; }
   int64_t checked_peak_bytes() const { return checked_peak_; }
   double margin() const { return margin_; }
+  // The cost model the plan was chosen from (empty before prepare() and on a bidirectional
+  // model).
+  const CostModel& cost_model() const { return model_; }
 
  protected:
   // Measures the workload's cost model (or takes it from the cache) and plans.

@@ -59,6 +59,9 @@ struct Op {
   int64_t steps() const { return end - begin; }
   // "forward_no_grad(0, 64)", "free(64)"
   std::string describe() const;
+  // The op describe() wrote (spaces optional); throws naming the text and the forms it
+  // takes otherwise. Recorded plans are read back through it.
+  static Op parse(const std::string& text);
   bool operator==(const Op& o) const { return kind == o.kind && begin == o.begin && end == o.end; }
 };
 

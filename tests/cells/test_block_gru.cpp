@@ -2,7 +2,7 @@
 
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/gru_reference.h"
-#include "vlrnn/cells/gru_variants.h"
+#include "vlrnn/cells/block_gru.h"
 #include "vlrnn/verify/compare.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "vlrnn/cells/gru_variants.h"
+#include "vlrnn/cells/block_gru.h"
 
 #include "vlrnn/cells/gru_block.h"
 

@@ -1,0 +1,163 @@
+// Plans you can keep (experiments/lib/recorded_plan.h): a planner's plan as its record
+// holds it, read back from any file that holds it, and run again with bit-identical
+// gradients. Shapes: T steps, B sequences, F input features, H hidden.
+#include "lib/recorded_plan.h"
+
+#include "lib/method_runner.h"
+#include "lib/problem.h"
+
+#include "test_util.h"
+
+#include "vlrnn/registry/methods.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace vlrnn::experiments {
+namespace {
+
+using nlohmann::json;
+using testing::expect_error_mentions;
+
+constexpr int64_t kT = 40;
+
+Problem small_problem(int64_t T = kT) {
+  ProblemSpec spec;
+  spec.model = "lstm";
+  spec.input_size = 3;
+  spec.hidden_size = 5;
+  spec.head_outputs = 2;
+  spec.time_steps = T;
+  spec.batch = 3;
+  spec.dtype = torch::kFloat64;
+  return make_problem(spec);
+}
+
+// A planner whose synthetic costs make a taped step dear and a stored state cheap, so under
+// this budget it recomputes; the real (tiny) peak fits the same budget, so the measured
+// check passes without planning again.
+schedule::PlannerMethod recomputing_planner() {
+  schedule::PlannerOptions options;
+  options.budget_bytes = 100'000'000;
+  options.cost_model = schedule::CostModel::uniform(kT, 1.0, 1.2, 2.0, 10'000'000, 1'000);
+  return schedule::PlannerMethod(options);
+}
+
+std::vector<torch::Tensor> gradients(const Problem& problem, GradientMethod& method) {
+  for (auto& p : problem.model->parameters()) p.mutable_grad() = torch::Tensor();
+  for (auto& p : problem.head->parameters()) p.mutable_grad() = torch::Tensor();
+  method.compute(problem.workload());
+  std::vector<torch::Tensor> out;
+  for (auto& p : problem.model->parameters()) out.push_back(p.grad().clone());
+  for (auto& p : problem.head->parameters()) out.push_back(p.grad().clone());
+  return out;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const auto path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(RecordedPlan, RecordHoldsTheOpsAndTheCostsTheyWereChosenFrom) {
+  const auto problem = small_problem();
+  auto planner = recomputing_planner();
+  planner.prepare(problem.workload());
+  const auto record = plan_json(planner);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["time_steps"], kT);
+  EXPECT_EQ(record["ops"].size(), planner.current_plan().schedule.ops.size());
+  EXPECT_GT(record["predicted"]["forward_no_grad_steps"].get<int64_t>(), 0);  // it recomputes
+  EXPECT_EQ(record["budget_bytes"], 100'000'000);
+  // Per-step vectors run-length encoded: every step costs the same, so one run of T.
+  EXPECT_EQ(record["cost_model"]["tape_bytes"], json::array({json::array({10'000'000, kT})}));
+  EXPECT_EQ(record["cost_model"]["op_seconds"], 0.0);
+}
+
+TEST(RecordedPlan, RepeatsAPlannerRunWithIdenticalGradients) {
+  const auto problem = small_problem();
+  auto planner = recomputing_planner();
+  const auto planned = gradients(problem, planner);
+  // Through the record's text, as a file would carry it.
+  const auto text = json{{"records", {{{"method", "planner"}, {"plan", plan_json(planner)}}}}}.dump();
+  const auto path = write_file("vlrnn_test_recorded_plan.json", text);
+  RecordedPlanMethod replay(read_plan_file(path), path);
+  EXPECT_EQ(replay.plan().ops, planner.current_plan().schedule.ops);
+  const auto repeated = gradients(problem, replay);
+  ASSERT_EQ(planned.size(), repeated.size());
+  for (size_t i = 0; i < planned.size(); ++i) EXPECT_TRUE(torch::equal(planned[i], repeated[i])) << i;
+  std::remove(path.c_str());
+}
+
+TEST(RecordedPlan, ReadsAPlanFromAnyRecordFile) {
+  const auto problem = small_problem();
+  auto planner = recomputing_planner();
+  planner.prepare(problem.workload());
+  const auto plan = plan_json(planner);
+  // A results.jsonl: one record per line, the same plan in two of them.
+  const auto jsonl = write_file("vlrnn_test_plan.jsonl", json{{"plan", plan}}.dump() + "\n" +
+                                                             json{{"method", "full"}}.dump() +
+                                                             "\n\n" + json{{"plan", plan}}.dump() + "\n");
+  EXPECT_EQ(read_plan_file(jsonl).ops, planner.current_plan().schedule.ops);
+  // A bare plan object.
+  const auto bare = write_file("vlrnn_test_plan_bare.json", plan.dump());
+  EXPECT_EQ(read_plan_file(bare).time_steps, kT);
+  std::remove(jsonl.c_str());
+  std::remove(bare.c_str());
+}
+
+TEST(RecordedPlan, NamesWhatIsWrongWithAPlanFile) {
+  expect_error_mentions([] { read_plan_file("/nonexistent/plan.json"); },
+                        {"--plan /nonexistent/plan.json", "cannot read"});
+  const auto none = write_file("vlrnn_test_plan_none.json", R"({"records": [{"method": "full"}]})");
+  expect_error_mentions([&] { read_plan_file(none); }, {"--plan", "found none"});
+  const auto two = write_file(
+      "vlrnn_test_plan_two.jsonl",
+      R"({"plan": {"time_steps": 2, "ops": ["forward_grad(0, 2)", "backward(0, 2)"]}})"
+      "\n"
+      R"({"plan": {"time_steps": 3, "ops": ["forward_grad(0, 3)", "backward(0, 3)"]}})"
+      "\n");
+  expect_error_mentions([&] { read_plan_file(two); }, {"expected one plan, found 2"});
+  const auto bad_op = write_file("vlrnn_test_plan_bad_op.json",
+                                 R"({"time_steps": 2, "ops": ["forward_grad(0, 2)", "back(0, 2)"]})");
+  expect_error_mentions([&] { read_plan_file(bad_op); }, {"ops[1]", "\"back(0, 2)\""});
+  const auto invalid = write_file("vlrnn_test_plan_invalid.json",
+                                  R"({"time_steps": 2, "ops": ["forward_grad(0, 2)"]})");
+  expect_error_mentions([&] { read_plan_file(invalid); }, {"never back-propagated"});
+  for (const auto& path : {none, two, bad_op, invalid}) std::remove(path.c_str());
+}
+
+TEST(RecordedPlan, RunsOnlyOnItsOwnLength) {
+  schedule::Schedule plan;
+  plan.time_steps = kT;
+  plan.name = "whole";
+  plan.ops = {schedule::Op::forward_grad(0, kT), schedule::Op::backward(0, kT)};
+  RecordedPlanMethod method(plan, "test");
+  const auto longer = small_problem(kT + 1);
+  expect_error_mentions([&] { method.compute(longer.workload()); },
+                        {"recorded for T = 40", "T = 41"});
+}
+
+TEST(RecordedPlan, RunsAsMethodPlanAndIsRecorded) {
+  const auto problem = small_problem();
+  auto planner = recomputing_planner();
+  planner.prepare(problem.workload());
+  const auto path = write_file("vlrnn_test_plan_method.json", plan_json(planner).dump());
+  EXPECT_EQ(add_plan_method(path).time_steps, kT);
+  expect_error_mentions([&] { add_plan_method(path); }, {"\"plan\" is already registered"});
+  RunOptions once;
+  once.warmup = 0;
+  once.repeats = 1;
+  const auto runs = run_methods(problem, {"full", "plan"}, once);
+  ASSERT_EQ(runs[1].status, "ok") << runs[1].error;
+  EXPECT_EQ(runs[1].plan["source"], path);
+  EXPECT_EQ(runs[1].plan["ops"], plan_json(planner)["ops"]);
+  EXPECT_EQ(to_json(runs[1])["plan"]["chosen_by"], "recorded");
+  EXPECT_LE(runs[1].error_vs_full->max_rel, 1e-10);  // exact, like every schedule
+  EXPECT_TRUE(runs[0].plan.is_null());                // full records no plan
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace vlrnn::experiments
