@@ -141,7 +141,7 @@ schedule::Schedule read_plan_file(const std::string& path) {
 
 RecordedPlanMethod::RecordedPlanMethod(schedule::Schedule plan, std::string source)
     : schedule::ScheduleMethod(
-          "plan", fmt::format("plan({}, from {})", plan.name, source),
+          "plan", fmt::format("plan({})", source),  // its schedule's name is in its record
           [plan](const Workload& w) {
             TORCH_CHECK(w.batch.time_steps() == plan.time_steps, "plan ", plan.name,
                         ": recorded for T = ", plan.time_steps, " steps, the workload has T = ",

@@ -110,20 +110,20 @@ TEST(RecordedPlan, ReadsAPlanFromAnyRecordFile) {
 TEST(RecordedPlan, NamesWhatIsWrongWithAPlanFile) {
   expect_error_mentions([] { read_plan_file("/nonexistent/plan.json"); },
                         {"--plan /nonexistent/plan.json", "cannot read"});
-  const auto none = write_file("vlrnn_test_plan_none.json", R"({"records": [{"method": "full"}]})");
+  const auto none = write_file("vlrnn_test_plan_none.json", R"json({"records": [{"method": "full"}]})json");
   expect_error_mentions([&] { read_plan_file(none); }, {"--plan", "found none"});
   const auto two = write_file(
       "vlrnn_test_plan_two.jsonl",
-      R"({"plan": {"time_steps": 2, "ops": ["forward_grad(0, 2)", "backward(0, 2)"]}})"
+      R"json({"plan": {"time_steps": 2, "ops": ["forward_grad(0, 2)", "backward(0, 2)"]}})json"
       "\n"
-      R"({"plan": {"time_steps": 3, "ops": ["forward_grad(0, 3)", "backward(0, 3)"]}})"
+      R"json({"plan": {"time_steps": 3, "ops": ["forward_grad(0, 3)", "backward(0, 3)"]}})json"
       "\n");
   expect_error_mentions([&] { read_plan_file(two); }, {"expected one plan, found 2"});
   const auto bad_op = write_file("vlrnn_test_plan_bad_op.json",
-                                 R"({"time_steps": 2, "ops": ["forward_grad(0, 2)", "back(0, 2)"]})");
+                                 R"json({"time_steps": 2, "ops": ["forward_grad(0, 2)", "back(0, 2)"]})json");
   expect_error_mentions([&] { read_plan_file(bad_op); }, {"ops[1]", "\"back(0, 2)\""});
   const auto invalid = write_file("vlrnn_test_plan_invalid.json",
-                                  R"({"time_steps": 2, "ops": ["forward_grad(0, 2)"]})");
+                                  R"json({"time_steps": 2, "ops": ["forward_grad(0, 2)"]})json");
   expect_error_mentions([&] { read_plan_file(invalid); }, {"never back-propagated"});
   for (const auto& path : {none, two, bad_op, invalid}) std::remove(path.c_str());
 }
