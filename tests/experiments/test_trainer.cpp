@@ -3,6 +3,7 @@
 #include "lib/trainer.h"
 
 #include "idx_test_files.h"
+#include "test_util.h"
 
 #include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/methods.h"
