@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every command's results hold the results schema (scripts/results_schema.py): tiny runs of
-# sweep (two shards, then merge), compare --json (and --plan from it), budget, train, verify --out and --json, and
+# sweep (two shards, then merge), compare --json (and --plan from it), budget, train (and
+# --plan from a planner's run), verify --out and --json, and
 # the benchmark scripts' writers (scripts/bench_meta.py + bench_to_records.py on a committed
 # Google Benchmark file), each checked by the schema. Also checks that the checker fails on a
 # set with an old key name, so a pass means something.
@@ -54,6 +55,24 @@ PY
 run "budget" "$vlrnn" budget --T 16 --hidden 4 --input 2 --batch 2 --classes 2 --repeats 1 \
   --warmup 0 --fractions 0.6 --methods planner,uniform --out budget "${common[@]}"
 run "train" "$vlrnn" train train.json --out train "${common[@]}"
+# A planner's training run, repeated from the plan its record keeps: the same losses, bit
+# for bit (NOTE [ Recorded plans ]).
+echo '{"task": {"kind": "adding", "steps": 16}, "methods": ["planner:percent=50"], "steps": 3,
+       "batch": 4, "model": {"kind": "lstm", "hidden": 8}}' > train_planner.json
+sed 's/"planner:percent=50"/"plan"/' train_planner.json > train_plan.json
+run "train a planner" "$vlrnn" train train_planner.json --out train_planner "${common[@]}"
+run "train --plan" "$vlrnn" train train_plan.json --out train_plan \
+  --plan train_planner/results.jsonl "${common[@]}"
+run "the repeated training run has the same losses" "$python" - <<'PY'
+import json
+def records(folder, kind):
+    return [r for r in map(json.loads, open(folder + "/results.jsonl")) if r.get("kind") == kind]
+planned, repeated = records("train_planner", "train_step"), records("train_plan", "train_step")
+assert len(planned) == 3 and [r["loss"] for r in planned] == [r["loss"] for r in repeated], \
+    ([r["loss"] for r in planned], [r["loss"] for r in repeated])
+runs = records("train_planner", "train_run") + records("train_plan", "train_run")
+assert runs[0]["plan"]["ops"] == runs[1]["plan"]["ops"] and runs[1]["plan"]["chosen_by"] == "recorded"
+PY
 run "verify --out --json" "$vlrnn" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' \
   --out verify --json verify.json
 mkdir bench
@@ -64,7 +83,8 @@ run "bench_meta.py" env META_COMMAND="scripts/bench_gru_variants.sh bench" \
   META_JSON=bench_gru_variants.json META_CLOCK=real "$python" "$source_dir/scripts/bench_meta.py" \
   bench/meta.json
 run "bench_to_records.py" "$python" "$source_dir/scripts/bench_to_records.py" bench
-sets=(shard0 shard1 merged compare.json compare_plan.json budget train verify verify.json bench)
+sets=(shard0 shard1 merged compare.json compare_plan.json budget train train_planner train_plan
+      verify verify.json bench)
 run "every set holds the results schema" "$python" "$source_dir/scripts/results_schema.py" "${sets[@]}"
 cat last.log | tail -1
 
