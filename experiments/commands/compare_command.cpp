@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 
 namespace vlrnn::cli {
@@ -79,8 +80,44 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
       std::find(specs.begin(), specs.end(), "plan") == specs.end()) {
     specs.push_back("plan");  // --plan FILE adds the recorded plan when --methods lacks it
   }
-  experiments::check_method_specs(specs);  // unknown names fail here, listing the known ones
+  std::vector<std::string> bare;
+  for (const auto& spec : specs) bare.push_back(spec.substr(0, spec.find('@')));
+  experiments::check_method_specs(bare);  // unknown names fail here, listing the known ones
   return specs;
+}
+
+// NOTE [ One function, several models ]: "METHOD@KIND" in --methods runs METHOD on model
+// kind KIND with the --model problem's weights (by name) and data, interleaved round by round
+// with the others, so that a hand-written cell and LibTorch's module computing the same
+// function are timed side by side and their gradients compared (full BPTT on --model is the
+// reference). Returns the problem of each spec (the base one without '@') and strips the
+// '@KIND' off `specs`; `kinds` keeps the problems made for other kinds alive.
+std::vector<const experiments::Problem*> problems_of_specs(
+    std::vector<std::string>& specs, const experiments::Problem& base,
+    std::map<std::string, experiments::Problem>& kinds) {
+  std::vector<const experiments::Problem*> problems;
+  for (auto& spec : specs) {
+    const auto at = spec.find('@');
+    if (at == std::string::npos) {
+      problems.push_back(&base);
+      continue;
+    }
+    const std::string kind = spec.substr(at + 1);
+    spec = spec.substr(0, at);
+    TORCH_CHECK(!kind.empty(), "--methods: expected METHOD@KIND with a model kind after '@', got \"",
+                spec, "@\"");
+    if (kind == base.spec.model) {
+      problems.push_back(&base);
+      continue;
+    }
+    check_method_takes_model(spec, kind);
+    auto found = kinds.find(kind);
+    if (found == kinds.end()) {
+      found = kinds.emplace(kind, experiments::make_problem_of_kind(base, kind)).first;
+    }
+    problems.push_back(&found->second);
+  }
+  return problems;
 }
 
 std::string ratio(double value) { return std::isfinite(value) ? fmt::format("{:.2f}", value) : "-"; }
@@ -292,6 +329,9 @@ int run_compare(CompareArgs args) {
   measure::CpuMemoryTracker::instance().install();
   const auto problem = experiments::make_problem(args.problem);
   args.problem = problem.spec;  // a model file's own F and H (make_problem), as reported
+  std::map<std::string, experiments::Problem> other_kinds;
+  auto bare_specs = specs;
+  const auto problems = problems_of_specs(bare_specs, problem, other_kinds);
 
   // The machine and the code as the run starts (meta of --json; its load_average is the
   // load before the measurements).
@@ -308,7 +348,11 @@ int run_compare(CompareArgs args) {
                                              100 * options.stable_within, options.max_repeats)
                                : "",
                            args.no_error ? "" : "; then gradients vs full BPTT");
-  const auto runs = experiments::run_methods(problem, specs, options);
+  auto runs = experiments::run_methods(problems, bare_specs, options);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    runs[i].spec = specs[i];  // as given, "METHOD@KIND" included
+    if (!runs[i].model.empty()) runs[i].description += "@" + runs[i].model;
+  }
   print_report(args, problem, runs, blas.vendor, peak.flops_per_second, load_start);
   if (!args.json_path.empty()) write_json(args, runs, std::move(meta), peak);
   if (args.check && check_gradients(std::cout, args, runs) > 0) return 1;
@@ -371,7 +415,9 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   sub->add_option("--methods", args->methods,
                   "comma-separated method specs, e.g. full,vlrnn,vlrnn:block=64,"
                   "checkpoint:segments=64 (default: every method in the registry; "
-                  "'vlrnn methods' lists them)");
+                  "'vlrnn methods' lists them); METHOD@KIND runs METHOD on model kind KIND with "
+                  "--model's weights (by name) and data, side by side: e.g. --model lstm "
+                  "--methods full,full@lstm_block,vlrnn:block=128@lstm_block");
   sub->add_option("--dtype", args->dtype, "float32 or float64")->capture_default_str();
   sub->add_option("--device", args->device, "cpu, or cuda / cuda:N in a CUDA build")
       ->capture_default_str();

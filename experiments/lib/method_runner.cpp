@@ -34,18 +34,22 @@ void fail(MethodRun& run, const std::exception& e) {
 
 // One method of the run: its instance and its record.
 struct Contender {
+  const Problem* problem = nullptr;  // the model it runs (the same data for every contender)
   std::unique_ptr<GradientMethod> method;
   MethodRun run;
   std::vector<double> seconds;  // timed iterations, in round order
 };
 
 std::vector<Contender> make_contenders(const std::vector<std::string>& specs,
-                                       const Workload& workload) {
+                                       const std::vector<const Problem*>& problems) {
   std::vector<Contender> out(specs.size());
   for (size_t m = 0; m < specs.size(); ++m) {
     auto& c = out[m];
+    c.problem = problems[m];
+    const auto workload = c.problem->workload();
     c.method = make_method_from_spec(specs[m]);  // throws on an unknown spec
     c.run.spec = specs[m];
+    if (c.problem != problems.front()) c.run.model = c.problem->spec.model;
     c.run.name = c.method->name();
     c.run.description = c.method->describe();
     c.run.exact = c.method->is_exact();
@@ -55,12 +59,13 @@ std::vector<Contender> make_contenders(const std::vector<std::string>& specs,
 }
 
 // Round r of the interleaved measurement: one iteration of each contender still ok.
-void run_round(std::vector<Contender>& contenders, int64_t r, const Workload& workload,
-               torch::Device device, const RunOptions& options) {
+void run_round(std::vector<Contender>& contenders, int64_t r, const RunOptions& options) {
   const bool warm_up = r < options.warmup;
   for (auto& c : contenders) {
     auto& run = c.run;
     if (run.status != "ok") continue;  // a method that failed once is not retried
+    const auto workload = c.problem->workload();
+    const auto device = c.problem->spec.device;
     try {
       const auto measured = measure::measure_iteration(*c.method, workload, device);
       if (!warm_up) {
@@ -85,10 +90,12 @@ void run_round(std::vector<Contender>& contenders, int64_t r, const Workload& wo
   }
 }
 
-// Each ok run's gradients against one snapshot of full BPTT's; seeded alike so that any
-// random draws (dropout) match, as the verifier does.
-void measure_gradient_errors(std::vector<MethodRun>& runs, const Problem& problem,
-                             const Workload& workload) {
+// Each ok run's gradients (on its own problem's model) against one snapshot of full BPTT's
+// on `problem`; seeded alike so that any random draws (dropout) match, as the verifier does.
+void measure_gradient_errors(std::vector<MethodRun>& runs,
+                             const std::vector<const Problem*>& problems) {
+  const Problem& problem = *problems.front();
+  const auto workload = problem.workload();
   std::optional<verify::GradientSnapshot> reference;
   std::string reference_note;
   try {
@@ -98,7 +105,8 @@ void measure_gradient_errors(std::vector<MethodRun>& runs, const Problem& proble
   } catch (const std::exception& e) {
     reference_note = "full BPTT failed: " + measure::short_message(e);
   }
-  for (auto& run : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto& run = runs[i];
     if (run.status != "ok") continue;
     if (!reference) {
       run.error_vs_full_note = reference_note;
@@ -107,11 +115,12 @@ void measure_gradient_errors(std::vector<MethodRun>& runs, const Problem& proble
     try {
       auto method = make_method_from_spec(run.spec);
       torch::manual_seed(problem.spec.seed + 1);
-      const auto got = verify::run_and_snapshot(*method, workload);
+      const auto got = verify::run_and_snapshot(*method, problems[i]->workload());
       run.error_vs_full = verify::compare(got, *reference);
     } catch (const std::exception& e) {
       run.error_vs_full_note = measure::short_message(e);
     }
+    measure::clear_gradients(problems[i]->workload());
   }
   measure::clear_gradients(workload);
 }
@@ -148,20 +157,25 @@ bool stable(const std::vector<Contender>& contenders, double within) {
 
 std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std::string>& specs,
                                    const RunOptions& options) {
+  return run_methods(std::vector<const Problem*>(specs.size(), &problem), specs, options);
+}
+
+std::vector<MethodRun> run_methods(const std::vector<const Problem*>& problems,
+                                   const std::vector<std::string>& specs,
+                                   const RunOptions& options) {
   TORCH_CHECK(options.repeats >= 1, "repeats: expected >= 1 timed runs, got ", options.repeats);
   TORCH_CHECK(options.warmup >= 0, "warmup: expected >= 0 untimed runs, got ", options.warmup);
   TORCH_CHECK(!specs.empty(), "methods: expected at least one method, got none");
-  const auto workload = problem.workload();
+  TORCH_CHECK(problems.size() == specs.size(), "run_methods: expected a problem per method, got ",
+              problems.size(), " for ", specs.size());
   TORCH_CHECK(options.stable_within >= 0, "stable_within: expected >= 0 (0: off), got ",
               options.stable_within);
-  auto contenders = make_contenders(specs, workload);
+  auto contenders = make_contenders(specs, problems);
   int64_t r = 0;
-  for (; r < options.warmup + options.repeats; ++r) {
-    run_round(contenders, r, workload, problem.spec.device, options);
-  }
+  for (; r < options.warmup + options.repeats; ++r) run_round(contenders, r, options);
   while (options.stable_within > 0 && r < options.warmup + options.max_repeats &&
          !stable(contenders, options.stable_within)) {
-    run_round(contenders, r++, workload, problem.spec.device, options);
+    run_round(contenders, r++, options);
   }
   std::vector<MethodRun> runs;
   for (auto& c : contenders) {
@@ -171,11 +185,11 @@ std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std
     if (c.run.status == "ok") {
       c.run.time_samples = c.seconds;
       c.run.time = measure::summarize(c.seconds);
-      derive(c.run, problem, options);
+      derive(c.run, *c.problem, options);
     }
     runs.push_back(std::move(c.run));
   }
-  if (options.gradient_error) measure_gradient_errors(runs, problem, workload);
+  if (options.gradient_error) measure_gradient_errors(runs, problems);
   return runs;
 }
 
@@ -234,6 +248,7 @@ nlohmann::json to_json(const MethodRun& run) {
                       {"exact", run.exact},
                       {"status", run.status}};
   if (!run.plan.is_null()) j["plan"] = run.plan;  // NOTE [ Recorded plans ]
+  if (!run.model.empty()) j["run_model"] = run.model;  // METHOD@KIND: not the problem's model
   if (run.status != "ok") {
     j["error"] = run.error;
     return j;

@@ -24,6 +24,10 @@ struct MethodRun {
   std::string spec;         // the method spec as run, e.g. "vlrnn:block=128"
   std::string name;         // registry name, e.g. "vlrnn"
   std::string description;  // GradientMethod::describe(), e.g. "vlrnn(K=128)"
+  // The model kind it ran when it is not the problem's own (compare's METHOD@KIND; records
+  // "run_model"): the same weights by name and the same data (make_problem_of_kind in
+  // lib/problem.h).
+  std::string model;
   bool exact = true;
   std::string status = "ok";  // "ok", "oom" (ran out of memory) or "error"
   std::string error;          // the message when status is not "ok"
@@ -64,6 +68,12 @@ struct RunOptions {
 // `problem`. A method that runs out of memory or throws gets that status and the others go
 // on. Throws only for specs the registry rejects (before anything runs).
 std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std::string>& specs,
+                                   const RunOptions& options);
+// The same with specs[i] run on problems[i]: problems of one function and one batch (the
+// first's, make_problem_of_kind), interleaved round by round like one problem's methods;
+// gradients are compared with full BPTT on the first.
+std::vector<MethodRun> run_methods(const std::vector<const Problem*>& problems,
+                                   const std::vector<std::string>& specs,
                                    const RunOptions& options);
 
 // The median over rounds of run's time / reference's time in the same round. Rounds run

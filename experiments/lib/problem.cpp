@@ -160,4 +160,34 @@ torch::Device parse_device(const std::string& name) {
   return device;
 }
 
+namespace {
+
+// Copies `from`'s parameters into `to`'s of the same names and shapes.
+void copy_parameters(const torch::nn::Module& from, torch::nn::Module& to, const std::string& what) {
+  const auto source = from.named_parameters();
+  auto target = to.named_parameters();
+  TORCH_CHECK(source.size() == target.size(), what, ": expected the same parameters, got ",
+              source.size(), " and ", target.size());
+  torch::NoGradGuard no_grad;
+  for (const auto& item : source) {
+    TORCH_CHECK(target.contains(item.key()), what, ": the second lacks parameter ", item.key());
+    TORCH_CHECK(target[item.key()].sizes() == item.value().sizes(), what, ": parameter ",
+                item.key(), " has shape ", item.value().sizes(), " and ", target[item.key()].sizes());
+    target[item.key()].copy_(item.value());
+  }
+}
+
+}  // namespace
+
+Problem make_problem_of_kind(const Problem& base, const std::string& kind) {
+  auto spec = base.spec;
+  spec.model = kind;
+  auto problem = make_problem(spec);
+  problem.batch = base.batch;
+  copy_parameters(*base.model, *problem.model,
+                  fmt::format("models {} and {}", base.spec.model, kind));
+  copy_parameters(*base.head, *problem.head, fmt::format("the heads of {} and {}", base.spec.model, kind));
+  return problem;
+}
+
 }  // namespace vlrnn::experiments

@@ -60,6 +60,12 @@ void check_data_fits(int64_t time_steps, int64_t batch, int64_t input_size,
 // Weights and data drawn on the CPU from `spec.seed` (the same on every device), then moved.
 Problem make_problem(const ProblemSpec& spec);
 
+// `base`'s problem run by model kind `kind` instead: `base`'s batch and, by name, its model's
+// and head's parameters, so both compute one function of the same data (lstm and
+// lstm_block, gru and gru_v3 share names). Throws naming the kinds when a parameter has no
+// counterpart or another shape.
+Problem make_problem_of_kind(const Problem& base, const std::string& kind);
+
 torch::ScalarType parse_dtype(const std::string& name);  // "float32" | "float64"
 std::string dtype_name(torch::ScalarType dtype);
 // "cpu" | "cuda" | "cuda:N"; throws when this build or machine cannot run it.
