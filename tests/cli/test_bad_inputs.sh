@@ -61,6 +61,9 @@ expect "vlrnn block" compare --methods vlrnn:block=0 --T 8 --hidden 4
 expect "nosuch" compare --methods nosuch --T 8 --hidden 4
 expect "block" compare --methods vlrnn:block=x --T 8 --hidden 4
 expect "dtype" compare --dtype float16 --T 8 --hidden 4
+expect "METHOD@KIND" compare --T 8 --hidden 4 --methods full,full@
+expect "nosuch" compare --T 8 --hidden 4 --methods full,full@nosuch
+expect "models lstm and gru" compare --T 8 --hidden 4 --methods full,full@gru
 expect "found none" compare --T 8 --hidden 4 --plan "$work/bad_kind.json"
 expect "broken.json" compare --T 8 --hidden 4 --plan "$work/broken.json"
 expect "recorded for T = 4" compare --T 8 --hidden 4 --plan "$work/plan4.json"

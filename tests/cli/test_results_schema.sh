@@ -52,6 +52,10 @@ assert repeated[0]["plan"]["source"] == "compare.json", repeated[0]["plan"]
 assert repeated[0]["error_vs_full"]["max_rel"] <= 1e-5, repeated[0]["error_vs_full"]
 assert "cost_model" in planned[0]["plan"] and planned[0]["plan"]["budget_bytes"] > 0
 PY
+# METHOD@KIND: LibTorch's LSTM and lstm_block side by side on one set of weights.
+run "compare METHOD@KIND" "$vlrnn" compare --model lstm --T 8 --hidden 4 --input 2 --batch 2 \
+  --repeats 1 --warmup 0 --methods full,full@lstm_block --json compare_kinds.json --quiet \
+  --check "${common[@]}"
 run "budget" "$vlrnn" budget --T 16 --hidden 4 --input 2 --batch 2 --classes 2 --repeats 1 \
   --warmup 0 --fractions 0.6 --methods planner,uniform --out budget "${common[@]}"
 run "train" "$vlrnn" train train.json --out train "${common[@]}"
@@ -83,7 +87,7 @@ run "bench_meta.py" env META_COMMAND="scripts/bench_gru_variants.sh bench" \
   META_JSON=bench_gru_variants.json META_CLOCK=real "$python" "$source_dir/scripts/bench_meta.py" \
   bench/meta.json
 run "bench_to_records.py" "$python" "$source_dir/scripts/bench_to_records.py" bench
-sets=(shard0 shard1 merged compare.json compare_plan.json budget train train_planner train_plan
+sets=(shard0 shard1 merged compare.json compare_plan.json compare_kinds.json budget train train_planner train_plan
       verify verify.json bench)
 run "every set holds the results schema" "$python" "$source_dir/scripts/results_schema.py" "${sets[@]}"
 cat last.log | tail -1

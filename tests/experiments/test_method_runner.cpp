@@ -1,5 +1,7 @@
 #include "lib/method_runner.h"
 
+#include "test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,6 +60,41 @@ TEST(MethodRunner, UntilStableAddsRoundsUpToTheCap) {
   runs = run_methods(problem, {"full", "vlrnn:block=4"}, options);
   EXPECT_LT(runs[1].time.samples, 50);
   EXPECT_GE(runs[1].time.samples, measure::MedianInterval::kMinSamples);
+}
+
+// METHOD@KIND (NOTE [ One function, several models ] in compare): LibTorch's LSTM and the
+// hand-written lstm_block with one set of weights and one batch compute one function, so
+// their runs, interleaved, have the same gradients to float64 rounding.
+TEST(MethodRunner, RunsMethodsOnOtherKindsOfTheSameFunction) {
+  ProblemSpec spec;
+  spec.model = "lstm";
+  spec.input_size = 3;
+  spec.hidden_size = 4;
+  spec.head_outputs = 2;
+  spec.time_steps = 12;
+  spec.batch = 3;
+  spec.dtype = torch::kFloat64;
+  const auto base = make_problem(spec);
+  const auto block = make_problem_of_kind(base, "lstm_block");
+  EXPECT_TRUE(torch::equal(block.batch.inputs, base.batch.inputs));
+  RunOptions options;
+  options.warmup = 0;
+  options.repeats = 2;
+  const auto runs = run_methods({&base, &block, &block}, {"full", "full", "vlrnn:block=5"}, options);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].model, "");
+  EXPECT_EQ(runs[1].model, "lstm_block");
+  EXPECT_EQ(to_json(runs[1])["run_model"], "lstm_block");
+  EXPECT_FALSE(to_json(runs[0]).contains("run_model"));
+  for (size_t i = 1; i < runs.size(); ++i) {
+    ASSERT_EQ(runs[i].status, "ok") << runs[i].error;
+    EXPECT_EQ(runs[i].time.samples, 2);
+    ASSERT_TRUE(runs[i].error_vs_full.has_value());
+    EXPECT_LE(runs[i].error_vs_full->max_rel, 1e-10) << runs[i].spec;
+  }
+  // A kind whose parameters do not match by name and shape is refused, naming both.
+  testing::expect_error_mentions([&] { make_problem_of_kind(base, "gru"); },
+                                 {"models lstm and gru"});
 }
 
 }  // namespace
