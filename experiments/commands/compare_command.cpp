@@ -49,6 +49,19 @@ struct CompareArgs {
   std::string plan_file;   // a recorded plan to run exactly (lib/recorded_plan.h)
 };
 
+// "vlrnn:block=64@lstm_block" -> {"vlrnn:block=64", "lstm_block"}; no '@': an empty kind
+// (NOTE [ One function, several models ]).
+struct MethodOnKind {
+  std::string method, kind;
+  bool has_kind = false;
+};
+
+MethodOnKind split_kind(const std::string& spec) {
+  const auto at = spec.find('@');
+  if (at == std::string::npos) return {spec, "", false};
+  return {spec.substr(0, at), spec.substr(at + 1), true};
+}
+
 std::vector<std::string> resolve_methods(const CompareArgs& args) {
   std::vector<std::string> specs;
   if (args.methods.empty()) {
@@ -81,7 +94,7 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
     specs.push_back("plan");  // --plan FILE adds the recorded plan when --methods lacks it
   }
   std::vector<std::string> bare;
-  for (const auto& spec : specs) bare.push_back(spec.substr(0, spec.find('@')));
+  for (const auto& spec : specs) bare.push_back(split_kind(spec).method);
   experiments::check_method_specs(bare);  // unknown names fail here, listing the known ones
   return specs;
 }
@@ -97,16 +110,11 @@ std::vector<const experiments::Problem*> problems_of_specs(
     std::map<std::string, experiments::Problem>& kinds) {
   std::vector<const experiments::Problem*> problems;
   for (auto& spec : specs) {
-    const auto at = spec.find('@');
-    if (at == std::string::npos) {
-      problems.push_back(&base);
-      continue;
-    }
-    const std::string kind = spec.substr(at + 1);
-    spec = spec.substr(0, at);
-    TORCH_CHECK(!kind.empty(), "--methods: expected METHOD@KIND with a model kind after '@', got \"",
-                spec, "@\"");
-    if (kind == base.spec.model) {
+    const auto [method, kind, has_kind] = split_kind(spec);
+    spec = method;
+    TORCH_CHECK(!has_kind || !kind.empty(),
+                "--methods: expected METHOD@KIND with a model kind after '@', got \"", method, "@\"");
+    if (!has_kind || kind == base.spec.model) {
       problems.push_back(&base);
       continue;
     }

@@ -31,6 +31,13 @@ json run_length_json(const std::vector<Value>& values) {
   return runs;
 }
 
+// The ops of `schedule` as Op::describe() writes them, which plan_from_json reads back.
+json ops_json(const schedule::Schedule& schedule) {
+  json ops = json::array();
+  for (const auto& op : schedule.ops) ops.push_back(op.describe());
+  return ops;
+}
+
 // Every object in `j` that looks like a plan (holds "ops" and "time_steps"), depth first.
 void collect_plans(const json& j, std::vector<const json*>& found) {
   if (j.is_object() && j.contains("ops") && j.contains("time_steps")) {
@@ -89,13 +96,11 @@ json cost_model_json(const schedule::CostModel& model) {
 json plan_json(const schedule::PlannerMethod& planner) {
   const auto& plan = planner.current_plan();
   if (plan.schedule.ops.empty()) return json();
-  json ops = json::array();
-  for (const auto& op : plan.schedule.ops) ops.push_back(op.describe());
   return {{"time_steps", plan.schedule.time_steps},
           {"schedule", plan.schedule.name},
           {"chosen_by", plan.chosen_by},
           {"parameter", plan.parameter},
-          {"ops", ops},
+          {"ops", ops_json(plan.schedule)},
           {"predicted", prediction_json(plan.prediction)},
           {"budget_bytes", planner.checked_budget_bytes()},
           {"checked_peak_bytes", planner.checked_peak_bytes()},
@@ -152,13 +157,11 @@ RecordedPlanMethod::RecordedPlanMethod(schedule::Schedule plan, std::string sour
       source_(std::move(source)) {}
 
 json plan_json(const RecordedPlanMethod& method) {
-  json ops = json::array();
-  for (const auto& op : method.plan().ops) ops.push_back(op.describe());
   return {{"time_steps", method.plan().time_steps},
           {"schedule", method.plan().name},
           {"chosen_by", "recorded"},
           {"source", method.source()},
-          {"ops", ops}};
+          {"ops", ops_json(method.plan())}};
 }
 
 json ran_plan_json(const GradientMethod& method) {

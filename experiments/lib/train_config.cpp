@@ -99,10 +99,10 @@ LrSchedule parse_lr_schedule(const json& v, const std::string& key) {
   if (!v.is_object()) fail(key, "expected an object, got " + type_of(v));
   check_keys(v, key, {"kind", "warmup", "final_fraction"});
   LrSchedule out;
-  if (v.contains("kind")) out.kind = read_string(v["kind"], "schedule.kind", {"constant", "cosine"});
-  if (v.contains("warmup")) out.warmup = read_int(v["warmup"], "schedule.warmup", 0);
+  if (v.contains("kind")) out.kind = read_string(v["kind"], key + ".kind", {"constant", "cosine"});
+  if (v.contains("warmup")) out.warmup = read_int(v["warmup"], key + ".warmup", 0);
   if (v.contains("final_fraction")) {
-    out.final_fraction = read_number(v["final_fraction"], "schedule.final_fraction", 0, 1);
+    out.final_fraction = read_number(v["final_fraction"], key + ".final_fraction", 0, 1);
   }
   return out;
 }

@@ -9,14 +9,15 @@
 namespace vlrnn::experiments {
 namespace {
 
-Problem small_problem() {
+Problem small_problem(const std::string& kind = "rnn", torch::Dtype dtype = torch::kFloat32) {
   ProblemSpec spec;
-  spec.model = "rnn";
+  spec.model = kind;
   spec.input_size = 3;
   spec.hidden_size = 4;
   spec.head_outputs = 2;
   spec.time_steps = 16;
   spec.batch = 2;
+  spec.dtype = dtype;
   return make_problem(spec);
 }
 
@@ -66,15 +67,7 @@ TEST(MethodRunner, UntilStableAddsRoundsUpToTheCap) {
 // hand-written lstm_block with one set of weights and one batch compute one function, so
 // their runs, interleaved, have the same gradients to float64 rounding.
 TEST(MethodRunner, RunsMethodsOnOtherKindsOfTheSameFunction) {
-  ProblemSpec spec;
-  spec.model = "lstm";
-  spec.input_size = 3;
-  spec.hidden_size = 4;
-  spec.head_outputs = 2;
-  spec.time_steps = 12;
-  spec.batch = 3;
-  spec.dtype = torch::kFloat64;
-  const auto base = make_problem(spec);
+  const auto base = small_problem("lstm", torch::kFloat64);
   const auto block = make_problem_of_kind(base, "lstm_block");
   EXPECT_TRUE(torch::equal(block.batch.inputs, base.batch.inputs));
   RunOptions options;

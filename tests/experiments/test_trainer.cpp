@@ -364,6 +364,14 @@ TEST(Trainer, LearningRateScheduleKeepsItsOlderName) {
   const json older = {{"task", {{"kind", "adding"}, {"steps", 24}}}, {"methods", {"full"}},
                       {"schedule", schedule}};
   EXPECT_EQ(parse_train_config(older, "test").lr_schedule.warmup, 7);
+  // Errors name the key as the config spells it.
+  testing::expect_error_mentions(
+      [] { small_config({{"lr_schedule", {{"kind", "cosine"}, {"warmup", -1}}}}); },
+      {"lr_schedule.warmup"});
+  testing::expect_error_mentions([&] {
+    parse_train_config({{"task", {{"kind", "adding"}, {"steps", 24}}}, {"methods", {"full"}},
+                        {"schedule", {{"kind", "linear"}}}}, "test");
+  }, {"schedule.kind"});
   // small_config() has an lr_schedule already.
   testing::expect_error_mentions([&] { small_config({{"schedule", schedule}}); },
                                  {"schedule", "got both \"lr_schedule\" and \"schedule\""});
