@@ -14,6 +14,18 @@
 //       --benchmark_enable_random_interleaving=true
 //
 // One LibTorch intra-op thread unless VLRNN_TORCH_THREADS says otherwise (main()).
+//
+// NOTE [ Fresh pages cost time ]
+// The recurrence's buffers are 128 MiB each (T·B·H floats). glibc maps any buffer above
+// 32 MiB fresh from the kernel and returns it on free, so every new one is page-faulted in
+// and zeroed on first touch: on this project's 2-core VM, filling a fresh 128 MiB buffer took
+// 57 ms against 16 ms for one touched before. The scan does two flops per element and streams
+// about four such buffers forward + backward, so with glibc's defaults most of its time is
+// that mapping; the step loop's time is mostly per-op overhead. An allocator that keeps freed
+// memory (CUDA's caching allocator; on the CPU jemalloc, tcmalloc, or glibc's own tunables)
+// removes it, so scripts/bench_linear_scan.sh measures both: as glibc ships, and with glibc
+// keeping freed memory (VLRNN_BENCH_KEEP_FREED=1 turns off the resident-memory probe, whose
+// malloc_trim would hand the memory back).
 
 #include "bench_util.h"
 

@@ -27,9 +27,13 @@ namespace vlrnn::bench {
 // first hands glibc's free memory back (malloc_trim) and resets the high-water mark
 // (clear_refs = 5), so VmHWM - VmRSS(start) is the peak footprint of what one iteration
 // allocated. -1 where /proc is missing.
+// VLRNN_BENCH_KEEP_FREED=1 measures nothing (-1) and hands nothing back: with an allocator
+// that keeps freed memory (NOTE [ Fresh pages cost time ]), the timed code then reuses pages
+// it has touched before, as a training loop does.
 class RssProbe {
  public:
   void start() {
+    if (keep_freed_) return;
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
@@ -41,6 +45,8 @@ class RssProbe {
 
  private:
   double delta(double now) const { return now < 0 || start_ < 0 ? -1.0 : now - start_; }
+  const bool keep_freed_ = std::getenv("VLRNN_BENCH_KEEP_FREED") != nullptr &&
+                           std::string(std::getenv("VLRNN_BENCH_KEEP_FREED")) == "1";
   static double read(const std::string& key) {
     std::ifstream status("/proc/self/status");
     std::string word;

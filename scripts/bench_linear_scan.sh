@@ -10,6 +10,11 @@
 #      and without the gradient check: full
 #      BPTT's tape grows with T (1.0 GiB at T = 4096, so about 16 GiB here) and does not fit a
 #      24 GiB machine, which is the point of the method.
+#   4. build/bench_linear_scan again, into OUT_DIR/kept-memory, with glibc told to keep what is
+#      freed (GLIBC_TUNABLES below, VLRNN_BENCH_KEEP_FREED=1: no resident-memory probe, which
+#      would hand it back): each repetition reuses pages touched before, as a training loop
+#      with a caching allocator does, instead of paying the kernel to map and zero 128 MiB
+#      per buffer (NOTE [ Fresh pages cost time ] in experiments/bench_linear_scan.cpp).
 # Saves Google Benchmark's JSON, compare's JSON and text, and meta.json; converts the benchmark
 # into the shared record schema (scripts/bench_to_records.py, which prints the table) and draws
 # the figures (scripts/plot.py: the benchmark's, and each compare file's into FILE-figures/).
@@ -35,11 +40,22 @@ cmd2=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T
 cmd3=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 65536
       --methods vlrnn:block=64,vlrnn --no-error --repeats 2 --warmup 0 --quiet
       --json "$out/compare_t65536.json")
+kept="$out/kept-memory"
+mkdir -p "$kept"
+# mmap_threshold above every buffer here: glibc serves them from its heap, not fresh mappings;
+# trim_threshold: it does not hand the heap's free top back to the kernel.
+kept_env=(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296
+          VLRNN_BENCH_KEEP_FREED=1)
+cmd4=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_min_time=0.01
+      --benchmark_enable_random_interleaving=true --benchmark_out_format=json
+      "--benchmark_out=$kept/bench_linear_scan.json")
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "${cmd1[@]}"
 "${cmd2[@]}" | tee "$out/compare_t4096.txt"
 "${cmd3[@]}" | tee "$out/compare_t65536.txt"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+env "${kept_env[@]}" "${cmd4[@]}"
+load_after_kept=$(cut -d' ' -f1-3 /proc/loadavg)
 
 blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)
 torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/include/torch/version.h \
@@ -52,7 +68,15 @@ META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
 META_LOAD_AFTER="$load_after" META_JSON="bench_linear_scan.json" META_STEPS=4096 \
 META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"compare_json\": \"compare_t4096.json\", \"compare_t65536_json\": \"compare_t65536.json\"}" \
 python3 scripts/bench_meta.py "$out/meta.json"
+META_COMMAND="scripts/bench_linear_scan.sh $out $repeats" \
+META_BENCHMARK_COMMAND="${kept_env[*]} ${cmd4[*]}" \
+META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_after" \
+META_LOAD_AFTER="$load_after_kept" META_JSON="bench_linear_scan.json" META_STEPS=4096 \
+META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"allocator\": \"glibc keeping freed memory: ${kept_env[0]}\"}" \
+python3 scripts/bench_meta.py "$kept/meta.json"
 python3 scripts/bench_to_records.py "$out"
+python3 scripts/bench_to_records.py "$kept"
 python3 scripts/plot.py "$out"  # re-runs itself under /usr/bin/python3 when matplotlib is there only
+python3 scripts/plot.py "$kept"
 python3 scripts/plot.py "$out/compare_t4096.json"
 python3 scripts/plot.py "$out/compare_t65536.json"
