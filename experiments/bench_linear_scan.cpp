@@ -75,7 +75,7 @@ void BM_MinGru(benchmark::State& state, RecurrenceForm form, Phase phase, Part p
                                       : 2.0 * double(batch * hidden * steps);
   if (phase == Phase::kForward) {
     vlrnn::bench::RssProbe probe;
-    double held = 0;
+    double held = -1;  // -1: not measured (no counter)
     for (auto _ : state) {
       state.PauseTiming();
       probe.start();
@@ -87,7 +87,7 @@ void BM_MinGru(benchmark::State& state, RecurrenceForm form, Phase phase, Part p
       held = std::max(held, probe.peak_grown());
       state.ResumeTiming();
     }
-    state.counters["peak_MB"] = held;
+    if (held >= 0) state.counters["peak_MB"] = held;
   } else {
     auto xg = x.clone().requires_grad_(true);
     const auto dz = torch::randn({steps, batch, hidden});  // [T, B, H]

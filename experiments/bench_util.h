@@ -73,7 +73,7 @@ template <typename Forward>
 void run(benchmark::State& state, torch::nn::Module& module, torch::Tensor& x,
          const torch::Tensor& dz, Forward&& forward) {
   RssProbe probe;
-  double held = 0, peak = 0;
+  double held = -1, peak = -1;  // -1: not measured (no counters)
   for (auto _ : state) {
     state.PauseTiming();
     clear_grads(module, x);
@@ -88,8 +88,10 @@ void run(benchmark::State& state, torch::nn::Module& module, torch::Tensor& x,
     peak = std::max(peak, probe.peak_grown());
     state.ResumeTiming();
   }
-  state.counters["held_MB"] = held;
-  state.counters["peak_MB"] = peak;
+  if (peak >= 0) {
+    state.counters["held_MB"] = held;
+    state.counters["peak_MB"] = peak;
+  }
 }
 
 // The counters every block benchmark reports for a forward + backward of `flops` useful
