@@ -3,11 +3,11 @@
 # minGRU, float32, H = 256, B = 32, T = 4096, F = H:
 #   1. build/bench_linear_scan: the scan against the plain step loop, forward (no grad) and
 #      forward + backward of one block of all T steps; repetitions randomly interleaved;
-#   2. build/vlrnn compare: VLRNN (K = ceil(sqrt(T)) = 64, and K = 32) against full BPTT on the
-#      scan form, taking turns in every round (paired ratios), with the iteration's exact peak
-#      memory;
-#   3. VLRNN at T = 65,536 (K = 64 as above, and ceil(sqrt(T)) = 256), without full BPTT
-#      and without the gradient check: full
+#   2. build/vlrnn compare: VLRNN (K = ceil(sqrt(T)) = 64, K = 32, and K = 256) against full
+#      BPTT on the scan form, taking turns in every round (paired ratios), with the
+#      iteration's exact peak memory;
+#   3. VLRNN at T = 65,536 (K = 64, and K = 256 = ceil(sqrt(T))): with 2. at the same K, its
+#      memory for 16x the steps; without full BPTT and without the gradient check: full
 #      BPTT's tape grows with T (1.0 GiB at T = 4096, so about 16 GiB here) and does not fit a
 #      24 GiB machine, which is the point of the method.
 #   4. build/bench_linear_scan again, into OUT_DIR/kept-memory, with glibc told to keep what is
@@ -35,7 +35,7 @@ cmd1=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_min
       --benchmark_enable_random_interleaving=true --benchmark_out_format=json
       "--benchmark_out=$out/bench_linear_scan.json")
 cmd2=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 4096
-      --methods full,vlrnn,vlrnn:block=32 --repeats "$repeats" --warmup 1 --quiet
+      --methods full,vlrnn,vlrnn:block=32,vlrnn:block=256 --repeats "$repeats" --warmup 1 --quiet
       --json "$out/compare_t4096.json")
 cmd3=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 65536
       --methods vlrnn:block=64,vlrnn --no-error --repeats 2 --warmup 0 --quiet

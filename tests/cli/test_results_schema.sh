@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every command's results hold the results schema (scripts/results_schema.py): tiny runs of
-# sweep (two shards, then merge), compare --json (and --plan from it), budget, train (and
+# sweep (two shards, then merge), compare --json (and --plan from it, in compare and in a
+# sweep), budget, train (and
 # --plan from a planner's run), verify --out and --json, and
 # the benchmark scripts' writers (scripts/bench_meta.py + bench_to_records.py on a committed
 # Google Benchmark file), each checked by the schema. Also checks that the checker fails on a
@@ -56,6 +57,21 @@ PY
 run "compare METHOD@KIND" "$vlrnn" compare --model lstm --T 8 --hidden 4 --input 2 --batch 2 \
   --repeats 1 --warmup 0 --methods full,full@lstm_block --json compare_kinds.json --quiet \
   --check "${common[@]}"
+# The same plan in a sweep (--plan registers the method "plan" for its config).
+cat > sweep_plan.json <<'JSON'
+{"name": "planned", "models": ["lstm"], "input": 2,
+ "experiments": [{"methods": ["full", "plan"], "T": [8], "batch": 2, "hidden": 4,
+                  "repeats": 1, "warmup": 0}]}
+JSON
+run "sweep --plan" "$vlrnn" sweep sweep_plan.json --out sweep_plan --plan compare.json "${common[@]}"
+run "the sweep ran the recorded plan" "$python" - <<'PY'
+import json
+planned = [r for r in json.load(open("compare.json"))["records"] if r["method_name"] == "planner"]
+swept = [json.loads(l) for l in open("sweep_plan/results.jsonl")]
+swept = [r for r in swept if r.get("method") == "plan"]
+assert len(swept) == 1 and swept[0]["status"] == "ok", swept
+assert swept[0]["plan"]["ops"] == planned[0]["plan"]["ops"], "the ops differ"
+PY
 run "budget" "$vlrnn" budget --T 16 --hidden 4 --input 2 --batch 2 --classes 2 --repeats 1 \
   --warmup 0 --fractions 0.6 --methods planner,uniform --out budget "${common[@]}"
 run "train" "$vlrnn" train train.json --out train "${common[@]}"
@@ -87,7 +103,8 @@ run "bench_meta.py" env META_COMMAND="scripts/bench_gru_variants.sh bench" \
   META_JSON=bench_gru_variants.json META_CLOCK=real "$python" "$source_dir/scripts/bench_meta.py" \
   bench/meta.json
 run "bench_to_records.py" "$python" "$source_dir/scripts/bench_to_records.py" bench
-sets=(shard0 shard1 merged compare.json compare_plan.json compare_kinds.json budget train train_planner train_plan
+sets=(shard0 shard1 merged compare.json compare_plan.json compare_kinds.json sweep_plan budget train
+      train_planner train_plan
       verify verify.json bench)
 run "every set holds the results schema" "$python" "$source_dir/scripts/results_schema.py" "${sets[@]}"
 cat last.log | tail -1
