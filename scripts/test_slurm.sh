@@ -56,6 +56,12 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! comm
   ((installed)) || fail "apt-get install slurm-wlm munge failed; VLRNN_SKIP_SLURM=1 skips this test"
 fi
 
+# Debian's slurmd (22.05) loads its cgroup plugin even with proctrack/linuxproc and task/none
+# below, and stops where no cgroup filesystem is mounted (a chroot or container without one).
+# (/proc/mounts would not tell: in a chroot it lists the host's.) A mounted one is never empty.
+[[ -n $(ls -A /sys/fs/cgroup 2>/dev/null) ]] ||
+  fail "slurmd needs a cgroup filesystem at /sys/fs/cgroup, and none is mounted (in a chroot: mount --rbind /sys); VLRNN_SKIP_SLURM=1 skips this test"
+
 # --- a one-node cluster in a temporary folder ------------------------------------------
 tmp=$(mktemp -d /tmp/vlrnn-slurm-test.XXXXXX)
 chmod 700 "$tmp"
