@@ -45,8 +45,11 @@ class RssProbe {
 
  private:
   double delta(double now) const { return now < 0 || start_ < 0 ? -1.0 : now - start_; }
-  const bool keep_freed_ = std::getenv("VLRNN_BENCH_KEEP_FREED") != nullptr &&
-                           std::string(std::getenv("VLRNN_BENCH_KEEP_FREED")) == "1";
+  static bool keeps_freed() {
+    const char* value = std::getenv("VLRNN_BENCH_KEEP_FREED");
+    return value != nullptr && std::string(value) == "1";
+  }
+  const bool keep_freed_ = keeps_freed();
   static double read(const std::string& key) {
     std::ifstream status("/proc/self/status");
     std::string word;

@@ -31,9 +31,9 @@ mkdir -p "$out"
 
 cmake --build build --target bench_linear_scan vlrnn >/dev/null
 
-cmd1=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_min_time=0.01
-      --benchmark_enable_random_interleaving=true --benchmark_out_format=json
-      "--benchmark_out=$out/bench_linear_scan.json")
+bench=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_min_time=0.01
+       --benchmark_enable_random_interleaving=true --benchmark_out_format=json)
+cmd1=("${bench[@]}" "--benchmark_out=$out/bench_linear_scan.json")
 cmd2=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 4096
       --methods full,vlrnn,vlrnn:block=32,vlrnn:block=256 --repeats "$repeats" --warmup 1 --quiet
       --json "$out/compare_t4096.json")
@@ -46,9 +46,7 @@ mkdir -p "$kept"
 # trim_threshold: it does not hand the heap's free top back to the kernel.
 kept_env=(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296
           VLRNN_BENCH_KEEP_FREED=1)
-cmd4=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_min_time=0.01
-      --benchmark_enable_random_interleaving=true --benchmark_out_format=json
-      "--benchmark_out=$kept/bench_linear_scan.json")
+cmd4=("${bench[@]}" "--benchmark_out=$kept/bench_linear_scan.json")
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "${cmd1[@]}"
 "${cmd2[@]}" | tee "$out/compare_t4096.txt"
@@ -62,21 +60,22 @@ torch_version=$(grep -A1 '#define TORCH_VERSION ' /usr/include/torch/csrc/api/in
                   2>/dev/null | grep -o '"[0-9.]*"' | tr -d '"' || true)
 torch_threads=$(python3 -c "import json; print(json.load(open('$out/bench_linear_scan.json'))['context'].get('torch_threads', ''))")
 
-META_COMMAND="scripts/bench_linear_scan.sh $out $repeats" \
-META_BENCHMARK_COMMAND="${cmd1[*]} && ${cmd2[*]} && ${cmd3[*]}" \
-META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_before" \
-META_LOAD_AFTER="$load_after" META_JSON="bench_linear_scan.json" META_STEPS=4096 \
-META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"compare_json\": \"compare_t4096.json\", \"compare_t65536_json\": \"compare_t65536.json\"}" \
-python3 scripts/bench_meta.py "$out/meta.json"
-META_COMMAND="scripts/bench_linear_scan.sh $out $repeats" \
-META_BENCHMARK_COMMAND="${kept_env[*]} ${cmd4[*]}" \
-META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$load_after" \
-META_LOAD_AFTER="$load_after_kept" META_JSON="bench_linear_scan.json" META_STEPS=4096 \
-META_CLOCK=real META_EXTRA="{\"torch_threads\": \"$torch_threads\", \"allocator\": \"glibc keeping freed memory: ${kept_env[0]}\"}" \
-python3 scripts/bench_meta.py "$kept/meta.json"
-python3 scripts/bench_to_records.py "$out"
-python3 scripts/bench_to_records.py "$kept"
-python3 scripts/plot.py "$out"  # re-runs itself under /usr/bin/python3 when matplotlib is there only
-python3 scripts/plot.py "$kept"
+# meta.json of one benchmark folder: DIR, the benchmark command, the load before and after,
+# and the fields META_EXTRA adds beside torch_threads.
+write_meta() {
+  META_COMMAND="scripts/bench_linear_scan.sh $out $repeats" META_BENCHMARK_COMMAND="$2" \
+  META_BLAS="$blas" META_TORCH="$torch_version" META_LOAD_BEFORE="$3" META_LOAD_AFTER="$4" \
+  META_JSON="bench_linear_scan.json" META_STEPS=4096 META_CLOCK=real \
+  META_EXTRA="{\"torch_threads\": \"$torch_threads\", $5}" \
+  python3 scripts/bench_meta.py "$1/meta.json"
+}
+write_meta "$out" "${cmd1[*]} && ${cmd2[*]} && ${cmd3[*]}" "$load_before" "$load_after" \
+  '"compare_json": "compare_t4096.json", "compare_t65536_json": "compare_t65536.json"'
+write_meta "$kept" "${kept_env[*]} ${cmd4[*]}" "$load_after" "$load_after_kept" \
+  "\"allocator\": \"glibc keeping freed memory: ${kept_env[0]}\""
+for dir in "$out" "$kept"; do
+  python3 scripts/bench_to_records.py "$dir"
+  python3 scripts/plot.py "$dir"  # re-runs itself under /usr/bin/python3 when matplotlib is there only
+done
 python3 scripts/plot.py "$out/compare_t4096.json"
 python3 scripts/plot.py "$out/compare_t65536.json"

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Every command's results hold the results schema (scripts/results_schema.py): tiny runs of
 # sweep (two shards, then merge), compare --json (and --plan from it, in compare and in a
-# sweep), budget, train (and
-# --plan from a planner's run), verify --out and --json, and
-# the benchmark scripts' writers (scripts/bench_meta.py + bench_to_records.py on a committed
+# sweep), budget, train (and --plan from a planner's run), verify --out and --json, and the
+# benchmark scripts' writers (scripts/bench_meta.py + bench_to_records.py on a committed
 # Google Benchmark file), each checked by the schema. Also checks that the checker fails on a
 # set with an old key name, so a pass means something.
 #   test_results_schema.sh path/to/vlrnn SOURCE_DIR
