@@ -20,6 +20,10 @@ from .common import (MIB, describe_fixed, legend, method_style, noisy_legend_han
                      plot_ratio_points, plt, save, spread_name, time_samples, time_summary,
                      varying, yerr)
 
+# A method's curves, first to last, when it has several (other K, other model): the colour
+# and marker say the method, the dashes which of its curves.
+LINESTYLES = ["-", "--", ":", "-."]
+
 
 def accepts(record):
     return record.get("kind") in ("grid", "max_batch") or "figures" in record
@@ -96,11 +100,14 @@ def plot_memory_vs_t(name, records, meta, directory, written, skipped, order):
     if not any(len({r["T"] for r in rs}) > 1 for rs in series.values()):
         return skipped.append(f"{name} (no method was measured at more than one T)")
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    drawn = {}  # curves drawn so far per method
     for (method, label), rs in sorted(series.items(), key=lambda kv: order_key(kv[0][0], order)):
         rs.sort(key=lambda r: r["T"])
         color, marker = method_style(method, order)
+        dashes = LINESTYLES[drawn.get(method, 0) % len(LINESTYLES)]
+        drawn[method] = drawn.get(method, 0) + 1
         ax.plot([r["T"] for r in rs], [common.peak_bytes(r["memory"]) / MIB for r in rs],
-                marker=marker, color=color, label=label)
+                marker=marker, color=color, linestyle=dashes, label=label)
     # Points that ran out of memory: an x at the top of the axis, at their T.
     failed = [r for r in tagged if r.get("status") == "oom"]
     if failed:
