@@ -422,36 +422,38 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 // LibTorch modules take the packed path (copies in and out, per-step slices whose backward
 // writes zeros as large as the packed chunk), the hand-written cells mask a full batch, a
 // user's module does what it does. So the steps of a variable-length batch are not
-// modelled: they are measured, on the batch itself, in windows of kProfileWindow steps run
+// modelled: they are measured, on the batch itself, in profile blocks of kProfileBlock steps run
 // as the executor runs a block (advance without grad; forward with grad from detached
-// leaves; backward from both roots: NOTE [ One block, measured ]), each window once. A
-// window's cost, less the per-call cost the prefix fits give, is spread evenly over its
+// leaves; backward from both roots: NOTE [ One block, measured ]), each profile block once. A
+// profile block's cost, less the per-call cost the prefix fits give, is spread evenly over its
 // steps. Its backward peak, less the same per-call bytes, is its chunk transient (NOTE [
 // Chunked backward of a variable-length batch ] in cost_model.h); the least of them where
 // sequences end is what any chunk needs. Tapes before the first end keep the fused path's
 // end-to-end transient. One extra pass over the batch: about one gradient step.
-constexpr int64_t kProfileWindow = 32;
+constexpr int64_t kProfileBlock = 32;
 
 // NOTE [ Chunked backward of a variable-length batch ] (cost_model.h), measured: tapes of 1,
-// 2, 4 and 8 windows where sequences have ended, each reversed alone. The head's moment
+// 2, 4 and 8 profile blocks where sequences have ended, each reversed alone. The head's moment
 // grows with the tape (head per step); a model that reverses its tape in chunks needs at
 // the chunks' moment what its largest chunk needs, which stops growing at a chunk's length.
 // So the chunk length is the tape whose backward peak is largest above the head's moment,
 // unless that is the longest tried: then the whole tape is one chunk (T), as far as measured.
-constexpr int64_t kLongestChunkLadder = 8;  // windows
+constexpr int64_t kLongestChunkLadder = 8;  // profile blocks
 
 struct ChunkLadder {
-  int64_t start = 0;    // a window boundary
-  int64_t windows = 0;  // the longest tape, in windows (< 2: no ladder fits in T)
+  int64_t start = 0;    // a profile block boundary
+  int64_t blocks = 0;   // the longest tape, in profile blocks (< 2: no ladder fits in T)
 };
 
 ChunkLadder chunk_ladder(const Workload& workload) {
   const int64_t T = workload.batch.time_steps();
   ChunkLadder ladder{0, 1};
-  while (ladder.windows < kLongestChunkLadder && 2 * ladder.windows * kProfileWindow <= T) ladder.windows *= 2;
-  const int64_t shortest = workload.batch.lengths.min().item<int64_t>();
-  ladder.start = std::min(shortest / kProfileWindow, T / kProfileWindow - ladder.windows) *
-                 kProfileWindow;
+  while (ladder.blocks < kLongestChunkLadder && 2 * ladder.blocks * kProfileBlock <= T) {
+    ladder.blocks *= 2;
+  }
+  const int64_t first_end = workload.batch.lengths.min().item<int64_t>();
+  ladder.start = std::min(first_end / kProfileBlock, T / kProfileBlock - ladder.blocks) *
+                 kProfileBlock;
   return ladder;
 }
 
@@ -459,15 +461,15 @@ ChunkLadder chunk_ladder(const Workload& workload) {
 int64_t measure_chunk_steps(const Workload& workload, const ChunkLadder& ladder,
                             const State& entry, double head_step) {
   const int64_t T = workload.batch.time_steps();
-  if (ladder.windows < 2) return T;
+  if (ladder.blocks < 2) return T;
   const auto& x = workload.batch.inputs;  // [T, B, F]
   measure::DeviceTimer timer(x.device());
   // The largest excess, even a negative one: a model whose backward needs less than the
   // head's moment on every tape tried (an in-block scan) still gets a chunk length.
   double best_excess = -std::numeric_limits<double>::infinity();
   int64_t best_steps = 0;
-  for (int64_t windows = 1; windows <= ladder.windows; windows *= 2) {
-    const int64_t L = windows * kProfileWindow;
+  for (int64_t blocks = 1; blocks <= ladder.blocks; blocks *= 2) {
+    const int64_t L = blocks * kProfileBlock;
     const auto inputs = x.narrow(0, ladder.start, L).detach();  // [L, B, F]
     const double excess =
         double(run_block(workload, inputs, ladder.start, L, entry, timer).backward_peak) -
@@ -477,23 +479,23 @@ int64_t measure_chunk_steps(const Workload& workload, const ChunkLadder& ladder,
       best_steps = L;
     }
   }
-  return best_steps == ladder.windows * kProfileWindow ? T : best_steps;
+  return best_steps == ladder.blocks * kProfileBlock ? T : best_steps;
 }
 
 // A state a later measurement starts from, kept as the profile pass goes by it: the entry
-// of the window holding `step`, advanced to `step` when asked.
+// of the profile block holding `step`, advanced to `step` when asked.
 struct StateNear {
   int64_t step = 0;
-  int64_t window = -1;  // the window holding it (-1: not passed)
-  State entry;          // the state at `window`
+  int64_t block = -1;   // the profile block holding it (-1: not passed)
+  State entry;          // the state at `block`
   void pass(int64_t a, int64_t n, const State& state) {
     if (a <= step && step < a + n) {
-      window = a;
+      block = a;
       entry = state;
     }
   }
   State at(const Workload& workload) const {
-    return step == window ? entry : forward_no_grad(workload, window, step - window, entry);
+    return step == block ? entry : forward_no_grad(workload, block, step - block, entry);
   }
 };
 
@@ -511,7 +513,7 @@ double unexplained_second_tape(const CostModel& m, const Workload& workload, con
 
 // NOTE [ The least a chunk needs, end to end ]: a short tape where sequences have ended
 // needs more at its backward than the fused path's per-call bytes (the packed path computes
-// its weights' gradients step by step) and more than its windows' spread transients say.
+// its weights' gradients step by step) and more than its profile blocks' spread transients say.
 // As for the fused path (NOTE [ Calibrating the peak end to end ]), the executor's own step
 // peak fixes it: two tapes of k steps from `a`, the second reversed after the first as in
 // every later block, and what the model so far leaves unexplained is the least a chunk needs.
@@ -528,21 +530,21 @@ void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd
 }
 
 // NOTE [ A chunk inside a step ]: a chunk reversed inside a step needs more than the same
-// steps reversed alone in a window say, beyond the fused path's per-call bytes the
+// steps reversed alone in a profile block say, beyond the fused path's per-call bytes the
 // simulator adds: the packed path's weight gradients are added into existing ones, and its
 // sums differ from the fused path's. Measured like the least a chunk needs: two tapes of
-// half a window, the first holding the first sequence's last step (so it runs packed, and
+// half a profile block, the first holding the first sequence's last step (so it runs packed, and
 // no sequence has ended before it), the second reversed after the first; what the model so
 // far leaves unexplained beyond the chunk's steps is added to every chunk. Only where the
 // chunk's steps need more than the least a chunk needs: below that, what is unexplained is
 // that least, already calibrated (NOTE [ The least a chunk needs, end to end ]).
 // The tapes are kContextTape steps; `start`: where the first starts.
-constexpr int64_t kContextTape = kProfileWindow / 2;
+constexpr int64_t kContextTape = kProfileBlock / 2;
 
 void calibrate_chunk_context(CostModel& m, const Workload& workload, const EndToEnd& e,
                              int64_t fixed_per_step, const StateNear& start) {
   const int64_t a = start.step, k = kContextTape;
-  if (start.window < 0 || a + 2 * k > workload.batch.time_steps()) return;
+  if (start.block < 0 || a + 2 * k > workload.batch.time_steps()) return;
   const CostPrefix sums(m);
   const double chunks = double(sums.chunk[size_t(a + k)] - sums.chunk[size_t(a)]);
   if (chunks < double(m.chunk_call_bytes)) return;
@@ -569,42 +571,47 @@ double calibrate_head_step(const CostModel& m, const Workload& workload, const P
   return needs <= predicted ? double(m.head_backward_step_bytes) : needs / double(L);
 }
 
-// NOTE [ The chunk that holds the first end ] (cost_model.h), measured: the windows before
-// the first end m ran fused and the one holding it packed, so neither says what a step
-// before m costs taped packed. One tape of kProfileWindow steps ending just past m (every
-// sequence active but at its last step) says it; its bytes per active sequence-step, times
-// B, are a packed step's. The window holding m then keeps the fused bytes before m (a tape
-// ending by m is one fused call) and the rest of its measured tape after m.
-// `from`: where that tape starts, max(0, m + 1 - kProfileWindow).
+// NOTE [ The chunk that holds the first end ] (cost_model.h), measured: the profile blocks before
+// the first end ran fused and the one holding it packed, so neither says what a step
+// before it costs taped packed. One tape of kProfileBlock steps ending just past the first
+// end (every sequence active but at its last step) says it; its bytes per active
+// sequence-step, times B, are a packed step's. The profile block holding the first end then keeps
+// the fused bytes before it (a tape ending by then is one fused call) and the rest of its
+// measured tape after it. `from`: where that tape starts, max(0, first_end + 1 -
+// kProfileBlock).
 void measure_first_end_chunk(CostModel& m, const Workload& workload, const PrefixFit& f,
                              const EndToEnd& e, const StateNear& from) {
   const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
-  const int64_t end = m.whole_call_steps;  // m: the first end
-  if (end <= 0 || end >= T || m.chunk_steps <= 0 || from.window < 0) return;
-  const int64_t n = end + 1 - from.step;
+  const int64_t first_end = m.whole_call_steps;
+  if (first_end <= 0 || first_end >= T || m.chunk_steps <= 0 || from.block < 0) return;
+  const int64_t n = first_end + 1 - from.step;
   const auto& x = workload.batch.inputs;  // [T, B, F]
   measure::DeviceTimer timer(x.device());
   const State at_from = from.at(workload);
   auto inputs = x.narrow(0, from.step, n).detach();  // [n, B, F]
   if (x.requires_grad()) inputs.requires_grad_(true);
   const BlockRun run = run_block(workload, inputs, from.step, n, at_from, timer);
-  const auto active = (workload.batch.lengths.to(torch::kCPU) > end).sum().item<int64_t>();
-  const double per_active_step = 1.0 / double((n - 1) * B + active);  // [from, m] active
+  const auto active =
+      (workload.batch.lengths.to(torch::kCPU) > first_end).sum().item<int64_t>();
+  // Sequence-steps active in [from, first_end].
+  const double per_active_step = 1.0 / double((n - 1) * B + active);
   const double packed_step = std::max(0.0, double(run.tape) - f.tape_op_b) * per_active_step;
   const double packed_transient =
       std::max(0.0, double(run.backward_peak) - f.backward_peak_op_b) * per_active_step;
   m.packed_step_bytes = int64_t(packed_step * double(B));
-  // The window holding m: fused bytes before m, the rest of its tape after.
-  const int64_t w0 = end / kProfileWindow * kProfileWindow;
-  const int64_t w1 = std::min(T, w0 + kProfileWindow);
-  double window_tape = 0.0;
-  for (int64_t t = w0; t < w1; ++t) window_tape += double(m.tape_bytes[size_t(t)]);
-  const double after = std::max(0.0, window_tape - double((end - w0) * m.packed_step_bytes));
+  // The profile block holding the first end: fused bytes before it, the rest of its tape after.
+  const int64_t w0 = first_end / kProfileBlock * kProfileBlock;
+  const int64_t w1 = std::min(T, w0 + kProfileBlock);
+  double block_tape = 0.0;
+  for (int64_t t = w0; t < w1; ++t) block_tape += double(m.tape_bytes[size_t(t)]);
+  const double after =
+      std::max(0.0, block_tape - double((first_end - w0) * m.packed_step_bytes));
   for (int64_t t = w0; t < w1; ++t) {
-    m.tape_bytes[size_t(t)] = t < end ? int64_t(f.tape_b) : int64_t(after / double(w1 - end));
-    if (t < end) m.backward_transient_bytes[size_t(t)] = int64_t(e.backward_step);
+    m.tape_bytes[size_t(t)] =
+        t < first_end ? int64_t(f.tape_b) : int64_t(after / double(w1 - first_end));
+    if (t < first_end) m.backward_transient_bytes[size_t(t)] = int64_t(e.backward_step);
   }
-  for (int64_t t = 0; t < end; ++t) {
+  for (int64_t t = 0; t < first_end; ++t) {
     m.chunk_transient_bytes[size_t(t)] = int64_t(packed_transient * double(B));
   }
 }
@@ -618,26 +625,28 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   measure::DeviceTimer timer(device);
   const auto per_step = [](double total, int64_t n) { return std::max(0.0, total) / double(n); };
   const auto& lengths = workload.batch.lengths;  // [B]
-  const int64_t shortest = lengths.min().item<int64_t>(), longest = lengths.max().item<int64_t>();
+  // The first end: the first step some sequence no longer has; the last: none has any more.
+  const int64_t first_end = lengths.min().item<int64_t>();
+  const int64_t longest = lengths.max().item<int64_t>();
   const ChunkLadder ladder = chunk_ladder(workload);
   // The states the later measurements start from, kept as the pass goes by them.
   State ladder_entry, least_entry;
   StateNear first_end_from, context_start;
-  first_end_from.step = std::max<int64_t>(0, shortest + 1 - kProfileWindow);
-  // The half window that holds the first sequence's last step.
-  context_start.step = std::max<int64_t>(0, shortest - 1) / kContextTape * kContextTape;
-  double least_chunk = -1.0;  // the least backward peak of a window where sequences end
+  first_end_from.step = std::max<int64_t>(0, first_end + 1 - kProfileBlock);
+  // The half profile block that holds the first sequence's last step.
+  context_start.step = std::max<int64_t>(0, first_end - 1) / kContextTape * kContextTape;
+  double least_chunk = -1.0;  // the least backward peak of a profile block where sequences end
   int64_t least_at = -1;      // and where it starts
   State entry = workload.h0.detached();
-  for (int64_t a = 0; a < T; a += kProfileWindow) {
-    const int64_t n = std::min(kProfileWindow, T - a);
+  for (int64_t a = 0; a < T; a += kProfileBlock) {
+    const int64_t n = std::min(kProfileBlock, T - a);
     auto inputs = x.narrow(0, a, n);  // [n, B, F]
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     BlockRun run = run_block(workload, inputs, a, n, entry, timer);
     if (a == ladder.start) ladder_entry = entry;
     first_end_from.pass(a, n, entry);
     context_start.pass(a, n, entry);
-    if (a + n > shortest && a < longest) {
+    if (a + n > first_end && a < longest) {
       const double peak = double(run.backward_peak) - f.backward_peak_op_b;
       if (least_chunk < 0 || peak < least_chunk) {
         least_chunk = peak;
@@ -667,7 +676,7 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
   // Tapes that end before any sequence has are one call of the model, unless its own
   // backward is chunked (a window: NOTE [ A transient that stops growing ]).
-  m.whole_call_steps = e.backward_window > 0 ? 0 : shortest;
+  m.whole_call_steps = e.backward_window > 0 ? 0 : first_end;
   measure_first_end_chunk(m, workload, f, e, first_end_from);
   m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
   if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
@@ -681,7 +690,7 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
 // Long tapes (cost_model.h): what one tape of 64 and of L = min(T, 1024) steps from step 0
 // of the batch take per step beyond the model's per-step and per-call seconds. On a
 // variable-length batch that includes what the per-step seconds, measured on 32-step
-// windows, miss on a long tape (the built-in modules run 64-step packed chunks, whose
+// profile blocks, miss on a long tape (the built-in modules run 64-step packed chunks, whose
 // backward writes zeros as large as the chunk's input once per step). Timed alternately, so
 // that the machine's drift falls on both, and the median of their differences: taken as two
 // medians apart, the growth swung fourfold between runs (it is a difference of a few

@@ -50,6 +50,18 @@ double CostModel::calls_seconds(int64_t a, int64_t b, int64_t call_steps) const 
   return double(calls) * op_seconds + double(calls - fused_calls) * ended_call_seconds;
 }
 
+int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const {
+  int64_t largest = 0;
+  for (int64_t t0 = a; t0 < b; t0 += chunk_steps) {
+    int64_t chunk = 0;
+    for (int64_t t = t0; t < std::min(b, t0 + chunk_steps); ++t) {
+      chunk += advance_transient_bytes[size_t(t)];
+    }
+    largest = std::max(largest, chunk);
+  }
+  return largest;
+}
+
 CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forward_grad_s,
                              double backward_s, int64_t tape_b, int64_t state_b,
                              int64_t fixed_b) {

@@ -20,20 +20,6 @@ int64_t max_of(const std::vector<int64_t>& v, size_t from = 0) {
   return m;
 }
 
-// The largest advance chunk's transient (NOTE [ Chunked advance ]).
-int64_t max_chunk_transient(const CostModel& m) {
-  int64_t best = 0;
-  const int64_t T = m.time_steps();
-  for (int64_t t0 = 0; t0 < T; t0 += kAdvanceChunk) {
-    int64_t chunk = 0;
-    for (int64_t t = t0; t < std::min(T, t0 + kAdvanceChunk); ++t) {
-      chunk += m.advance_transient_bytes[size_t(t)];
-    }
-    best = std::max(best, chunk);
-  }
-  return best;
-}
-
 // The homogeneous sub-DP H(l, c) of NOTE [ Planner DP ]: fewest recomputed steps to reverse
 // l steps with c states stored, each step taping `step_bytes` and each state `state_bytes`.
 class InnerDp {
@@ -134,7 +120,7 @@ int64_t minimum_budget(const CostModel& model) {
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
   return model.fixed_bytes + model.gradient_bytes +
-         std::max(max_chunk_transient(model) + state,
+         std::max(model.advance_transient(0, model.time_steps(), kAdvanceChunk) + state,
                   state + worst_step + model.tape_op_bytes +
                       (model.time_steps() > 1 ? model.accumulate_single_bytes : 0));
 }
@@ -144,7 +130,7 @@ namespace {
 // The top-level DP's inputs (NOTE [ Planner DP ]): the super-steps and what tapes and stored
 // states may use, counted in memory units. An advance's transient (its largest chunk) meets
 // stored states and kept tapes, never a tape being reversed: storing a state with m units
-// held needs (m + 1)·u + chunk <= available, reversing a tape with m units held needs
+// held needs (m + 1)·u + advance <= available, reversing a tape with m units held needs
 // m·u + tape + transient <= available. Parameter gradients and the sums of later backward
 // calls are charged throughout (conservative: they only exist from the first backward on).
 struct DpChain {
@@ -156,8 +142,8 @@ struct DpChain {
   // The least a chunk needs (NOTE [ Chunked backward of a variable-length batch ]): the
   // leaf check's transient bound has it; the inner DP's per-step bound does not.
   int64_t tape_call = 0;
-  int64_t available = 0;       // budget less fixed bytes and parameter gradients
-  int64_t chunk = 0;           // the largest advance chunk's transient
+  int64_t available = 0;          // budget less fixed bytes and parameter gradients
+  int64_t advance_transient = 0;  // the largest advance chunk's transient
   int64_t unit = 1;            // u: bytes per memory unit, >= s (one state = one unit)
   int64_t max_units = 0;       // M: units that stored states and kept tapes may hold
   bool keep_tapes = true;      // whether the DP may keep tapes (NOTE [ Kept tapes ])
@@ -177,7 +163,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   d.single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
   d.tape_call = sums.tape_call_bound();
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
-  d.chunk = max_chunk_transient(model);
+  d.advance_transient = model.advance_transient(0, model.time_steps(), kAdvanceChunk);
   TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
               "tapes and states (fixed bytes ", model.fixed_bytes, "); the minimum is ",
               minimum_budget(model), " bytes");
@@ -188,7 +174,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   } else {  // states only: a unit is a state, and no more than one per super-step boundary
     d.unit = d.state;
     d.max_units = std::max<int64_t>(
-        0, std::min({d.N - 1, (d.available - d.chunk) / d.state, kMaxStates}));
+        0, std::min({d.N - 1, (d.available - d.advance_transient) / d.state, kMaxStates}));
   }
   for (int64_t i = 0; i < d.N; ++i) {
     d.longest = std::max(d.longest, d.p[size_t(i + 1)] - d.p[size_t(i)]);
@@ -203,8 +189,8 @@ class OuterDp {
  public:
   OuterDp(const CostModel& model, const DpChain& d)
       : model_(model), d_(d), sums_(model),
-        inner_(d.longest, d.available, d.step_bytes, d.state, d.per_tape + d.tape_call, d.chunk,
-               d.single_tape),
+        inner_(d.longest, d.available, d.step_bytes, d.state, d.per_tape + d.tape_call,
+               d.advance_transient, d.single_tape),
         cost_(size_t((d.N + 1) * (d.N + 2) / 2) * size_t(d.max_units + 1), kInf),
         choice_(cost_.size(), kNone) {
     for (int64_t m = d.max_units; m >= 0; --m) {
@@ -294,7 +280,7 @@ void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
            4 * model_.calls_seconds(a, b, b - a);
     how = kInner;
   }
-  const bool may_store = (m + 1) * d_.unit + d_.chunk <= d_.available;
+  const bool may_store = (m + 1) * d_.unit + d_.advance_transient <= d_.available;
   bool may_keep = d_.keep_tapes;
   for (int64_t k = i + 1; k < j && (may_store || may_keep); ++k) {
     const int64_t mid = d_.p[size_t(k)];

@@ -110,7 +110,7 @@ int64_t PlannerMethod::budget_for(const CostModel& model) const {
 // packed chunk that the per-step costs bound only loosely (often 1.5x over), and a
 // reference above full's peak would let percent=P land above P %. So the reference there
 // is what full certainly holds at once early in its backward: the fixed bytes, its whole
-// tape but one step (measured on the batch window by window: NOTE [ Variable lengths are
+// tape but one step (measured on the batch 32 steps at a time: NOTE [ Variable lengths are
 // measured on the batch ]) and autograd's buffers that sum each weight's gradient over the
 // steps, as large as the gradients, which appear with the first step reversed. A lower
 // bound of its peak, so the budget is at most P % of full's measured peak.

@@ -36,14 +36,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
     const int64_t a = op.begin, b = op.end;
     switch (op.kind) {
       case OpKind::kForwardNoGrad: {
-        int64_t chunk_peak = 0;
-        for (int64_t t0 = a; t0 < b; t0 += kAdvanceChunk) {  // NOTE [ Chunked advance ]
-          int64_t chunk = 0;
-          for (int64_t t = t0; t < std::min(b, t0 + kAdvanceChunk); ++t) {
-            chunk += model.advance_transient_bytes[size_t(t)];
-          }
-          chunk_peak = std::max(chunk_peak, chunk);
-        }
+        const int64_t chunk_peak = model.advance_transient(a, b, kAdvanceChunk);
         p.seconds += sums.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
         candidate(live + chunk_peak + model.state_bytes[size_t(b)], i);
         live += model.state_bytes[size_t(b)];

@@ -10,7 +10,7 @@
 // costs ] in the .cpp): as intercepts they were noise. Bytes that live for the whole step
 // and the backward's per-call buffers are calibrated end to end on the executor itself
 // (NOTE [ Calibrating the peak end to end ] in the .cpp). A variable-length batch's steps
-// are not fitted but measured on the batch itself, window by window (NOTE [ Variable
+// are not fitted but measured on the batch itself, 32 steps at a time (NOTE [ Variable
 // lengths are measured on the batch ] in the .cpp): what a step with some sequences ended
 // costs depends on how the model handles lengths (packed, masked, ...), in time and in
 // bytes.

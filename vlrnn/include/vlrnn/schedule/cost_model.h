@@ -76,8 +76,8 @@ struct CostModel {
   std::vector<int64_t> chunk_transient_bytes;  // [T] when chunk_steps > 0, else empty
   int64_t chunk_call_bytes = 0;
   // What a chunk reversed inside a step needs beyond its steps' chunk_transient_bytes (which
-  // come from windows reversed alone), measured end to end: NOTE [ A chunk inside a step ]
-  // in cost_measurement.cpp. Added to every chunk's sum.
+  // come from profile blocks reversed alone), measured end to end: NOTE [ A chunk inside a
+  // step ] in cost_measurement.cpp. Added to every chunk's sum.
   int64_t chunk_step_context_bytes = 0;
   int64_t head_backward_step_bytes = 0;
   int64_t whole_call_steps = 0;
@@ -95,6 +95,10 @@ struct CostModel {
   // Per-call seconds of running [a, b) in calls of at most `call_steps` steps from a (one
   // call: call_steps = b - a; an advance: kAdvanceChunk).
   double calls_seconds(int64_t a, int64_t b, int64_t call_steps) const;
+  // The transient of advancing over [a, b) without grad in chunks of `chunk_steps` from a
+  // (NOTE [ Chunked advance ]): the largest chunk's sum of advance_transient_bytes. The
+  // simulator prices one advance with it; the planner bounds every advance by [0, T)'s.
+  int64_t advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const;
   // Throws naming the field when sizes disagree or a value is negative or not finite.
   void check() const;
 
@@ -153,11 +157,12 @@ struct CostPrefix {
   // chunk that holds the first end ]).
   int64_t tape_b(int64_t a, int64_t b) const {
     const int64_t sum = tape[size_t(b)] - tape[size_t(a)];
-    const int64_t m = model.whole_call_steps;
-    if (model.packed_step_bytes == 0 || a >= m || b <= m) return sum;
+    const int64_t first_end = model.whole_call_steps;
+    if (model.packed_step_bytes == 0 || a >= first_end || b <= first_end) return sum;
     // That chunk's first step.
-    const int64_t c = a + (m - a) / model.chunk_steps * model.chunk_steps;
-    return sum + (m - c) * model.packed_step_bytes - (tape[size_t(m)] - tape[size_t(c)]);
+    const int64_t c = a + (first_end - a) / model.chunk_steps * model.chunk_steps;
+    return sum + (first_end - c) * model.packed_step_bytes -
+           (tape[size_t(first_end)] - tape[size_t(c)]);
   }
   // The most one step [t, t + 1) adds to any tape's bytes.
   int64_t step_tape_bound(int64_t t) const {
