@@ -367,6 +367,23 @@ TEST(Planner, BudgetBelowTheMinimumStatesIt) {
                         {"planner budget", "10 bytes", "at least"});
 }
 
+// A chunked backward (NOTE [ Chunked backward of a variable-length batch ]) charges every
+// tape past the first end chunk_step_context_bytes, one-step tapes included; the minimum
+// must include it, or a percentage raised to the minimum finds no schedule (verify --random
+// case 801987048924: gru_lstm, a sequence of length 1, planner:percent=1).
+TEST(Planner, TheMinimumFitsTheQuadraticScheduleOfAChunkedBackward) {
+  auto model = CostModel::uniform(36, 1.0, 1.5, 2.5, 1000, 150, 5000);
+  model.chunk_steps = 36;
+  model.chunk_transient_bytes.assign(36, 100);
+  model.chunk_step_context_bytes = 8000;
+  model.whole_call_steps = 1;  // a sequence ends after step 0: tapes past it are chunked
+  model.check();
+  const auto minimum = minimum_budget(model);
+  EXPECT_EQ(minimum, 5000 + 150 + 1000 + 8000 + 100);  // fixed + state + tape + its chunk
+  EXPECT_LE(simulate(revolve_schedule(36, 1), model).peak_bytes, minimum);
+  EXPECT_LE(plan(model, minimum).prediction.peak_bytes, minimum);
+}
+
 TEST(CostModel, ChecksItself) {
   auto m = CostModel::uniform(4, 1, 1, 1, 10, 5);
   m.tape_bytes.pop_back();
