@@ -100,12 +100,12 @@ def plot_memory_vs_t(name, records, meta, directory, written, skipped, order):
     if not any(len({r["T"] for r in rs}) > 1 for rs in series.values()):
         return skipped.append(f"{name} (no method was measured at more than one T)")
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
-    drawn = {}  # curves drawn so far per method
+    drawn = defaultdict(int)  # curves drawn so far per method
     for (method, label), rs in sorted(series.items(), key=lambda kv: order_key(kv[0][0], order)):
         rs.sort(key=lambda r: r["T"])
         color, marker = method_style(method, order)
-        dashes = LINESTYLES[drawn.get(method, 0) % len(LINESTYLES)]
-        drawn[method] = drawn.get(method, 0) + 1
+        dashes = LINESTYLES[drawn[method] % len(LINESTYLES)]
+        drawn[method] += 1
         ax.plot([r["T"] for r in rs], [common.peak_bytes(r["memory"]) / MIB for r in rs],
                 marker=marker, color=color, linestyle=dashes, label=label)
     # Points that ran out of memory: an x at the top of the axis, at their T.

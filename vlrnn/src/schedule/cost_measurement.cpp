@@ -600,15 +600,15 @@ void measure_first_end_chunk(CostModel& m, const Workload& workload, const Prefi
       std::max(0.0, double(run.backward_peak) - f.backward_peak_op_b) * per_active_step;
   m.packed_step_bytes = int64_t(packed_step * double(B));
   // The profile block holding the first end: fused bytes before it, the rest of its tape after.
-  const int64_t w0 = first_end / kProfileBlock * kProfileBlock;
-  const int64_t w1 = std::min(T, w0 + kProfileBlock);
+  const int64_t block_start = first_end / kProfileBlock * kProfileBlock;
+  const int64_t block_end = std::min(T, block_start + kProfileBlock);
   double block_tape = 0.0;
-  for (int64_t t = w0; t < w1; ++t) block_tape += double(m.tape_bytes[size_t(t)]);
+  for (int64_t t = block_start; t < block_end; ++t) block_tape += double(m.tape_bytes[size_t(t)]);
   const double after =
-      std::max(0.0, block_tape - double((first_end - w0) * m.packed_step_bytes));
-  for (int64_t t = w0; t < w1; ++t) {
+      std::max(0.0, block_tape - double((first_end - block_start) * m.packed_step_bytes));
+  for (int64_t t = block_start; t < block_end; ++t) {
     m.tape_bytes[size_t(t)] =
-        t < first_end ? int64_t(f.tape_b) : int64_t(after / double(w1 - first_end));
+        t < first_end ? int64_t(f.tape_b) : int64_t(after / double(block_end - first_end));
     if (t < first_end) m.backward_transient_bytes[size_t(t)] = int64_t(e.backward_step);
   }
   for (int64_t t = 0; t < first_end; ++t) {

@@ -111,14 +111,13 @@ int64_t largest_step_bytes(const CostPrefix& sums, int64_t T) {
   return largest;
 }
 
-// The most a one-step tape [t, t + 1) needs at its backward, over every t: the larger of the
-// per-step bounds the DP plans with and what the simulator charges that tape (a chunked
-// one also needs chunk_step_context_bytes, which the per-step bounds leave to longer tapes).
+// The most a one-step tape [t, t + 1) needs at its backward, over every t, as the simulator
+// charges it (a chunked one also needs chunk_step_context_bytes, which the per-step bounds
+// of largest_step_bytes leave to longer tapes).
 int64_t largest_one_step_tape_bytes(const CostPrefix& sums, int64_t T) {
   int64_t largest = 0;
   for (int64_t t = 0; t < T; ++t) {
-    largest = std::max({largest, sums.step_tape_bound(t) + sums.step_transient_bound(t),
-                        sums.tape_b(t, t + 1) + sums.tape_transient_b(t, t + 1)});
+    largest = std::max(largest, sums.tape_b(t, t + 1) + sums.tape_transient_b(t, t + 1));
   }
   return largest;
 }
@@ -127,7 +126,10 @@ int64_t largest_one_step_tape_bytes(const CostPrefix& sums, int64_t T) {
 
 int64_t minimum_budget(const CostModel& model) {
   model.check();
-  const int64_t worst_step = largest_one_step_tape_bytes(CostPrefix(model), model.time_steps());
+  // The DP plans with the per-step bounds: never below them, so that it finds a schedule.
+  const CostPrefix sums(model);
+  const int64_t worst_step = std::max(largest_step_bytes(sums, model.time_steps()),
+                                      largest_one_step_tape_bytes(sums, model.time_steps()));
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
