@@ -4,6 +4,7 @@
 // Shapes: T steps, B sequences, F input features, H hidden.
 #include "test_util.h"
 
+#include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/cost_model_cache.h"
 #include "vlrnn/schedule/planner_method.h"
 
@@ -74,7 +75,7 @@ CostModel every_field_set() {
   m.accumulate_bytes = 29;
   m.gradient_bytes = 31;
   m.backward_window_steps = 2;
-  m.lengths_profiled = true;
+  m.active_sequences = {3, 3, 3, 2, 1};
   m.chunk_steps = 4;
   m.chunk_transient_bytes = {1, 2, 3, 4, 5};
   m.chunk_call_bytes = 37;
@@ -107,7 +108,7 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   EXPECT_EQ(loaded->chunk_transient_bytes, model.chunk_transient_bytes);
   EXPECT_EQ(loaded->op_seconds, model.op_seconds);
   EXPECT_EQ(loaded->packed_step_bytes, 47);
-  EXPECT_TRUE(loaded->lengths_profiled);
+  EXPECT_EQ(loaded->active_sequences, model.active_sequences);
   EXPECT_EQ(loaded->source, model.source);
   // Stored again, the loaded model writes the same text: nothing was lost on the way.
   ASSERT_TRUE(store_cost_model(dir.path, "key two", *loaded));
@@ -175,7 +176,7 @@ TEST(CostModelCache, IgnoresCorruptFiles) {
       {"a field missing", replaced("\nfixed_bytes 5000", "")},
       {"a field twice", good + "fixed_bytes 5000\n"},
       {"an unknown field", good + "warp_factor 9\n"},
-      {"a flag neither 0 nor 1", replaced("lengths_profiled 1", "lengths_profiled 2")},
+      {"counts that grow", replaced("active_sequences 5 3 3 3 2 1", "active_sequences 5 3 3 3 2 4")},
   };
   for (const auto& [what, text] : corruptions) {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
@@ -236,9 +237,10 @@ struct CacheProblem {
   std::shared_ptr<RecurrentModule> model = make_model({"gru", 3, 5, 1});
   std::shared_ptr<OutputModule> head = make_head("mse", 5, 2);
   SequenceBatch batch;
-  explicit CacheProblem(int64_t T) {
+  explicit CacheProblem(int64_t T, std::vector<int64_t> lengths = {}) {
     batch.inputs = torch::randn({T, 2, 3});   // [T, B, F]
     batch.targets = torch::randn({T, 2, 2});  // [T, B, 2]
+    if (!lengths.empty()) batch.lengths = torch::tensor(lengths, torch::kLong);  // [B]
   }
   Workload workload() const { return validated(Workload{*model, *head, batch}); }
 };
@@ -259,6 +261,45 @@ TEST(CostModelCache, ASecondProcessReadsTheModelFromDisk) {
   EXPECT_EQ(model.tape_bytes, planted.tape_bytes);
 }
 
+// NOTE [ Lengths through active counts ]: batches whose lengths differ share one model,
+// priced for each batch's own lengths; a kept model measured where no sequence ends is
+// replaced by the first batch that has an end.
+TEST(CostModelCache, PricesAnotherBatchsLengthsWithoutMeasuring) {
+  TemporaryDir dir("vlrnn-cost-models");
+  const ScopedEnv cache("VLRNN_CACHE_DIR", dir.path.string());
+  torch::manual_seed(3);
+  const CacheProblem first(19, {19, 7}), second(19, {12, 19});
+  // Another batch's lengths, one cost-model key.
+  EXPECT_EQ(cost_model_key(first.workload()), cost_model_key(second.workload()));
+  EXPECT_NE(workload_signature(first.workload()), workload_signature(second.workload()));
+  auto planted = CostModel::uniform(19, 1, 2, 3, 400, 40, 900);
+  planted.active_sequences = active_sequences_of(first.workload().batch);
+  for (int64_t t = 7; t < 19; ++t) planted.tape_bytes[size_t(t)] = 200;  // one sequence
+  planted.source = "planted by the test";
+  ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(first.workload()), planted));
+  const auto priced = measured_cost_model(second.workload());
+  EXPECT_NE(priced.source.find("planted by the test"), std::string::npos) << priced.source;
+  EXPECT_EQ(priced.first_end_step, 12);
+  EXPECT_EQ(priced.tape_bytes[11], 400);
+  EXPECT_EQ(priced.tape_bytes[12], 200);
+  // Its own batch gets the model as it was.
+  EXPECT_EQ(measured_cost_model(first.workload()).tape_bytes, planted.tape_bytes);
+  // Measured where no sequence ends, a model cannot price ends: that batch is measured.
+  torch::manual_seed(4);
+  const CacheProblem no_end(17, {17, 17}), with_end(17, {17, 5});
+  auto planted_no_end = CostModel::uniform(17, 1, 2, 3, 400, 40, 900);
+  planted_no_end.active_sequences.assign(17, 2);
+  planted_no_end.source = "planted, no end";
+  ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(no_end.workload()), planted_no_end));
+  EXPECT_EQ(measured_cost_model(no_end.workload()).source, "planted, no end");
+  const auto measured = measured_cost_model(with_end.workload());
+  EXPECT_NE(measured.source.find("measured on"), std::string::npos) << measured.source;
+  EXPECT_EQ(measured.first_end_step, 5);
+  const auto stored = load_cost_model(dir.path, cost_model_key(with_end.workload()));
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->active_sequences, active_sequences_of(with_end.workload().batch));
+}
+
 // A corrupt file for the workload's key: measured again, and the file rewritten whole.
 TEST(CostModelCache, ACorruptFileIsMeasuredAgainAndRewritten) {
   TemporaryDir dir("vlrnn-cost-models");
@@ -268,7 +309,7 @@ TEST(CostModelCache, ACorruptFileIsMeasuredAgainAndRewritten) {
   const auto workload = problem.workload();
   const auto key = cost_model_key(workload);
   fs::create_directories(cost_model_file(dir.path, key).parent_path());
-  std::ofstream(cost_model_file(dir.path, key)) << "vlrnn cost model, format 1\nkey " << key
+  std::ofstream(cost_model_file(dir.path, key)) << "vlrnn cost model, format " << kCostModelFormat << "\nkey " << key
                                                 << "\nforward_seconds 29 0.1 0.";
   const auto model = measured_cost_model(workload);
   EXPECT_EQ(model.time_steps(), 29);

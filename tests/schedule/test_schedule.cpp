@@ -296,6 +296,29 @@ TEST(Simulator, PredictsVariableLengthPeaksAtARealSize) {
                   run.seconds, 100 * (prediction.seconds / run.seconds - 1));
       EXPECT_LE(std::abs(error), 0.05) << c.kind << " L=" << c.layers << " K=" << K;
     }
+    // Another batch of the same shape and other lengths, priced from this batch's model
+    // through its active counts (NOTE [ Lengths through active counts ]): the same bound.
+    SequenceBatch other = batch;
+    other.lengths = torch::randint(c.T / 5, c.T + 1, {c.B}, torch::kLong);  // [B]
+    other.lengths[1] = c.T;
+    const Workload other_workload{*model, *head, other};
+    const auto priced = cost.for_active_sequences(active_sequences_of(other));
+    for (const int64_t K : {c.T, int64_t(16), int64_t(1)}) {
+      const auto schedule = uniform_schedule(c.T, K);
+      ScheduleMethod method("test", schedule.name, [&](const Workload&) { return schedule; });
+      const auto run = measure::measure_iteration(method, other_workload, torch::kCPU);
+      const int64_t measured = run.memory.iteration_peak_bytes;
+      const auto prediction = simulate(schedule, priced);
+      const double error = double(prediction.peak_bytes - measured) / double(measured);
+      std::printf("[simulator] %s L=%lld another batch priced through active counts K=%lld: "
+                  "peak predicted %lld measured %lld (%+.1f%%); time predicted %.4f s "
+                  "measured %.4f s (%+.0f%%, not asserted)\n",
+                  c.kind.c_str(), (long long)c.layers, (long long)K,
+                  (long long)prediction.peak_bytes, (long long)measured, 100 * error,
+                  prediction.seconds, run.seconds, 100 * (prediction.seconds / run.seconds - 1));
+      EXPECT_LE(std::abs(error), 0.05) << c.kind << " L=" << c.layers << " K=" << K
+                                       << " priced through active counts";
+    }
   }
 }
 
@@ -419,6 +442,55 @@ TEST(CostModel, PricesTheChunkHoldingTheFirstEndPacked) {
   EXPECT_EQ(sums.step_tape_bound(7), 4);
   m.packed_step_bytes = 0;                        // not used: plain sums
   EXPECT_EQ(CostPrefix(m).tape_b(0, 8), 68);
+}
+
+// NOTE [ Lengths through active counts ]: costs linear in the active count are priced
+// exactly for another batch's counts; before its first end, the measured batch's mean.
+TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
+  auto m = CostModel::uniform(8, 1, 1, 1, 10, 5);
+  m.active_sequences = {4, 4, 4, 3, 2, 2, 1, 1};
+  m.tape_bytes = {99, 101, 100, 70, 50, 50, 30, 30};  // 10 + 20 per active after the end
+  m.backward_seconds = {2, 2, 2, 1.5, 1, 1, 0.5, 0.5};
+  m.first_end_step = 3;
+  m.whole_call_steps = 3;
+  m.check();
+  const std::vector<int64_t> other = {4, 4, 4, 4, 4, 3, 3, 1};
+  ASSERT_TRUE(m.prices_active_sequences(other));
+  const auto priced = m.for_active_sequences(other);
+  EXPECT_EQ(priced.tape_bytes, (std::vector<int64_t>{100, 100, 100, 100, 100, 70, 70, 30}));
+  EXPECT_NEAR(priced.backward_seconds[0], 2.0, 1e-12);
+  EXPECT_NEAR(priced.backward_seconds[5], 1.5, 1e-12);
+  EXPECT_NEAR(priced.backward_seconds[7], 0.5, 1e-12);
+  EXPECT_EQ(priced.first_end_step, 5);
+  EXPECT_EQ(priced.whole_call_steps, 5);
+  EXPECT_EQ(priced.active_sequences, other);
+  EXPECT_EQ(priced.state_bytes, m.state_bytes);
+  // Its own counts: the model itself, unchanged.
+  EXPECT_EQ(m.for_active_sequences(m.active_sequences).tape_bytes, m.tape_bytes);
+  // A batch where none ends: every step at the all-active mean, no first end.
+  const auto none_ends = m.for_active_sequences(std::vector<int64_t>(8, 4));
+  EXPECT_EQ(none_ends.tape_bytes, std::vector<int64_t>(8, 100));
+  EXPECT_EQ(none_ends.first_end_step, 0);
+  // What it cannot price, said.
+  expect_error_mentions([&] { m.for_active_sequences({4, 4, 1}); },
+                        {"for_active_sequences", "T = 8", "got 3"});
+  auto no_end = m;
+  no_end.active_sequences.assign(8, 4);
+  EXPECT_FALSE(no_end.prices_active_sequences(other));
+  expect_error_mentions([&] { no_end.for_active_sequences(other); },
+                        {"no sequence ends", "cannot price"});
+  expect_error_mentions([&] { CostModel::uniform(8, 1, 1, 1, 10, 5).for_active_sequences(other); },
+                        {"without lengths"});
+  m.active_sequences[4] = 4;
+  expect_error_mentions([&] { m.check(); }, {"active_sequences[4]", "at most", "got 4"});
+}
+
+TEST(CostModel, CountsTheActiveSequencesOfABatch) {
+  SequenceBatch batch;
+  batch.inputs = torch::zeros({6, 3, 2});  // [T, B, F]
+  EXPECT_TRUE(active_sequences_of(batch).empty());
+  batch.lengths = torch::tensor({6, 2, 4}, torch::kLong);
+  EXPECT_EQ(active_sequences_of(batch), (std::vector<int64_t>{3, 3, 2, 2, 1, 1}));
 }
 
 // NOTE [ What a call costs ]: a call on a block that reaches past the first end (step 50

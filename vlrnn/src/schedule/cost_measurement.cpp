@@ -684,7 +684,7 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   // The head alone first; a long tape of the batch raises it where it needs more.
   m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
   m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
-  m.lengths_profiled = true;
+  m.active_sequences = active_sequences_of(workload.batch);
 }
 
 // Long tapes (cost_model.h): what one tape of 64 and of L = min(T, 1024) steps from step 0
@@ -737,6 +737,21 @@ void fill_fixed_bytes(CostModel& m, const Workload& workload, const EndToEnd& e,
 }
 
 }  // namespace
+
+std::vector<int64_t> active_sequences_of(const SequenceBatch& batch) {
+  if (!batch.has_lengths()) return {};
+  const int64_t T = batch.time_steps();
+  // ended[t]: how many sequences have exactly t steps, so none from step t on.
+  const auto lengths = batch.lengths.to(torch::kCPU, torch::kLong).clamp(0, T);  // [B]
+  const auto ended = torch::bincount(lengths, {}, T + 1).contiguous();         // [T + 1]
+  std::vector<int64_t> active(static_cast<size_t>(T));
+  int64_t running = batch.batch_size();
+  for (int64_t t = 0; t < T; ++t) {
+    running -= ended.data_ptr<int64_t>()[t];
+    active[size_t(t)] = running;
+  }
+  return active;
+}
 
 SideEffectGuard::SideEffectGuard(const Workload& workload)
     : rng_(RngState::capture(workload.batch.inputs.device())) {

@@ -24,6 +24,7 @@ void CostModel::check() const {
   const auto entries = [&](const std::string& field) {
     if (field == "state_bytes") return T + 1;
     if (field == "chunk_transient_bytes") return chunk_steps > 0 ? T : size_t(0);
+    if (field == "active_sequences") return active_sequences.empty() ? size_t(0) : T;
     return T;
   };
   for_each_field(*this, [&](const char* field, const auto& value) {
@@ -36,6 +37,11 @@ void CostModel::check() const {
       for (size_t t = 0; t < value.size(); ++t) check_value(field, int64_t(t), double(value[t]));
     }
   });
+  for (size_t t = 1; t < active_sequences.size(); ++t) {
+    TORCH_CHECK(active_sequences[t] <= active_sequences[t - 1], "cost model active_sequences[",
+                t, "]: expected at most the step before's ", active_sequences[t - 1],
+                " (a sequence that ended does not run again), got ", active_sequences[t]);
+  }
   TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && whole_call_steps > 0),
               "cost model packed_step_bytes: expected 0 without chunk_steps and "
               "whole_call_steps, got ", packed_step_bytes);
@@ -60,6 +66,98 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
     largest = std::max(largest, chunk);
   }
   return largest;
+}
+
+// NOTE [ Lengths through active counts ]: what a step of a variable-length batch costs
+// depends on the lengths only through how many sequences still run at that step. Before the
+// first end every sequence does (the model's fused path); from there on the lengths path
+// (packed, masked) works on the active ones, in time and in bytes, plus a constant. So one
+// model, measured on one batch, prices every batch of the workload's shape: each per-step
+// vector is, for the other batch's counts, the measured batch's mean over its steps where
+// every sequence ran, up to that batch's first end, and from it on a least-squares line in
+// the active count, fitted over the measured batch's steps from its own first end. What is
+// priced per call, per tape or per chunk does not depend on the lengths; the first end is the
+// new batch's. A training run over shuffled batches then measures once (planner_method.cpp).
+// On the six models of Simulator.PredictsVariableLengthPeaksAtARealSize, peaks priced this way
+// from another batch are within the bound of the batch's own measurement.
+namespace {
+
+// The first step with fewer sequences than step 0; T when none ends.
+int64_t first_end_of(const std::vector<int64_t>& active) {
+  for (size_t t = 1; t < active.size(); ++t) {
+    if (active[t] < active[0]) return int64_t(t);
+  }
+  return int64_t(active.size());
+}
+
+// `costs` [T], measured on steps with `measured` sequences (first end measured_end), for steps
+// with `active` sequences (first end `end`): NOTE [ Lengths through active counts ].
+template <typename V>
+V through_active_counts(const V& costs, const std::vector<int64_t>& measured,
+                        int64_t measured_end, const std::vector<int64_t>& active, int64_t end) {
+  const int64_t T = int64_t(costs.size());
+  double all_active = 0.0;
+  for (int64_t t = 0; t < measured_end; ++t) all_active += double(costs[size_t(t)]);
+  all_active /= double(std::max<int64_t>(1, measured_end));
+  // The line through (active count, cost) over the measured steps from the first end.
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int64_t t = measured_end; t < T; ++t) {
+    const double x = double(measured[size_t(t)]), y = double(costs[size_t(t)]);
+    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double spread = n * sxx - sx * sx;  // 0: one count only, a flat line at the mean
+  const double slope = spread > 0 ? (n * sxy - sx * sy) / spread : 0.0;
+  const double intercept = n > 0 ? (sy - slope * sx) / n : all_active;
+  V out(costs.size());
+  for (int64_t t = 0; t < T; ++t) {
+    const double cost =
+        t < end ? all_active : std::max(0.0, intercept + slope * double(active[size_t(t)]));
+    if constexpr (std::is_integral_v<typename V::value_type>) {
+      out[size_t(t)] = std::llround(cost);
+    } else {
+      out[size_t(t)] = cost;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool CostModel::prices_active_sequences(const std::vector<int64_t>& active) const {
+  if (active_sequences.empty() || active.size() != active_sequences.size()) return false;
+  const int64_t T = time_steps();
+  return first_end_of(active) == T || first_end_of(active_sequences) < T;
+}
+
+CostModel CostModel::for_active_sequences(const std::vector<int64_t>& active) const {
+  TORCH_CHECK(!active_sequences.empty(), "cost model for_active_sequences: this model was "
+              "measured on a batch without lengths; measure one on a variable-length batch");
+  TORCH_CHECK(active.size() == active_sequences.size(), "cost model for_active_sequences: "
+              "expected counts for T = ", active_sequences.size(), " steps, got ", active.size());
+  TORCH_CHECK(prices_active_sequences(active), "cost model for_active_sequences: this model "
+              "was measured on a batch where no sequence ends, and cannot price one where "
+              "some do; measure one on such a batch");
+  if (active == active_sequences) return *this;
+  const int64_t T = time_steps(), end = first_end_of(active);
+  const int64_t measured_end = first_end_of(active_sequences);
+  CostModel m = *this;
+  const auto derive = [&](auto& costs) {
+    costs = through_active_counts(costs, active_sequences, measured_end, active, end);
+  };
+  derive(m.forward_seconds);
+  derive(m.forward_grad_seconds);
+  derive(m.backward_seconds);
+  derive(m.tape_bytes);
+  derive(m.backward_transient_bytes);
+  derive(m.advance_transient_bytes);
+  if (chunk_steps > 0) derive(m.chunk_transient_bytes);
+  m.active_sequences = active;
+  m.first_end_step = end < T ? end : 0;
+  // 0 stays 0: a model whose backward is chunked everywhere (NOTE [ Backward windows ]).
+  if (whole_call_steps > 0) m.whole_call_steps = end;
+  m.source = source + ", priced for another batch's lengths through active counts";
+  m.check();
+  return m;
 }
 
 CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forward_grad_s,

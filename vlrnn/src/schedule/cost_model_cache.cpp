@@ -39,8 +39,6 @@ std::string field_text(const V& value) {
     std::string line = value;
     for (auto& c : line) c = c == '\n' ? ' ' : c;
     return line;
-  } else if constexpr (std::is_same_v<V, bool>) {
-    return value ? "1" : "0";
   } else if constexpr (std::is_arithmetic_v<V>) {
     return fmt::format("{}", value);
   } else {
@@ -56,11 +54,7 @@ bool parse_field(const std::string& text, V& value) {
     return true;
   } else {
     std::istringstream in(text);
-    if constexpr (std::is_same_v<V, bool>) {
-      int flag = -1;
-      if (!(in >> flag) || (flag != 0 && flag != 1)) return false;
-      value = flag == 1;
-    } else if constexpr (std::is_arithmetic_v<V>) {
+    if constexpr (std::is_arithmetic_v<V>) {
       if (!(in >> value)) return false;
     } else {
       size_t n = 0;
@@ -93,7 +87,7 @@ void keep_most_recent(const fs::path& folder, size_t max_files) {
 
 }  // namespace
 
-std::string workload_signature(const Workload& w) {
+std::string cost_model_signature(const Workload& w) {
   const auto& x = w.batch.inputs;
   std::string s = fmt::format("{} {} {} x_grad={} h0_grad={} mean={}", fmt::join(x.sizes(), "x"),
                               c10::toString(x.scalar_type()), x.device().str(),
@@ -105,6 +99,13 @@ std::string workload_signature(const Workload& w) {
   // the same shapes and different costs.
   s += fmt::format(" model={} head={}:{}:{}", w.model.describe(), w.head.name(), head_params,
                    w.head.input_size());
+  // Which lengths does not matter (NOTE [ Lengths through active counts ]), whether any do.
+  if (w.batch.has_lengths()) s += " lengths";
+  return s;
+}
+
+std::string workload_signature(const Workload& w) {
+  std::string s = cost_model_signature(w);
   if (w.batch.has_lengths()) {
     const auto lengths = w.batch.lengths.to(torch::kCPU, torch::kLong).contiguous();  // [B]
     s += fmt::format(" lengths={}", fmt::join(std::vector<int64_t>(
@@ -122,7 +123,7 @@ std::string machine_description(const torch::Device& device) {
 
 std::string cost_model_key(const Workload& workload) {
   return machine_description(workload.batch.inputs.device()) + " " +
-         workload_signature(workload);
+         cost_model_signature(workload);
 }
 
 std::optional<fs::path> cost_model_cache_dir() {

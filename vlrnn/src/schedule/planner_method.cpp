@@ -21,12 +21,15 @@ namespace vlrnn::schedule {
 namespace {
 
 // NOTE [ Cost-model cache ]: measuring a cost model takes a few short runs of the workload,
-// so the planner and `vlrnn budget` share one per workload signature: in this process, the
+// so the planner and `vlrnn budget` share one per cost-model signature: in this process, the
 // kCostModelCacheSize most recently used models; across processes, the files of NOTE [ Cost
 // models on disk ] (cost_model_cache.h), read when this process has none and written when
-// it measured one. One mutex guards both: two threads asking for the same signature measure
-// it once (measurement is not concurrent anyway: the peak counters it reads are
-// process-wide).
+// it measured one. A variable-length batch is priced from the model of another batch of its
+// shape through its active counts (NOTE [ Lengths through active counts ]), so a training
+// run over shuffled batches measures once; a kept model measured where no sequence ends is
+// replaced by the first batch that has an end. One mutex guards both caches: two threads
+// asking for the same signature measure it once (measurement is not concurrent anyway: the
+// peak counters it reads are process-wide).
 constexpr size_t kCostModelCacheSize = 16;
 
 struct CostModelCache {
@@ -39,12 +42,20 @@ CostModelCache& cost_model_cache() {
   return cache;
 }
 
+// Whether `model` prices `workload`'s batch (its lengths, if any).
+bool prices(const CostModel& model, const Workload& workload) {
+  const auto active = active_sequences_of(workload.batch);
+  return active.empty() ? model.active_sequences.empty()
+                        : model.prices_active_sequences(active);
+}
+
 // The model on disk for `workload`, or one measured now and stored there.
 CostModel measured_or_stored(const Workload& workload) {
   const auto dir = cost_model_cache_dir();
   const auto key = cost_model_key(workload);
   if (dir) {
-    if (auto stored = load_cost_model(*dir, key)) return *stored;
+    auto stored = load_cost_model(*dir, key);
+    if (stored && prices(*stored, workload)) return *stored;
   }
   // NOTE [ Nested iteration scopes ]: calibration is not the step. Inside a scope of its own,
   // what it allocates and frees does not count toward a step being measured around it.
@@ -54,21 +65,30 @@ CostModel measured_or_stored(const Workload& workload) {
   return model;
 }
 
+// `model` priced for `workload`'s batch.
+CostModel for_batch(const CostModel& model, const Workload& workload) {
+  if (!workload.batch.has_lengths()) return model;
+  return model.for_active_sequences(active_sequences_of(workload.batch));
+}
+
 }  // namespace
 
 CostModel measured_cost_model(const Workload& workload) {
-  const auto sig = workload_signature(workload);
+  const auto sig = cost_model_signature(workload);
   auto& cache = cost_model_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
-    if (it->first == sig) {
+    if (it->first != sig) continue;
+    if (prices(it->second, workload)) {
       cache.entries.splice(cache.entries.begin(), cache.entries, it);
-      return it->second;
+      return for_batch(it->second, workload);
     }
+    cache.entries.erase(it);  // measured where no sequence ends: this batch replaces it
+    break;
   }
   cache.entries.emplace_front(sig, measured_or_stored(workload));
   if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
-  return cache.entries.front().second;
+  return for_batch(cache.entries.front().second, workload);
 }
 
 size_t cached_cost_models() {
@@ -116,7 +136,7 @@ int64_t PlannerMethod::budget_for(const CostModel& model) const {
 // bound of its peak, so the budget is at most P % of full's measured peak.
 int64_t full_bptt_reference(const CostModel& model) {
   const int64_t T = model.time_steps();
-  if (!model.lengths_profiled) return simulate(uniform_schedule(T, T), model).peak_bytes;
+  if (model.active_sequences.empty()) return simulate(uniform_schedule(T, T), model).peak_bytes;
   int64_t tape = model.tape_op_bytes, largest_step = 0;
   for (const int64_t bytes : model.tape_bytes) {
     tape += bytes;

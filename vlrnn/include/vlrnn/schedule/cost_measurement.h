@@ -42,6 +42,10 @@ class SideEffectGuard {
   RngState rng_;
 };
 
+// [T] how many of the batch's sequences run at each step; empty when it has no lengths
+// (NOTE [ Lengths through active counts ] in cost_model.cpp).
+std::vector<int64_t> active_sequences_of(const SequenceBatch& batch);
+
 // `workload` as GradientMethod::compute_impl sees it (validated, h0 filled in). Leaves the
 // parameters' gradients as they were and the generators where they were.
 CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions& options = {});

@@ -55,9 +55,11 @@ struct CostModel {
   // transient that stops growing ] in cost_measurement.cpp): a tape longer than n steps
   // needs the largest sum over n consecutive steps of it.
   int64_t backward_window_steps = 0;
-  // The steps were measured on a variable-length batch (NOTE [ Variable lengths are measured
-  // on the batch ] in cost_measurement.cpp), not fitted on full ones.
-  bool lengths_profiled = false;
+  // [T] how many sequences were still running at each step of the variable-length batch the
+  // steps were measured on (NOTE [ Variable lengths are measured on the batch ] in
+  // cost_measurement.cpp); empty: a batch without lengths, its steps fitted on full ones.
+  // Another batch's lengths are priced from it: NOTE [ Lengths through active counts ].
+  std::vector<int64_t> active_sequences;
 
   // NOTE [ Chunked backward of a variable-length batch ]: a model that runs a tape where
   // sequences have ended in chunks of about chunk_steps steps (the built-in LibTorch modules:
@@ -99,6 +101,14 @@ struct CostModel {
   // (NOTE [ Chunked advance ]): the largest chunk's sum of advance_transient_bytes. The
   // simulator prices one advance with it; the planner bounds every advance by [0, T)'s.
   int64_t advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const;
+  // Whether for_active_sequences(active) can price a batch whose steps have `active`
+  // sequences [T]: this model was measured with lengths, for as many steps, and saw some
+  // sequence end if `active` has one end.
+  bool prices_active_sequences(const std::vector<int64_t>& active) const;
+  // This model's costs for another batch of the same workload, whose steps have `active`
+  // sequences [T] (NOTE [ Lengths through active counts ]); `active` equal to this model's
+  // own counts gives it back unchanged. Throws when prices_active_sequences(active) is false.
+  CostModel for_active_sequences(const std::vector<int64_t>& active) const;
   // Throws naming the field when sizes disagree or a value is negative or not finite.
   void check() const;
 
@@ -132,7 +142,7 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("fixed_bytes", m.fixed_bytes);
   visit("gradient_bytes", m.gradient_bytes);
   visit("backward_window_steps", m.backward_window_steps);
-  visit("lengths_profiled", m.lengths_profiled);
+  visit("active_sequences", m.active_sequences);
   visit("chunk_steps", m.chunk_steps);
   visit("chunk_transient_bytes", m.chunk_transient_bytes);
   visit("chunk_call_bytes", m.chunk_call_bytes);

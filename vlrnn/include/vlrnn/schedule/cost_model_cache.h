@@ -4,9 +4,10 @@
 //
 // NOTE [ Cost models on disk ]
 // A cost model (cost_model.h) measured on a workload depends on what the workload is (the
-// signature: shapes, dtype, device, lengths, which tensors want gradients, the model's and
-// the head's structure) and on where it runs (the machine: host, CPU, LibTorch's threads
-// and version). Both together are the key; a file per key holds the model as text, every
+// cost-model signature: shapes, dtype, device, whether it has lengths, which tensors want
+// gradients, the model's and the head's structure; not which lengths: NOTE [ Lengths through
+// active counts ] in cost_model.cpp) and on where it runs (the machine: host, CPU, LibTorch's
+// threads and version). Both together are the key; a file per key holds the model as text, every
 // field of it by name (for_each_field), the whole key on its second line (the file name is
 // a hash of the key, and two keys may share one). A file whose text is not exactly a model
 // of this format for this key, or one that fails CostModel::check(), is ignored, measured
@@ -15,8 +16,7 @@
 // be written costs the speed of the next process, nothing else.
 // Where: $VLRNN_CACHE_DIR when set ("off": no files at all), else $XDG_CACHE_HOME/vlrnn,
 // else ~/.cache/vlrnn; models go in its cost-models/ folder, at most kMaxCostModelFiles of
-// them: a variable-length batch's lengths are part of its key, so a training run over
-// shuffled batches would otherwise leave a file per batch. Storing one more removes the
+// them (a sweep over many shapes would otherwise fill it). Storing one more removes the
 // least recently used (a read refreshes its file's time). kCostModelFormat is part of
 // the key: raise it when what is measured, or how, changes, and older files are ignored.
 
@@ -29,11 +29,15 @@
 
 namespace vlrnn::schedule {
 
-constexpr int64_t kCostModelFormat = 1;
+constexpr int64_t kCostModelFormat = 2;
 constexpr size_t kMaxCostModelFiles = 256;
 
 // What the cost model of `workload` depends on, the machine aside (NOTE [ Cost models on
-// disk ]): equal signatures, equal costs.
+// disk ]): equal signatures, equal costs once priced for the batch's lengths.
+std::string cost_model_signature(const Workload& workload);
+
+// The workload itself: cost_model_signature() and the batch's lengths. Equal signatures, an
+// equal plan (the planner prepares again when it changes).
 std::string workload_signature(const Workload& workload);
 
 // The machine part of the key: the host's name, `device` described (its CPU model, cores
@@ -41,7 +45,7 @@ std::string workload_signature(const Workload& workload);
 std::string machine_description(const torch::Device& device);
 
 // The whole key of `workload`'s cost model on this machine: machine_description() and
-// workload_signature().
+// cost_model_signature().
 std::string cost_model_key(const Workload& workload);
 
 // The folder cost models are kept in; nullopt when VLRNN_CACHE_DIR=off or no home is known.
