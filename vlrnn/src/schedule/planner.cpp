@@ -207,6 +207,27 @@ class OuterDp {
                d.advance_transient, d.single_tape),
         cost_(size_t((d.N + 1) * (d.N + 2) / 2) * size_t(d.max_units + 1), kInf),
         choice_(cost_.size(), kNone) {
+    // What a range costs whatever the units held, once per range rather than per level.
+    const size_t ranges = size_t((d.N + 1) * (d.N + 2) / 2);
+    leaf_bytes_.resize(ranges);
+    leaf_s_.resize(ranges);
+    advance_s_.resize(ranges);
+    kept_units_.resize(ranges);
+    for (int64_t j = 1; j <= d.N; ++j) {
+      for (int64_t i = 0; i < j; ++i) {
+        const int64_t a = d.p[size_t(i)], b = d.p[size_t(j)];
+        const size_t r = range(i, j);
+        leaf_bytes_[r] = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
+                         (b - a >= 2 ? d.per_tape : d.single_tape);
+        leaf_s_[r] = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
+                     2 * model.calls_seconds(a, b, b - a) +
+                     model.tape_growth_seconds * double(b - a) * double(b - a);
+        advance_s_[r] = sums_.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
+        // A kept tape: its steps, its per-tape bytes and its exit as a stored state.
+        const int64_t kept = sums_.tape_b(a, b) + model.tape_op_bytes + d.state;
+        kept_units_[r] = (kept + d.unit - 1) / d.unit;
+      }
+    }
     for (int64_t m = d.max_units; m >= 0; --m) {
       for (int64_t len = 1; len <= d.N; ++len) {
         for (int64_t i = 0; i + len <= d.N; ++i) fill(i, i + len, m);
@@ -232,41 +253,31 @@ class OuterDp {
     } else {  // keep the tape of [i, k) (NOTE [ Kept tapes ])
       const int64_t k = how - d_.N, mid = d_.p[size_t(k)];
       ops.push_back(Op::forward_grad(a, mid));
-      emit(k, j, m + kept_units(a, mid), ops);
+      emit(k, j, m + kept_units_[range(i, k)], ops);
       ops.push_back(Op::backward(a, mid));
     }
   }
 
  private:
   static constexpr int16_t kNone = -2, kLeaf = -1, kInner = 0;  // k > 0: split; N + k: keep
+  // Unit level first: filling level m reads levels m and m + 1 only, two slices of
+  // (N + 1)(N + 2)/2 entries that stay in the cache. With ranges first the reads jumped
+  // across the whole table: the DP with states only (N = 128, M = 127, a 1000-step LSTM)
+  // took 0.47 s, level first 0.25 s, and 0.09 s with each range's costs computed once
+  // (leaf_bytes_ ...), the same schedules.
   size_t idx(int64_t i, int64_t j, int64_t m) const {
-    return size_t(j * (j + 1) / 2 + i) * size_t(d_.max_units + 1) + size_t(m);
+    return size_t(m) * size_t((d_.N + 1) * (d_.N + 2) / 2) + range(i, j);
   }
+  static size_t range(int64_t i, int64_t j) { return size_t(j * (j + 1) / 2 + i); }
   double at(int64_t i, int64_t j, int64_t m) const {
     return m > d_.max_units ? kInf : cost_[idx(i, j, m)];
   }
   // The inner DP counts states: m units hold at most this many states' bytes.
   int64_t inner_states(int64_t m) const { return (m * d_.unit + d_.state - 1) / d_.state; }
-  // A kept tape of [a, b): its steps, its per-tape bytes and its exit as a stored state.
-  int64_t kept_units(int64_t a, int64_t b) const {
-    const int64_t bytes = sums_.tape_b(a, b) + model_.tape_op_bytes + d_.state;
-    return (bytes + d_.unit - 1) / d_.unit;
-  }
-  // Whether [a, b) can be taped whole and reversed with m units held, plus `extra` bytes
-  // (a kept tape's exit state, charged until the tape is back-propagated).
-  bool leaf_fits(int64_t a, int64_t b, int64_t m, int64_t extra = 0) const {
-    const int64_t bytes = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
-                          (b - a >= 2 ? d_.per_tape : d_.single_tape) + extra;
-    return bytes <= d_.available - m * d_.unit;
-  }
-  // Taping [a, b) and back-propagating it: no recomputation.
-  double leaf_s(int64_t a, int64_t b) const {
-    return sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
-           2 * model_.calls_seconds(a, b, b - a) +
-           model_.tape_growth_seconds * double(b - a) * double(b - a);
-  }
-  double advance_s(int64_t a, int64_t b) const {
-    return sums_.forward_s(a, b) + model_.calls_seconds(a, b, kAdvanceChunk);
+  // Whether super-steps [i, j) can be taped whole and reversed with m units held, plus
+  // `extra` bytes (a kept tape's exit state, charged until the tape is back-propagated).
+  bool leaf_fits(int64_t i, int64_t j, int64_t m, int64_t extra = 0) const {
+    return leaf_bytes_[range(i, j)] + extra <= d_.available - m * d_.unit;
   }
   void fill(int64_t i, int64_t j, int64_t m);
 
@@ -274,7 +285,11 @@ class OuterDp {
   const DpChain& d_;
   const CostPrefix sums_;
   const InnerDp inner_;
-  std::vector<double> cost_;     // [(N + 1)(N + 2) / 2 ranges i <= j][M + 1]
+  // Per range of super-steps [i, j) (index range(i, j)): taping it whole and reversing
+  // it, its bytes and seconds; advancing over it; keeping its tape, in units.
+  std::vector<int64_t> leaf_bytes_, kept_units_;
+  std::vector<double> leaf_s_, advance_s_;
+  std::vector<double> cost_;     // [M + 1][(N + 1)(N + 2) / 2 ranges i <= j]
   std::vector<int16_t> choice_;  // kNone, kLeaf, kInner, a split k or a kept tape N + k
 };
 
@@ -285,8 +300,8 @@ void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
   const int64_t a = d_.p[size_t(i)], b = d_.p[size_t(j)];
   double best = kInf;
   int16_t how = kNone;
-  if (leaf_fits(a, b, m)) {
-    best = leaf_s(a, b);
+  if (leaf_fits(i, j, m)) {
+    best = leaf_s_[range(i, j)];
     how = kLeaf;
   } else if (j - i == 1 && std::isfinite(inner_.cost(b - a, inner_states(m)))) {
     best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
@@ -299,7 +314,7 @@ void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
   for (int64_t k = i + 1; k < j && (may_store || may_keep); ++k) {
     const int64_t mid = d_.p[size_t(k)];
     if (may_store) {
-      const double v = advance_s(a, mid) + at(k, j, m + 1) + at(i, k, m);
+      const double v = advance_s_[range(i, k)] + at(k, j, m + 1) + at(i, k, m);
       if (v < best) {
         best = v;
         how = int16_t(k);
@@ -307,11 +322,11 @@ void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
     }
     // A longer kept tape holds more bytes: once one of >= 2 steps (past the one-step
     // tape's smaller per-call bytes) cannot be reversed, no longer one can.
-    if (may_keep && !leaf_fits(a, mid, m, d_.state)) {
+    if (may_keep && !leaf_fits(i, k, m, d_.state)) {
       may_keep = mid - a < 2;
     } else if (may_keep) {
       // Every step of [mid, b) is taped and back-propagated once while it lives.
-      const double v = leaf_s(a, mid) + at(k, j, m + kept_units(a, mid)) +
+      const double v = leaf_s_[range(i, k)] + at(k, j, m + kept_units_[range(i, k)]) +
                        model_.tape_growth_seconds * 2 * double(mid - a) * double(b - mid);
       if (v < best) {
         best = v;
