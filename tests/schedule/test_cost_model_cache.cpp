@@ -64,7 +64,6 @@ CostModel every_field_set() {
   m.forward_seconds[4] = 0.1;
   m.op_seconds = 1.5e-5;
   m.ended_call_seconds = 2.5e-6;
-  m.first_end_step = 3;
   m.tape_growth_seconds = 1e-9;
   m.tape_bytes[2] = 7;
   m.backward_transient_bytes[1] = 11;
@@ -81,7 +80,6 @@ CostModel every_field_set() {
   m.chunk_call_bytes = 37;
   m.chunk_step_context_bytes = 41;
   m.head_backward_step_bytes = 43;
-  m.whole_call_steps = 3;
   m.packed_step_bytes = 47;
   m.source = "measured on cpu (n = 4 and 12 steps)";
   m.check();
@@ -279,7 +277,7 @@ TEST(CostModelCache, PricesAnotherBatchsLengthsWithoutMeasuring) {
   ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(first.workload()), planted));
   const auto priced = measured_cost_model(second.workload());
   EXPECT_NE(priced.source.find("planted by the test"), std::string::npos) << priced.source;
-  EXPECT_EQ(priced.first_end_step, 12);
+  EXPECT_EQ(priced.first_end(), 12);
   EXPECT_EQ(priced.tape_bytes[11], 400);
   EXPECT_EQ(priced.tape_bytes[12], 200);
   // Its own batch gets the model as it was.
@@ -294,7 +292,7 @@ TEST(CostModelCache, PricesAnotherBatchsLengthsWithoutMeasuring) {
   EXPECT_EQ(measured_cost_model(no_end.workload()).source, "planted, no end");
   const auto measured = measured_cost_model(with_end.workload());
   EXPECT_NE(measured.source.find("measured on"), std::string::npos) << measured.source;
-  EXPECT_EQ(measured.first_end_step, 5);
+  EXPECT_EQ(measured.first_end(), 5);
   const auto stored = load_cost_model(dir.path, cost_model_key(with_end.workload()));
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->active_sequences, active_sequences_of(with_end.workload().batch));

@@ -280,7 +280,7 @@ TEST(Simulator, PredictsVariableLengthPeaksAtARealSize) {
     const Workload workload{*model, *head, batch};
     const auto cost = measure_cost_model(validated(workload));
     // Calls past the first end are priced from there (NOTE [ What a call costs ]).
-    EXPECT_EQ(cost.first_end_step, batch.lengths.min().item<int64_t>()) << c.kind;
+    EXPECT_EQ(cost.first_end(), batch.lengths.min().item<int64_t>()) << c.kind;
     for (const int64_t K : {c.T, c.T / 2, int64_t(16), int64_t(4), int64_t(1)}) {
       const auto schedule = uniform_schedule(c.T, K);
       ScheduleMethod method("test", schedule.name, [&](const Workload&) { return schedule; });
@@ -336,7 +336,8 @@ CostModel heterogeneous(int64_t T) {
   // Calls past the first end cost more (NOTE [ What a call costs ]): the planner's sums
   // must price them as the simulator does.
   m.ended_call_seconds = 0.08;
-  m.first_end_step = T / 3;
+  m.active_sequences.assign(size_t(T), 3);  // a sequence ends at step T / 3
+  std::fill(m.active_sequences.begin() + T / 3, m.active_sequences.end(), 2);
   m.check();
   return m;
 }
@@ -399,7 +400,8 @@ TEST(Planner, TheMinimumFitsTheQuadraticScheduleOfAChunkedBackward) {
   model.chunk_steps = 36;
   model.chunk_transient_bytes.assign(36, 100);
   model.chunk_step_context_bytes = 8000;
-  model.whole_call_steps = 1;  // a sequence ends after step 0: tapes past it are chunked
+  model.active_sequences.assign(36, 1);  // a sequence ends after step 0: tapes past it
+  model.active_sequences[0] = 2;         // are chunked
   model.check();
   const auto minimum = minimum_budget(model);
   EXPECT_EQ(minimum, 5000 + 150 + 1000 + 8000 + 100);  // fixed + state + tape + its chunk
@@ -429,7 +431,7 @@ TEST(CostModel, PricesTheChunkHoldingTheFirstEndPacked) {
   for (int64_t t = 6; t < 12; ++t) m.tape_bytes[size_t(t)] = 4;  // fewer sequences active
   m.chunk_steps = 4;
   m.chunk_transient_bytes.assign(12, 1);
-  m.whole_call_steps = 6;
+  m.active_sequences = {2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1};  // the first end: step 6
   m.packed_step_bytes = 25;
   m.check();
   const CostPrefix sums(m);
@@ -451,8 +453,6 @@ TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
   m.active_sequences = {4, 4, 4, 3, 2, 2, 1, 1};
   m.tape_bytes = {99, 101, 100, 70, 50, 50, 30, 30};  // 10 + 20 per active after the end
   m.backward_seconds = {2, 2, 2, 1.5, 1, 1, 0.5, 0.5};
-  m.first_end_step = 3;
-  m.whole_call_steps = 3;
   m.check();
   const std::vector<int64_t> other = {4, 4, 4, 4, 4, 3, 3, 1};
   ASSERT_TRUE(m.prices_active_sequences(other));
@@ -461,8 +461,8 @@ TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
   EXPECT_NEAR(priced.backward_seconds[0], 2.0, 1e-12);
   EXPECT_NEAR(priced.backward_seconds[5], 1.5, 1e-12);
   EXPECT_NEAR(priced.backward_seconds[7], 0.5, 1e-12);
-  EXPECT_EQ(priced.first_end_step, 5);
-  EXPECT_EQ(priced.whole_call_steps, 5);
+  EXPECT_EQ(priced.first_end(), 5);
+  EXPECT_EQ(priced.whole_call_steps(), 5);
   EXPECT_EQ(priced.active_sequences, other);
   EXPECT_EQ(priced.state_bytes, m.state_bytes);
   // Its own counts: the model itself, unchanged.
@@ -470,7 +470,7 @@ TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
   // A batch where none ends: every step at the all-active mean, no first end.
   const auto none_ends = m.for_active_sequences(std::vector<int64_t>(8, 4));
   EXPECT_EQ(none_ends.tape_bytes, std::vector<int64_t>(8, 100));
-  EXPECT_EQ(none_ends.first_end_step, 0);
+  EXPECT_EQ(none_ends.first_end(), 8);
   // What it cannot price, said.
   expect_error_mentions([&] { m.for_active_sequences({4, 4, 1}); },
                         {"for_active_sequences", "T = 8", "got 3"});
@@ -499,7 +499,8 @@ TEST(CostModel, ChargesCallsPastTheFirstEndTheLengthsPath) {
   auto m = CostModel::uniform(100, 0, 0, 0, 10, 5);
   m.op_seconds = 1;
   m.ended_call_seconds = 10;
-  m.first_end_step = 50;
+  m.active_sequences.assign(100, 1);  // the first end: step 50
+  std::fill(m.active_sequences.begin(), m.active_sequences.begin() + 50, 2);
   m.check();
   EXPECT_EQ(m.calls_seconds(0, 50, 50), 1);         // ends at the first end: fused
   EXPECT_EQ(m.calls_seconds(0, 51, 51), 11);        // reaches past it

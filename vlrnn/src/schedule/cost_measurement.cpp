@@ -559,7 +559,7 @@ void calibrate_chunk_context(CostModel& m, const Workload& workload, const EndTo
 // per-step bytes its backward peak needs beyond what the model so far predicts there.
 double calibrate_head_step(const CostModel& m, const Workload& workload, const PrefixFit& f) {
   const int64_t L = std::min(workload.batch.time_steps(), kLongestCalibrationTape);
-  if (L <= m.whole_call_steps || L <= m.chunk_steps) return double(m.head_backward_step_bytes);
+  if (L <= m.whole_call_steps() || L <= m.chunk_steps) return double(m.head_backward_step_bytes);
   const auto& x = workload.batch.inputs;  // [T, B, F]
   measure::DeviceTimer timer(x.device());
   const BlockRun run =
@@ -582,7 +582,7 @@ double calibrate_head_step(const CostModel& m, const Workload& workload, const P
 void measure_first_end_chunk(CostModel& m, const Workload& workload, const PrefixFit& f,
                              const EndToEnd& e, const StateNear& from) {
   const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
-  const int64_t first_end = m.whole_call_steps;
+  const int64_t first_end = m.whole_call_steps();
   if (first_end <= 0 || first_end >= T || m.chunk_steps <= 0 || from.block < 0) return;
   const int64_t n = first_end + 1 - from.step;
   const auto& x = workload.batch.inputs;  // [T, B, F]
@@ -625,6 +625,8 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   measure::DeviceTimer timer(device);
   const auto per_step = [](double total, int64_t n) { return std::max(0.0, total) / double(n); };
   const auto& lengths = workload.batch.lengths;  // [B]
+  // First: calls_seconds prices calls past the first end from it.
+  m.active_sequences = active_sequences_of(workload.batch);
   // The first end: the first step some sequence no longer has; the last: none has any more.
   const int64_t first_end = lengths.min().item<int64_t>();
   const int64_t longest = lengths.max().item<int64_t>();
@@ -675,8 +677,8 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   m.chunk_steps = measure_chunk_steps(workload, ladder, ladder_entry, f.head_backward_peak_b);
   if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
   // Tapes that end before any sequence has are one call of the model, unless its own
-  // backward is chunked (a window: NOTE [ A transient that stops growing ]).
-  m.whole_call_steps = e.backward_window > 0 ? 0 : first_end;
+  // backward is chunked (a window: NOTE [ A transient that stops growing ]):
+  // CostModel::whole_call_steps().
   measure_first_end_chunk(m, workload, f, e, first_end_from);
   m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
   if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
@@ -684,7 +686,6 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   // The head alone first; a long tape of the batch raises it where it needs more.
   m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
   m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
-  m.active_sequences = active_sequences_of(workload.batch);
 }
 
 // Long tapes (cost_model.h): what one tape of 64 and of L = min(T, 1024) steps from step 0
@@ -792,7 +793,6 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   const CallSeconds calls = measure_call_seconds(workload, f, first_end);
   m.op_seconds = calls.op;
   m.ended_call_seconds = calls.ended;
-  m.first_end_step = first_end < T ? first_end : 0;
   m.tape_op_bytes = int64_t(f.tape_op_b);
   m.backward_op_bytes = int64_t(e.backward_call);
   m.accumulate_single_bytes = e.accumulate_single;

@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <type_traits>
 
@@ -42,17 +44,17 @@ void CostModel::check() const {
                 t, "]: expected at most the step before's ", active_sequences[t - 1],
                 " (a sequence that ended does not run again), got ", active_sequences[t]);
   }
-  TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && whole_call_steps > 0),
+  TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && !active_sequences.empty()),
               "cost model packed_step_bytes: expected 0 without chunk_steps and "
-              "whole_call_steps, got ", packed_step_bytes);
+              "active_sequences, got ", packed_step_bytes);
 }
 
 double CostModel::calls_seconds(int64_t a, int64_t b, int64_t call_steps) const {
   if (b <= a) return 0.0;
   const int64_t calls = (b - a + call_steps - 1) / call_steps;
   // The calls that end by the first end take the fused path; the rest, the lengths path.
-  const int64_t fused_calls =
-      b <= first_end_step ? calls : std::max<int64_t>(0, first_end_step - a) / call_steps;
+  const int64_t end = first_end();
+  const int64_t fused_calls = b <= end ? calls : std::max<int64_t>(0, end - a) / call_steps;
   return double(calls) * op_seconds + double(calls - fused_calls) * ended_call_seconds;
 }
 
@@ -82,12 +84,12 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
 // from another batch are within the bound of the batch's own measurement.
 namespace {
 
-// The first step with fewer sequences than step 0; T when none ends.
+// The first step with fewer sequences than step 0 (the counts never grow); T when none ends.
 int64_t first_end_of(const std::vector<int64_t>& active) {
-  for (size_t t = 1; t < active.size(); ++t) {
-    if (active[t] < active[0]) return int64_t(t);
-  }
-  return int64_t(active.size());
+  if (active.empty()) return 0;
+  const auto first =
+      std::upper_bound(active.begin(), active.end(), active[0], std::greater<int64_t>());
+  return int64_t(first - active.begin());
 }
 
 // `costs` [T], measured on steps with `measured` sequences (first end measured_end), for steps
@@ -123,10 +125,14 @@ V through_active_counts(const V& costs, const std::vector<int64_t>& measured,
 
 }  // namespace
 
+int64_t CostModel::first_end() const {
+  return active_sequences.empty() ? time_steps() : first_end_of(active_sequences);
+}
+
 bool CostModel::prices_active_sequences(const std::vector<int64_t>& active) const {
   if (active_sequences.empty() || active.size() != active_sequences.size()) return false;
   const int64_t T = time_steps();
-  return first_end_of(active) == T || first_end_of(active_sequences) < T;
+  return first_end_of(active) == T || first_end() < T;
 }
 
 CostModel CostModel::for_active_sequences(const std::vector<int64_t>& active) const {
@@ -138,8 +144,7 @@ CostModel CostModel::for_active_sequences(const std::vector<int64_t>& active) co
               "was measured on a batch where no sequence ends, and cannot price one where "
               "some do; measure one on such a batch");
   if (active == active_sequences) return *this;
-  const int64_t T = time_steps(), end = first_end_of(active);
-  const int64_t measured_end = first_end_of(active_sequences);
+  const int64_t end = first_end_of(active), measured_end = first_end();
   CostModel m = *this;
   const auto derive = [&](auto& costs) {
     costs = through_active_counts(costs, active_sequences, measured_end, active, end);
@@ -151,10 +156,7 @@ CostModel CostModel::for_active_sequences(const std::vector<int64_t>& active) co
   derive(m.backward_transient_bytes);
   derive(m.advance_transient_bytes);
   if (chunk_steps > 0) derive(m.chunk_transient_bytes);
-  m.active_sequences = active;
-  m.first_end_step = end < T ? end : 0;
-  // 0 stays 0: a model whose backward is chunked everywhere (NOTE [ Backward windows ]).
-  if (whole_call_steps > 0) m.whole_call_steps = end;
+  m.active_sequences = active;  // and so the first end, the new batch's
   m.source = source + ", priced for another batch's lengths through active counts";
   m.check();
   return m;
@@ -180,7 +182,7 @@ CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forwar
   return m;
 }
 
-CostPrefix::CostPrefix(const CostModel& m) : model(m) {
+CostPrefix::CostPrefix(const CostModel& m) : model(m), whole_call_steps(m.whole_call_steps()) {
   const size_t T = m.forward_seconds.size();
   forward.assign(T + 1, 0.0);
   forward_grad.assign(T + 1, 0.0);

@@ -18,12 +18,11 @@ struct CostModel {
   std::vector<double> forward_grad_seconds;  // [T] model + head with autograd (taping)
   std::vector<double> backward_seconds;      // [T] back-propagating the step's tape
   double op_seconds = 0.0;                   // fixed cost of one forward / backward call
-  // A call on a block that reaches past step first_end_step, where the first sequence of a
-  // variable-length batch ends, costs ended_call_seconds more: the model's lengths path (the
-  // built-in modules sort, pack, unpack and scatter back). NOTE [ What a call costs ] in
+  // A call on a block that reaches past the first end (first_end(), where the first sequence
+  // of a variable-length batch ends) costs ended_call_seconds more: the model's lengths path
+  // (the built-in modules sort, pack, unpack and scatter back). NOTE [ What a call costs ] in
   // cost_measurement.cpp. 0: every call costs op_seconds.
   double ended_call_seconds = 0.0;
-  int64_t first_end_step = 0;
   // Long tapes run slower per step (memory traffic: their activations leave the caches and
   // are freshly allocated): a tape of n steps costs tape_growth_seconds · n² on top of its
   // per-step seconds. That is tape_growth_seconds per step taped or back-propagated, per
@@ -72,7 +71,7 @@ struct CostModel {
   //   max(head·(b - a), max over chunk ends c in (a, b] of chunk(c - W, c) - tape(c, b)).
   // A chunk of two steps or more needs at least chunk_call_bytes, however short (the packed
   // path computes its weights' gradients step by step, each as large as the weights, and
-  // sums them). A tape that ends before any sequence has (b <= whole_call_steps) is one
+  // sums them). A tape that ends before any sequence has (b <= whole_call_steps()) is one
   // call of the model and pays backward_transient_bytes as above. chunk_steps = 0: not used.
   int64_t chunk_steps = 0;
   std::vector<int64_t> chunk_transient_bytes;  // [T] when chunk_steps > 0, else empty
@@ -82,9 +81,8 @@ struct CostModel {
   // step ] in cost_measurement.cpp. Added to every chunk's sum.
   int64_t chunk_step_context_bytes = 0;
   int64_t head_backward_step_bytes = 0;
-  int64_t whole_call_steps = 0;
   // NOTE [ The chunk that holds the first end ]: a tape that reaches past the first end
-  // (step whole_call_steps) runs in chunks of chunk_steps from its own start, and the chunk
+  // (step whole_call_steps()) runs in chunks of chunk_steps from its own start, and the chunk
   // that holds that end runs packed for its whole length: its steps before the end, every
   // sequence active, tape packed_step_bytes each. tape_bytes holds the fused path's bytes
   // there (what a tape ending by then keeps), and chunk_transient_bytes the packed path's.
@@ -94,6 +92,13 @@ struct CostModel {
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
   int64_t time_steps() const { return int64_t(forward_seconds.size()); }
+  // The first end: the first step some sequence no longer has (from active_sequences, in
+  // O(log T)); T when none ends before T, or the batch has no lengths.
+  int64_t first_end() const;
+  // A tape that ends by this step is one call of the model (its fused path): the first end,
+  // or 0 for a model whose own backward runs in windows (NOTE [ Backward windows ]), which
+  // reverses every tape of a variable-length batch in chunks.
+  int64_t whole_call_steps() const { return backward_window_steps > 0 ? 0 : first_end(); }
   // Per-call seconds of running [a, b) in calls of at most `call_steps` steps from a (one
   // call: call_steps = b - a; an advance: kAdvanceChunk).
   double calls_seconds(int64_t a, int64_t b, int64_t call_steps) const;
@@ -129,7 +134,6 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("backward_seconds", m.backward_seconds);
   visit("op_seconds", m.op_seconds);
   visit("ended_call_seconds", m.ended_call_seconds);
-  visit("first_end_step", m.first_end_step);
   visit("tape_growth_seconds", m.tape_growth_seconds);
   visit("tape_bytes", m.tape_bytes);
   visit("backward_transient_bytes", m.backward_transient_bytes);
@@ -148,7 +152,6 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("chunk_call_bytes", m.chunk_call_bytes);
   visit("chunk_step_context_bytes", m.chunk_step_context_bytes);
   visit("head_backward_step_bytes", m.head_backward_step_bytes);
-  visit("whole_call_steps", m.whole_call_steps);
   visit("packed_step_bytes", m.packed_step_bytes);
   visit("source", m.source);
 }
@@ -158,6 +161,7 @@ void for_each_field(Model& m, Visit&& visit) {
 struct CostPrefix {
   explicit CostPrefix(const CostModel& model);
   const CostModel& model;
+  int64_t whole_call_steps = 0;  // model.whole_call_steps(), read in the inner loops
   std::vector<double> forward, forward_grad, backward;  // [T + 1]
   std::vector<int64_t> tape, backward_transient, chunk;  // [T + 1]
   double forward_s(int64_t a, int64_t b) const { return forward[b] - forward[a]; }
@@ -167,7 +171,7 @@ struct CostPrefix {
   // chunk that holds the first end ]).
   int64_t tape_b(int64_t a, int64_t b) const {
     const int64_t sum = tape[size_t(b)] - tape[size_t(a)];
-    const int64_t first_end = model.whole_call_steps;
+    const int64_t first_end = whole_call_steps;
     if (model.packed_step_bytes == 0 || a >= first_end || b <= first_end) return sum;
     // That chunk's first step.
     const int64_t c = a + (first_end - a) / model.chunk_steps * model.chunk_steps;
@@ -177,7 +181,7 @@ struct CostPrefix {
   // The most one step [t, t + 1) adds to any tape's bytes.
   int64_t step_tape_bound(int64_t t) const {
     const int64_t own = tape[size_t(t + 1)] - tape[size_t(t)];
-    return t < model.whole_call_steps ? std::max(own, model.packed_step_bytes) : own;
+    return t < whole_call_steps ? std::max(own, model.packed_step_bytes) : own;
   }
   int64_t backward_transient_b(int64_t a, int64_t b) const {
     return backward_transient[b] - backward_transient[a];
@@ -218,7 +222,7 @@ struct CostPrefix {
   int64_t max_window_transient = 0;
   // NOTE [ Chunked backward of a variable-length batch ]
   bool chunked(int64_t b) const {
-    return model.chunk_steps > 0 && b > model.whole_call_steps;
+    return model.chunk_steps > 0 && b > whole_call_steps;
   }
   int64_t max_chunk_transient = 0;  // the largest chunk sum over chunk_steps consecutive steps
 };
