@@ -24,8 +24,9 @@ int64_t max_of(const std::vector<int64_t>& v, size_t from = 0) {
 // l steps with c states stored, each step taping `step_bytes` and each state `state_bytes`.
 class InnerDp {
  public:
-  InnerDp(int64_t max_length, int64_t available, int64_t step_bytes, int64_t state_bytes,
-          int64_t per_tape_bytes, int64_t advance_bytes, int64_t single_tape_bytes)
+  InnerDp(int64_t max_length, int64_t available, int64_t step_bytes, int64_t one_step_bytes,
+          int64_t state_bytes, int64_t per_tape_bytes, int64_t advance_bytes,
+          int64_t single_tape_bytes)
       : max_length_(max_length),
         states_(std::max<int64_t>(0, std::min(kMaxInnerStates,
                                               (available - advance_bytes) / state_bytes))) {
@@ -35,7 +36,7 @@ class InnerDp {
     capacity_.assign(W + 1, 0);
     for (int64_t c = 0; c <= states_ + 1; ++c) {
       capacity_[size_t(c)] = capacity(available - c * state_bytes, max_length, step_bytes,
-                                      per_tape_bytes, single_tape_bytes);
+                                      one_step_bytes, per_tape_bytes, single_tape_bytes);
     }
     for (int64_t c = states_; c >= 0; --c) {
       for (int64_t l = 1; l <= max_length; ++l) {
@@ -66,10 +67,12 @@ class InnerDp {
   double cost(int64_t l, int64_t c) const { return c > states_ ? kInf : cost_[index(l, c)]; }
   // The longest L such that a tape of every length 1..L fits `room` bytes: a one-step tape
   // has its own per-call bytes (cost_model.h), larger than a longer one's on small models
-  // (its gradient sums are not handed over), so both are checked.
+  // (its gradient sums are not handed over), and its own bytes (one_step_tape_bytes), so
+  // both are checked.
   static int64_t capacity(int64_t room, int64_t max_length, int64_t step_bytes,
-                          int64_t per_tape_bytes, int64_t single_tape_bytes) {
-    if (room - single_tape_bytes - step_bytes < 0) return 0;
+                          int64_t one_step_bytes, int64_t per_tape_bytes,
+                          int64_t single_tape_bytes) {
+    if (room - single_tape_bytes - one_step_bytes < 0) return 0;
     const int64_t longer = room - per_tape_bytes;
     const int64_t most = longer < 0        ? 0
                          : step_bytes <= 0 ? max_length
@@ -111,11 +114,13 @@ int64_t largest_step_bytes(const CostPrefix& sums, int64_t T) {
   return largest;
 }
 
-// The most a one-step tape [t, t + 1) needs at its backward, over every t, as the simulator
-// charges it (a chunked one also needs chunk_step_context_bytes, which the per-step bounds
-// of largest_step_bytes leave to longer tapes).
-int64_t largest_one_step_tape_bytes(const CostPrefix& sums, int64_t T) {
-  int64_t largest = 0;
+// The most a one-step tape [t, t + 1) needs, its bytes and its backward's transient, over
+// every t: never below the per-step bounds the DP plans with, nor below what the simulator
+// charges it exactly (a chunked one also needs chunk_step_context_bytes, which the per-step
+// bounds of largest_step_bytes leave to longer tapes). minimum_budget and the DP's one-step
+// tapes both read it (tests/schedule/test_cost_bounds.cpp).
+int64_t one_step_tape_bytes(const CostPrefix& sums, int64_t T) {
+  int64_t largest = largest_step_bytes(sums, T);
   for (int64_t t = 0; t < T; ++t) {
     largest = std::max(largest, sums.tape_b(t, t + 1) + sums.tape_transient_b(t, t + 1));
   }
@@ -128,8 +133,7 @@ int64_t minimum_budget(const CostModel& model) {
   model.check();
   // The DP plans with the per-step bounds: never below them, so that it finds a schedule.
   const CostPrefix sums(model);
-  const int64_t worst_step = std::max(largest_step_bytes(sums, model.time_steps()),
-                                      largest_one_step_tape_bytes(sums, model.time_steps()));
+  const int64_t worst_step = one_step_tape_bytes(sums, model.time_steps());
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
@@ -163,6 +167,7 @@ struct DpChain {
   bool keep_tapes = true;      // whether the DP may keep tapes (NOTE [ Kept tapes ])
   int64_t longest = 0;         // the longest super-step
   int64_t step_bytes = 0;      // the largest step's tape + backward transient
+  int64_t one_step_bytes = 0;  // the most a one-step tape needs (one_step_tape_bytes)
 };
 
 DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes) {
@@ -194,6 +199,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
     d.longest = std::max(d.longest, d.p[size_t(i + 1)] - d.p[size_t(i)]);
   }
   d.step_bytes = largest_step_bytes(sums, d.T);
+  d.one_step_bytes = one_step_tape_bytes(sums, d.T);
   return d;
 }
 
@@ -203,8 +209,8 @@ class OuterDp {
  public:
   OuterDp(const CostModel& model, const DpChain& d)
       : model_(model), d_(d), sums_(model),
-        inner_(d.longest, d.available, d.step_bytes, d.state, d.per_tape + d.tape_call,
-               d.advance_transient, d.single_tape),
+        inner_(d.longest, d.available, d.step_bytes, d.one_step_bytes, d.state,
+               d.per_tape + d.tape_call, d.advance_transient, d.single_tape),
         cost_(size_t((d.N + 1) * (d.N + 2) / 2) * size_t(d.max_units + 1), kInf),
         choice_(cost_.size(), kNone) {
     // What a range costs whatever the units held, once per range rather than per level.
