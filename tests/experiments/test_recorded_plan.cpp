@@ -11,6 +11,7 @@
 #include "vlrnn/registry/methods.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -139,23 +140,45 @@ TEST(RecordedPlan, RunsOnlyOnItsOwnLength) {
                         {"recorded for T = 40", "T = 41"});
 }
 
-TEST(RecordedPlan, RunsAsMethodPlanAndIsRecorded) {
+// Registering "plan" changes the process-wide registry, which other tests list and run on
+// problems of other lengths: it runs in a child process (a death test), as every addition
+// does (tests/registry/test_add.cpp), and reports what failed on stderr.
+TEST(RecordedPlanDeathTest, RunsAsMethodPlanAndIsRecorded) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   const auto problem = small_problem();
   auto planner = recomputing_planner();
   planner.prepare(problem.workload());
   const auto path = write_file("vlrnn_test_plan_method.json", plan_json(planner).dump());
-  EXPECT_EQ(add_plan_method(path).time_steps, kT);
-  expect_error_mentions([&] { add_plan_method(path); }, {"\"plan\" is already registered"});
-  RunOptions once;
-  once.warmup = 0;
-  once.repeats = 1;
-  const auto runs = run_methods(problem, {"full", "plan"}, once);
-  ASSERT_EQ(runs[1].status, "ok") << runs[1].error;
-  EXPECT_EQ(runs[1].plan["source"], path);
-  EXPECT_EQ(runs[1].plan["ops"], plan_json(planner)["ops"]);
-  EXPECT_EQ(to_json(runs[1])["plan"]["chosen_by"], "recorded");
-  EXPECT_LE(runs[1].error_vs_full->max_rel, 1e-10);  // exact, like every schedule
-  EXPECT_TRUE(runs[0].plan.is_null());                // full records no plan
+  EXPECT_EXIT(
+      {
+        std::string failed;
+        const auto expect = [&](bool ok, const char* what) {
+          if (!ok) failed += std::string(what) + "; ";
+        };
+        expect(add_plan_method(path).time_steps == kT, "the plan's T");
+        try {
+          add_plan_method(path);
+          expect(false, "a second plan refused");
+        } catch (const c10::Error& e) {
+          expect(std::string(e.what()).find("\"plan\" is already registered") !=
+                     std::string::npos,
+                 "a second plan refused, saying why");
+        }
+        RunOptions once;
+        once.warmup = 0;
+        once.repeats = 1;
+        const auto runs = run_methods(problem, {"full", "plan"}, once);
+        expect(runs[1].status == "ok", "method plan runs");
+        expect(runs[1].plan["source"] == path, "its record names the file");
+        expect(runs[1].plan["ops"] == plan_json(planner)["ops"], "its record holds the ops");
+        expect(to_json(runs[1])["plan"]["chosen_by"] == "recorded", "chosen_by is recorded");
+        expect(runs[1].error_vs_full && runs[1].error_vs_full->max_rel <= 1e-10,
+               "exact, like every schedule");
+        expect(runs[0].plan.is_null(), "full records no plan");
+        std::fprintf(stderr, "%s", failed.c_str());
+        std::exit(failed.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
   std::remove(path.c_str());
 }
 
