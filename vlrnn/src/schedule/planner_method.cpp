@@ -35,6 +35,7 @@ constexpr size_t kCostModelCacheSize = 16;
 struct CostModelCache {
   std::mutex mutex;
   std::list<std::pair<std::string, CostModel>> entries;  // most recently used first
+  size_t misses = 0;  // lookups that found no model here (read from disk or measured)
 };
 
 CostModelCache& cost_model_cache() {
@@ -86,9 +87,16 @@ CostModel measured_cost_model(const Workload& workload) {
     cache.entries.erase(it);  // measured where no sequence ends: this batch replaces it
     break;
   }
+  ++cache.misses;
   cache.entries.emplace_front(sig, measured_or_stored(workload));
   if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
   return for_batch(cache.entries.front().second, workload);
+}
+
+size_t cost_model_cache_misses() {
+  auto& cache = cost_model_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.misses;
 }
 
 size_t cached_cost_models() {

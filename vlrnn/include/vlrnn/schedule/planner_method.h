@@ -47,6 +47,9 @@ struct PlannerOptions {
 CostModel measured_cost_model(const Workload& workload);
 // How many cost models the cache holds now (at most a fixed bound).
 size_t cached_cost_models();
+// How many times measured_cost_model() found no model in this process's cache and read one
+// from disk or measured it, since the process started.
+size_t cost_model_cache_misses();
 
 // The measured iteration peak of `method` on `workload`, measured as measure_iteration measures
 // a method (gradients cleared first), leaving gradients and generators as they were. The
