@@ -131,7 +131,6 @@ int64_t one_step_tape_bytes(const CostPrefix& sums, int64_t T) {
 
 int64_t minimum_budget(const CostModel& model) {
   model.check();
-  // The DP plans with the per-step bounds: never below them, so that it finds a schedule.
   const CostPrefix sums(model);
   const int64_t worst_step = one_step_tape_bytes(sums, model.time_steps());
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
@@ -211,14 +210,14 @@ class OuterDp {
       : model_(model), d_(d), sums_(model),
         inner_(d.longest, d.available, d.step_bytes, d.one_step_bytes, d.state,
                d.per_tape + d.tape_call, d.advance_transient, d.single_tape),
-        cost_(size_t((d.N + 1) * (d.N + 2) / 2) * size_t(d.max_units + 1), kInf),
+        ranges_(size_t((d.N + 1) * (d.N + 2) / 2)),
+        cost_(ranges_ * size_t(d.max_units + 1), kInf),
         choice_(cost_.size(), kNone) {
     // What a range costs whatever the units held, once per range rather than per level.
-    const size_t ranges = size_t((d.N + 1) * (d.N + 2) / 2);
-    leaf_bytes_.resize(ranges);
-    leaf_s_.resize(ranges);
-    advance_s_.resize(ranges);
-    kept_units_.resize(ranges);
+    leaf_bytes_.resize(ranges_);
+    leaf_s_.resize(ranges_);
+    advance_s_.resize(ranges_);
+    kept_units_.resize(ranges_);
     for (int64_t j = 1; j <= d.N; ++j) {
       for (int64_t i = 0; i < j; ++i) {
         const int64_t a = d.p[size_t(i)], b = d.p[size_t(j)];
@@ -272,7 +271,7 @@ class OuterDp {
   // took 0.47 s, level first 0.25 s, and 0.09 s with each range's costs computed once
   // (leaf_bytes_ ...), the same schedules.
   size_t idx(int64_t i, int64_t j, int64_t m) const {
-    return size_t(m) * size_t((d_.N + 1) * (d_.N + 2) / 2) + range(i, j);
+    return size_t(m) * ranges_ + range(i, j);
   }
   static size_t range(int64_t i, int64_t j) { return size_t(j * (j + 1) / 2 + i); }
   double at(int64_t i, int64_t j, int64_t m) const {
@@ -291,6 +290,7 @@ class OuterDp {
   const DpChain& d_;
   const CostPrefix sums_;
   const InnerDp inner_;
+  const size_t ranges_;  // (N + 1)(N + 2)/2: the ranges [i, j) of super-steps, i <= j
   // Per range of super-steps [i, j) (index range(i, j)): taping it whole and reversing
   // it, its bytes and seconds; advancing over it; keeping its tape, in units.
   std::vector<int64_t> leaf_bytes_, kept_units_;

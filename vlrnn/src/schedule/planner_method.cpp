@@ -43,20 +43,21 @@ CostModelCache& cost_model_cache() {
   return cache;
 }
 
-// Whether `model` prices `workload`'s batch (its lengths, if any).
-bool prices(const CostModel& model, const Workload& workload) {
-  const auto active = active_sequences_of(workload.batch);
+// Whether `model` prices a batch whose steps have `active` sequences (active_sequences_of:
+// empty without lengths).
+bool prices(const CostModel& model, const std::vector<int64_t>& active) {
   return active.empty() ? model.active_sequences.empty()
                         : model.prices_active_sequences(active);
 }
 
-// The model on disk for `workload`, or one measured now and stored there.
-CostModel measured_or_stored(const Workload& workload) {
+// The model on disk for `workload` (whose batch has `active` sequences per step), or one
+// measured now and stored there.
+CostModel measured_or_stored(const Workload& workload, const std::vector<int64_t>& active) {
   const auto dir = cost_model_cache_dir();
   const auto key = cost_model_key(workload);
   if (dir) {
     auto stored = load_cost_model(*dir, key);
-    if (stored && prices(*stored, workload)) return *stored;
+    if (stored && prices(*stored, active)) return *stored;
   }
   // NOTE [ Nested iteration scopes ]: calibration is not the step. Inside a scope of its own,
   // what it allocates and frees does not count toward a step being measured around it.
@@ -66,31 +67,31 @@ CostModel measured_or_stored(const Workload& workload) {
   return model;
 }
 
-// `model` priced for `workload`'s batch.
-CostModel for_batch(const CostModel& model, const Workload& workload) {
-  if (!workload.batch.has_lengths()) return model;
-  return model.for_active_sequences(active_sequences_of(workload.batch));
+// `model` priced for a batch whose steps have `active` sequences.
+CostModel for_batch(const CostModel& model, const std::vector<int64_t>& active) {
+  return active.empty() ? model : model.for_active_sequences(active);
 }
 
 }  // namespace
 
 CostModel measured_cost_model(const Workload& workload) {
   const auto sig = cost_model_signature(workload);
+  const auto active = active_sequences_of(workload.batch);  // [T], empty without lengths
   auto& cache = cost_model_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
     if (it->first != sig) continue;
-    if (prices(it->second, workload)) {
+    if (prices(it->second, active)) {
       cache.entries.splice(cache.entries.begin(), cache.entries, it);
-      return for_batch(it->second, workload);
+      return for_batch(it->second, active);
     }
     cache.entries.erase(it);  // measured where no sequence ends: this batch replaces it
     break;
   }
   ++cache.misses;
-  cache.entries.emplace_front(sig, measured_or_stored(workload));
+  cache.entries.emplace_front(sig, measured_or_stored(workload, active));
   if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
-  return for_batch(cache.entries.front().second, workload);
+  return for_batch(cache.entries.front().second, active);
 }
 
 size_t cost_model_cache_misses() {
