@@ -189,19 +189,20 @@ TEST(SideEffects, CostModelCacheIsBoundedAndSafeFromTwoThreads) {
   auto model = make_model({"rnn", 2, 3, 1});
   auto head = make_head("mse", 3, 1);
   std::vector<SequenceBatch> batches;
-  for (int64_t steps = 2; steps < 26; ++steps) {
+  for (int64_t sequences = 1; sequences < 25; ++sequences) {  // 24 cost-model signatures
     SequenceBatch batch;
-    batch.inputs = torch::randn({steps, 1, 2});
-    batch.targets = torch::randn({steps, 1, 1});
+    batch.inputs = torch::randn({4, sequences, 2});
+    batch.targets = torch::randn({4, sequences, 1});
     batches.push_back(batch);
   }
   for (const auto& batch : batches) {
     schedule::measured_cost_model(validated({*model, *head, batch}));
     EXPECT_LE(schedule::cached_cost_models(), 16u);
   }
+  EXPECT_EQ(schedule::cached_cost_models(), 16u);  // full: the bound was reached
   SequenceBatch fresh;
-  fresh.inputs = torch::randn({31, 2, 2});
-  fresh.targets = torch::randn({31, 2, 1});
+  fresh.inputs = torch::randn({31, 30, 2});
+  fresh.targets = torch::randn({31, 30, 1});
   const Workload workload = validated({*model, *head, fresh});
   schedule::CostModel a, b;
   std::thread first([&] { a = schedule::measured_cost_model(workload); });

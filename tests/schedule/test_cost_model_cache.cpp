@@ -73,6 +73,7 @@ CostModel every_field_set() {
   m.accumulate_single_bytes = 23;
   m.accumulate_bytes = 29;
   m.gradient_bytes = 31;
+  m.fixed_step_bytes = 53;  // of fixed_bytes 5000
   m.backward_window_steps = 2;
   m.active_sequences = {3, 3, 3, 2, 1};
   m.chunk_steps = 4;
@@ -106,6 +107,7 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   EXPECT_EQ(loaded->chunk_transient_bytes, model.chunk_transient_bytes);
   EXPECT_EQ(loaded->op_seconds, model.op_seconds);
   EXPECT_EQ(loaded->packed_step_bytes, 47);
+  EXPECT_EQ(loaded->fixed_step_bytes, 53);
   EXPECT_EQ(loaded->active_sequences, model.active_sequences);
   EXPECT_EQ(loaded->source, model.source);
   // Stored again, the loaded model writes the same text: nothing was lost on the way.
@@ -229,14 +231,15 @@ TEST(CostModelCache, FolderFromTheEnvironment) {
   EXPECT_FALSE(cost_model_cache_dir().has_value());
 }
 
-// A workload of its own shape, so that no other test has put its model in this process's
-// cache.
+// A workload of its own shape (each test its own F: T is not part of the key), so that no
+// other test has put its model in this process's cache.
 struct CacheProblem {
-  std::shared_ptr<RecurrentModule> model = make_model({"gru", 3, 5, 1});
+  std::shared_ptr<RecurrentModule> model;
   std::shared_ptr<OutputModule> head = make_head("mse", 5, 2);
   SequenceBatch batch;
-  explicit CacheProblem(int64_t T, std::vector<int64_t> lengths = {}) {
-    batch.inputs = torch::randn({T, 2, 3});   // [T, B, F]
+  CacheProblem(int64_t F, int64_t T, std::vector<int64_t> lengths = {})
+      : model(make_model({"gru", F, 5, 1})) {
+    batch.inputs = torch::randn({T, 2, F});   // [T, B, F]
     batch.targets = torch::randn({T, 2, 2});  // [T, B, 2]
     if (!lengths.empty()) batch.lengths = torch::tensor(lengths, torch::kLong);  // [B]
   }
@@ -249,7 +252,7 @@ TEST(CostModelCache, ASecondProcessReadsTheModelFromDisk) {
   TemporaryDir dir("vlrnn-cost-models");
   const ScopedEnv cache("VLRNN_CACHE_DIR", dir.path.string());
   torch::manual_seed(3);
-  const CacheProblem problem(37);
+  const CacheProblem problem(3, 37);
   const auto workload = problem.workload();
   auto planted = CostModel::uniform(37, 1, 2, 3, 400, 40, 900);
   planted.source = "planted by the test";
@@ -259,14 +262,14 @@ TEST(CostModelCache, ASecondProcessReadsTheModelFromDisk) {
   EXPECT_EQ(model.tape_bytes, planted.tape_bytes);
 }
 
-// NOTE [ Lengths through active counts ]: batches whose lengths differ share one model,
+// NOTE [ Other batches of the workload ]: batches whose lengths differ share one model,
 // priced for each batch's own lengths; a kept model measured where no sequence ends is
 // replaced by the first batch that has an end.
 TEST(CostModelCache, PricesAnotherBatchsLengthsWithoutMeasuring) {
   TemporaryDir dir("vlrnn-cost-models");
   const ScopedEnv cache("VLRNN_CACHE_DIR", dir.path.string());
   torch::manual_seed(3);
-  const CacheProblem first(19, {19, 7}), second(19, {12, 19});
+  const CacheProblem first(4, 19, {19, 7}), second(4, 19, {12, 19});
   // Another batch's lengths, one cost-model key.
   EXPECT_EQ(cost_model_key(first.workload()), cost_model_key(second.workload()));
   EXPECT_NE(workload_signature(first.workload()), workload_signature(second.workload()));
@@ -284,7 +287,7 @@ TEST(CostModelCache, PricesAnotherBatchsLengthsWithoutMeasuring) {
   EXPECT_EQ(measured_cost_model(first.workload()).tape_bytes, planted.tape_bytes);
   // Measured where no sequence ends, a model cannot price ends: that batch is measured.
   torch::manual_seed(4);
-  const CacheProblem no_end(17, {17, 17}), with_end(17, {17, 5});
+  const CacheProblem no_end(5, 17, {17, 17}), with_end(5, 17, {17, 5});
   auto planted_no_end = CostModel::uniform(17, 1, 2, 3, 400, 40, 900);
   planted_no_end.active_sequences.assign(17, 2);
   planted_no_end.source = "planted, no end";
@@ -298,12 +301,46 @@ TEST(CostModelCache, PricesAnotherBatchsLengthsWithoutMeasuring) {
   EXPECT_EQ(stored->active_sequences, active_sequences_of(with_end.workload().batch));
 }
 
+// NOTE [ Other batches of the workload ]: batches padded to another number of steps share
+// one model. A model measured on T steps prices shorter batches; a longer batch (T below
+// kLongestMeasuredTape) is measured, and its model replaces the shorter one on disk.
+TEST(CostModelCache, PricesABatchOfOtherStepsWithoutMeasuring) {
+  TemporaryDir dir("vlrnn-cost-models");
+  const ScopedEnv cache("VLRNN_CACHE_DIR", dir.path.string());
+  torch::manual_seed(3);
+  const CacheProblem measured_on(8, 40), shorter(8, 25), longer(8, 60);
+  EXPECT_EQ(cost_model_key(measured_on.workload()), cost_model_key(shorter.workload()));
+  EXPECT_NE(workload_signature(measured_on.workload()), workload_signature(shorter.workload()));
+  auto planted = CostModel::uniform(40, 1, 2, 3, 400, 40, 900 + 40 * 10);
+  planted.fixed_step_bytes = 10;
+  planted.source = "planted by the test";
+  ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(measured_on.workload()), planted));
+  const auto misses = cost_model_cache_misses();
+  const auto priced = measured_cost_model(shorter.workload());
+  EXPECT_EQ(cost_model_cache_misses(), misses + 1);  // read from disk, not measured
+  EXPECT_NE(priced.source.find("planted by the test"), std::string::npos) << priced.source;
+  EXPECT_EQ(priced.time_steps(), 25);
+  EXPECT_EQ(priced.tape_bytes, std::vector<int64_t>(25, 400));
+  EXPECT_EQ(priced.fixed_bytes, 900 + 25 * 10);
+  EXPECT_EQ(measured_cost_model(measured_on.workload()).tape_bytes, planted.tape_bytes);
+  EXPECT_EQ(cost_model_cache_misses(), misses + 1);  // from this process's cache
+  // Longer than measured: measured on it, and stored in the shorter one's place.
+  const auto measured = measured_cost_model(longer.workload());
+  EXPECT_NE(measured.source.find("measured on"), std::string::npos) << measured.source;
+  EXPECT_EQ(measured.time_steps(), 60);
+  const auto stored = load_cost_model(dir.path, cost_model_key(longer.workload()));
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->time_steps(), 60);
+  EXPECT_EQ(measured_cost_model(shorter.workload()).time_steps(), 25);
+  EXPECT_EQ(cost_model_cache_misses(), misses + 2);
+}
+
 // A corrupt file for the workload's key: measured again, and the file rewritten whole.
 TEST(CostModelCache, ACorruptFileIsMeasuredAgainAndRewritten) {
   TemporaryDir dir("vlrnn-cost-models");
   const ScopedEnv cache("VLRNN_CACHE_DIR", dir.path.string());
   torch::manual_seed(3);
-  const CacheProblem problem(29);
+  const CacheProblem problem(6, 29);
   const auto workload = problem.workload();
   const auto key = cost_model_key(workload);
   fs::create_directories(cost_model_file(dir.path, key).parent_path());
@@ -326,7 +363,7 @@ TEST(CostModelCache, AnUnwritableFolderIsNoError) {
   EXPECT_FALSE(store_cost_model(dir.path / "a file", "k", every_field_set()));
   const ScopedEnv cache("VLRNN_CACHE_DIR", (dir.path / "a file").string());
   torch::manual_seed(3);
-  const CacheProblem problem(23);
+  const CacheProblem problem(7, 23);
   EXPECT_EQ(measured_cost_model(problem.workload()).time_steps(), 23);
 }
 

@@ -356,10 +356,10 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
   std::tie(e.backward_step, e.backward_call) = chord_to(last);
 }
 
-// The longest tape calibration runs: the memory of full BPTT over this many steps (or T),
-// once, outside any measured step. Long enough to see lstm_block's chunk stop the transient
-// growing at H·B up to 2048 (its chunk is 2^20 / (H·B) steps).
-constexpr int64_t kLongestCalibrationTape = 1024;
+// The longest tape calibration runs is kLongestMeasuredTape (cost_model.h): the memory of full
+// BPTT over this many steps (or T), once, outside any measured step. Long enough to see
+// lstm_block's chunk stop the transient growing at H·B up to 2048 (its chunk is 2^20 / (H·B)
+// steps).
 // The ladder of full tapes (NOTE [ A transient that stops growing ]): from kShortestLadderTape
 // steps, each kLadderRatio times the one before, up to the longest; a last rung within
 // kShortSegment of the one before replaces it.
@@ -380,7 +380,7 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
            f.tape_b * double(k) - f.tape_op_b;
   };
   if (T >= 2) {
-    const int64_t longest = std::min<int64_t>(T, kLongestCalibrationTape);
+    const int64_t longest = std::min<int64_t>(T, kLongestMeasuredTape);
     std::vector<int64_t> lengths{
         std::max<int64_t>(2, std::min<int64_t>(kShortestLadderTape, longest - 1))};
     while (lengths.back() * kLadderRatio < longest) {
@@ -555,10 +555,10 @@ void calibrate_chunk_context(CostModel& m, const Workload& workload, const EndTo
 
 // The head's moment (NOTE [ Chunked backward of a variable-length batch ]) of a model of
 // several modules holds one whole-tape gradient per module boundary, not only the head's:
-// one long tape from step 0 (up to kLongestCalibrationTape steps) reversed alone, and the
+// one long tape from step 0 (up to kLongestMeasuredTape steps) reversed alone, and the
 // per-step bytes its backward peak needs beyond what the model so far predicts there.
 double calibrate_head_step(const CostModel& m, const Workload& workload, const PrefixFit& f) {
-  const int64_t L = std::min(workload.batch.time_steps(), kLongestCalibrationTape);
+  const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
   if (L <= m.whole_call_steps() || L <= m.chunk_steps) return double(m.head_backward_step_bytes);
   const auto& x = workload.batch.inputs;  // [T, B, F]
   measure::DeviceTimer timer(x.device());
@@ -701,7 +701,7 @@ constexpr int64_t kShortGrowthTape = 64;  // the short tape; T below twice that:
 double measure_tape_growth(const CostModel& m, const Workload& workload, int64_t repeats) {
   const int64_t T = workload.batch.time_steps();
   if (T < 2 * kShortGrowthTape) return 0.0;
-  const int64_t l1 = kShortGrowthTape, l2 = std::min<int64_t>(T, kLongestCalibrationTape);
+  const int64_t l1 = kShortGrowthTape, l2 = std::min<int64_t>(T, kLongestMeasuredTape);
   const CostPrefix sums(m);
   const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
   const State* with_lengths = workload.batch.has_lengths() ? &entry : nullptr;
@@ -733,7 +733,11 @@ void fill_fixed_bytes(CostModel& m, const Workload& workload, const EndToEnd& e,
   // The calibration runs found the generator where the previous capture left it, so their
   // snapshots were shared; a step after other draws (new data, say) makes one anew.
   fixed += snapshot_bytes;
-  if (workload.batch.has_lengths()) fixed += bytes_of(workload.batch.targets);  // validated copy
+  m.fixed_step_bytes = fixed_per_step;
+  if (workload.batch.has_lengths()) {  // the validated targets' copy [T, B, ...]
+    fixed += bytes_of(workload.batch.targets);
+    m.fixed_step_bytes += bytes_of(workload.batch.targets) / workload.batch.time_steps();
+  }
   m.fixed_bytes = fixed;
 }
 

@@ -1,5 +1,6 @@
 #include "vlrnn/schedule/cost_model.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -44,6 +45,9 @@ void CostModel::check() const {
                 t, "]: expected at most the step before's ", active_sequences[t - 1],
                 " (a sequence that ended does not run again), got ", active_sequences[t]);
   }
+  TORCH_CHECK(fixed_step_bytes <= fixed_bytes / int64_t(T), "cost model fixed_step_bytes: "
+              "expected at most fixed_bytes / T = ", fixed_bytes / int64_t(T), " (a part of "
+              "fixed_bytes per step), got ", fixed_step_bytes);
   TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && !active_sequences.empty()),
               "cost model packed_step_bytes: expected 0 without chunk_steps and "
               "active_sequences, got ", packed_step_bytes);
@@ -70,18 +74,26 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
   return largest;
 }
 
-// NOTE [ Lengths through active counts ]: what a step of a variable-length batch costs
+// NOTE [ Other batches of the workload ]: what a step of a variable-length batch costs
 // depends on the lengths only through how many sequences still run at that step. Before the
 // first end every sequence does (the model's fused path); from there on the lengths path
-// (packed, masked) works on the active ones, in time and in bytes, plus a constant. So one
-// model, measured on one batch, prices every batch of the workload's shape: each per-step
-// vector is, for the other batch's counts, the measured batch's mean over its steps where
-// every sequence ran, up to that batch's first end, and from it on a least-squares line in
-// the active count, fitted over the measured batch's steps from its own first end. What is
-// priced per call, per tape or per chunk does not depend on the lengths; the first end is the
-// new batch's. A training run over shuffled batches then measures once (planner_method.cpp).
-// On the six models of Simulator.PredictsVariableLengthPeaksAtARealSize, peaks priced this way
-// from another batch are within the bound of the batch's own measurement.
+// (packed, masked) works on the active ones, in time and in bytes, plus a constant. And what
+// a step costs does not depend on how many steps the batch has. So one model, measured on
+// one batch, prices every batch of the workload's shapes but T: each per-step vector is, for
+// the other batch's counts, the measured batch's mean over its steps where every sequence ran,
+// up to that batch's first end, and from it on a least-squares line in the active count,
+// fitted over the measured batch's steps from its own first end. Without lengths every step
+// is one where every sequence runs: the mean (the measured steps are equal anyway). What is
+// priced per call, per tape or per chunk depends on neither; the first end is the new
+// batch's, the whole-iteration bytes change by fixed_step_bytes per step, and a chunk as long
+// as the measured batch (the whole tape) becomes as long as the new one. What a measurement
+// learns from long tapes it learns from kLongestMeasuredTape steps at most, so a model
+// measured on as many prices longer batches too; one measured on fewer prices shorter ones
+// only. A training run over shuffled batches, or over batches padded to their longest
+// sequence, then measures once (planner_method.cpp). On the models of
+// Simulator.PredictsVariableLengthPeaksAtARealSize and Simulator.PricesBatchesOfOtherLengths,
+// peaks priced this way from another batch are within the bound of the batch's own
+// measurement.
 namespace {
 
 // The first step with fewer sequences than step 0 (the counts never grow); T when none ends.
@@ -92,11 +104,13 @@ int64_t first_end_of(const std::vector<int64_t>& active) {
   return int64_t(first - active.begin());
 }
 
-// `costs` [T], measured on steps with `measured` sequences (first end measured_end), for steps
-// with `active` sequences (first end `end`): NOTE [ Lengths through active counts ].
+// `costs` [T], measured on steps with `measured` sequences (first end measured_end; empty
+// counts: every step full), for `time_steps` steps with `active` sequences (first end `end`):
+// NOTE [ Other batches of the workload ].
 template <typename V>
 V through_active_counts(const V& costs, const std::vector<int64_t>& measured,
-                        int64_t measured_end, const std::vector<int64_t>& active, int64_t end) {
+                        int64_t measured_end, int64_t time_steps,
+                        const std::vector<int64_t>& active, int64_t end) {
   const int64_t T = int64_t(costs.size());
   double all_active = 0.0;
   for (int64_t t = 0; t < measured_end; ++t) all_active += double(costs[size_t(t)]);
@@ -110,8 +124,8 @@ V through_active_counts(const V& costs, const std::vector<int64_t>& measured,
   const double spread = n * sxx - sx * sx;  // 0: one count only, a flat line at the mean
   const double slope = spread > 0 ? (n * sxy - sx * sy) / spread : 0.0;
   const double intercept = n > 0 ? (sy - slope * sx) / n : all_active;
-  V out(costs.size());
-  for (int64_t t = 0; t < T; ++t) {
+  V out(static_cast<size_t>(time_steps));
+  for (int64_t t = 0; t < time_steps; ++t) {
     const double cost =
         t < end ? all_active : std::max(0.0, intercept + slope * double(active[size_t(t)]));
     if constexpr (std::is_integral_v<typename V::value_type>) {
@@ -129,25 +143,33 @@ int64_t CostModel::first_end() const {
   return active_sequences.empty() ? time_steps() : first_end_of(active_sequences);
 }
 
-bool CostModel::prices_active_sequences(const std::vector<int64_t>& active) const {
-  if (active_sequences.empty() || active.size() != active_sequences.size()) return false;
+bool CostModel::prices_batch(int64_t steps, const std::vector<int64_t>& active) const {
   const int64_t T = time_steps();
-  return first_end_of(active) == T || first_end() < T;
+  if (steps < 1 || active.empty() != active_sequences.empty()) return false;
+  if (!active.empty() && int64_t(active.size()) != steps) return false;
+  if (steps > T && T < kLongestMeasuredTape) return false;
+  return active.empty() || first_end_of(active) == steps || first_end() < T;
 }
 
-CostModel CostModel::for_active_sequences(const std::vector<int64_t>& active) const {
-  TORCH_CHECK(!active_sequences.empty(), "cost model for_active_sequences: this model was "
-              "measured on a batch without lengths; measure one on a variable-length batch");
-  TORCH_CHECK(active.size() == active_sequences.size(), "cost model for_active_sequences: "
-              "expected counts for T = ", active_sequences.size(), " steps, got ", active.size());
-  TORCH_CHECK(prices_active_sequences(active), "cost model for_active_sequences: this model "
-              "was measured on a batch where no sequence ends, and cannot price one where "
-              "some do; measure one on such a batch");
-  if (active == active_sequences) return *this;
-  const int64_t end = first_end_of(active), measured_end = first_end();
+CostModel CostModel::for_batch(int64_t steps, const std::vector<int64_t>& active) const {
+  const int64_t T = time_steps();
+  TORCH_CHECK(steps >= 1, "cost model for_batch: expected T >= 1 steps, got ", steps);
+  TORCH_CHECK(active.empty() == active_sequences.empty(), "cost model for_batch: this model "
+              "was measured on a batch ", active_sequences.empty() ? "without" : "with",
+              " lengths and cannot price one ", active.empty() ? "without" : "with", " them");
+  TORCH_CHECK(active.empty() || int64_t(active.size()) == steps, "cost model for_batch: "
+              "expected active counts for T = ", steps, " steps, got ", active.size());
+  TORCH_CHECK(steps <= T || T >= kLongestMeasuredTape, "cost model for_batch: this model was "
+              "measured on T = ", T, " steps and prices at most that many (or any number, once "
+              "measured on ", kLongestMeasuredTape, " or more), got T = ", steps);
+  TORCH_CHECK(prices_batch(steps, active), "cost model for_batch: this model was measured "
+              "on a batch where no sequence ends, and cannot price one where some do; measure "
+              "one on such a batch");
+  if (steps == T && active == active_sequences) return *this;
+  const int64_t end = active.empty() ? steps : first_end_of(active), measured_end = first_end();
   CostModel m = *this;
   const auto derive = [&](auto& costs) {
-    costs = through_active_counts(costs, active_sequences, measured_end, active, end);
+    costs = through_active_counts(costs, active_sequences, measured_end, steps, active, end);
   };
   derive(m.forward_seconds);
   derive(m.forward_grad_seconds);
@@ -156,8 +178,14 @@ CostModel CostModel::for_active_sequences(const std::vector<int64_t>& active) co
   derive(m.backward_transient_bytes);
   derive(m.advance_transient_bytes);
   if (chunk_steps > 0) derive(m.chunk_transient_bytes);
+  // Stored states cost the same at every step but the caller's h0.
+  m.state_bytes.assign(size_t(steps + 1), state_bytes.back());
+  m.state_bytes[0] = state_bytes[0];
+  m.fixed_bytes = fixed_bytes + (steps - T) * fixed_step_bytes;
+  if (chunk_steps >= T) m.chunk_steps = steps;  // the whole tape is one chunk
   m.active_sequences = active;  // and so the first end, the new batch's
-  m.source = source + ", priced for another batch's lengths through active counts";
+  m.source = source + fmt::format(", priced for a batch of T = {}{}", steps,
+                                  active.empty() ? "" : " through its active counts");
   m.check();
   return m;
 }

@@ -89,7 +89,9 @@ void keep_most_recent(const fs::path& folder, size_t max_files) {
 
 std::string cost_model_signature(const Workload& w) {
   const auto& x = w.batch.inputs;
-  std::string s = fmt::format("{} {} {} x_grad={} h0_grad={} mean={}", fmt::join(x.sizes(), "x"),
+  // Not the steps (NOTE [ Other batches of the workload ] in cost_model.cpp): B and F.
+  std::string s = fmt::format("Tx{} {} {} x_grad={} h0_grad={} mean={}",
+                              fmt::join(x.sizes().slice(1), "x"),
                               c10::toString(x.scalar_type()), x.device().str(),
                               x.requires_grad(), w.h0.requires_grad(),
                               w.reduction == Reduction::kMean);
@@ -99,13 +101,13 @@ std::string cost_model_signature(const Workload& w) {
   // the same shapes and different costs.
   s += fmt::format(" model={} head={}:{}:{}", w.model.describe(), w.head.name(), head_params,
                    w.head.input_size());
-  // Which lengths does not matter (NOTE [ Lengths through active counts ]), whether any do.
+  // Which lengths does not matter, whether any do.
   if (w.batch.has_lengths()) s += " lengths";
   return s;
 }
 
 std::string workload_signature(const Workload& w) {
-  std::string s = cost_model_signature(w);
+  std::string s = fmt::format("{} T={}", cost_model_signature(w), w.batch.time_steps());
   if (w.batch.has_lengths()) {
     const auto lengths = w.batch.lengths.to(torch::kCPU, torch::kLong).contiguous();  // [B]
     s += fmt::format(" lengths={}", fmt::join(std::vector<int64_t>(

@@ -24,12 +24,13 @@ namespace {
 // so the planner and `vlrnn budget` share one per cost-model signature: in this process, the
 // kCostModelCacheSize most recently used models; across processes, the files of NOTE [ Cost
 // models on disk ] (cost_model_cache.h), read when this process has none and written when
-// it measured one. A variable-length batch is priced from the model of another batch of its
-// shape through its active counts (NOTE [ Lengths through active counts ]), so a training
-// run over shuffled batches measures once; a kept model measured where no sequence ends is
-// replaced by the first batch that has an end. One mutex guards both caches: two threads
-// asking for the same signature measure it once (measurement is not concurrent anyway: the
-// peak counters it reads are process-wide).
+// it measured one. A batch of other lengths, or of another number of steps, is priced from
+// the model of another batch of its shapes (NOTE [ Other batches of the workload ] in
+// cost_model.cpp), so a training run over shuffled or padded batches measures once. A kept
+// model that cannot price a batch (measured where no sequence ends, or on fewer steps than
+// the batch has and fewer than kLongestMeasuredTape) is replaced by one measured on it. One
+// mutex guards both caches: two threads asking for the same signature measure it once
+// (measurement is not concurrent anyway: the peak counters it reads are process-wide).
 constexpr size_t kCostModelCacheSize = 16;
 
 struct CostModelCache {
@@ -43,21 +44,27 @@ CostModelCache& cost_model_cache() {
   return cache;
 }
 
-// Whether `model` prices a batch whose steps have `active` sequences (active_sequences_of:
-// empty without lengths).
-bool prices(const CostModel& model, const std::vector<int64_t>& active) {
-  return active.empty() ? model.active_sequences.empty()
-                        : model.prices_active_sequences(active);
+// A batch's steps as its cost depends on them: how many, and how many sequences run at
+// each (active_sequences_of: empty without lengths).
+struct BatchSteps {
+  int64_t time_steps = 0;
+  std::vector<int64_t> active;  // [time_steps] or empty
+  explicit BatchSteps(const SequenceBatch& batch)
+      : time_steps(batch.time_steps()), active(active_sequences_of(batch)) {}
+};
+
+bool prices(const CostModel& model, const BatchSteps& batch) {
+  return model.prices_batch(batch.time_steps, batch.active);
 }
 
-// The model on disk for `workload` (whose batch has `active` sequences per step), or one
-// measured now and stored there.
-CostModel measured_or_stored(const Workload& workload, const std::vector<int64_t>& active) {
+// The model on disk for `workload` (whose batch has steps `batch`), or one measured now and
+// stored there.
+CostModel measured_or_stored(const Workload& workload, const BatchSteps& batch) {
   const auto dir = cost_model_cache_dir();
   const auto key = cost_model_key(workload);
   if (dir) {
     auto stored = load_cost_model(*dir, key);
-    if (stored && prices(*stored, active)) return *stored;
+    if (stored && prices(*stored, batch)) return *stored;
   }
   // NOTE [ Nested iteration scopes ]: calibration is not the step. Inside a scope of its own,
   // what it allocates and frees does not count toward a step being measured around it.
@@ -67,31 +74,26 @@ CostModel measured_or_stored(const Workload& workload, const std::vector<int64_t
   return model;
 }
 
-// `model` priced for a batch whose steps have `active` sequences.
-CostModel for_batch(const CostModel& model, const std::vector<int64_t>& active) {
-  return active.empty() ? model : model.for_active_sequences(active);
-}
-
 }  // namespace
 
 CostModel measured_cost_model(const Workload& workload) {
   const auto sig = cost_model_signature(workload);
-  const auto active = active_sequences_of(workload.batch);  // [T], empty without lengths
+  const BatchSteps batch(workload.batch);
   auto& cache = cost_model_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it) {
     if (it->first != sig) continue;
-    if (prices(it->second, active)) {
+    if (prices(it->second, batch)) {
       cache.entries.splice(cache.entries.begin(), cache.entries, it);
-      return for_batch(it->second, active);
+      return it->second.for_batch(batch.time_steps, batch.active);
     }
-    cache.entries.erase(it);  // measured where no sequence ends: this batch replaces it
+    cache.entries.erase(it);  // it cannot price this batch: one measured on it replaces it
     break;
   }
   ++cache.misses;
-  cache.entries.emplace_front(sig, measured_or_stored(workload, active));
+  cache.entries.emplace_front(sig, measured_or_stored(workload, batch));
   if (cache.entries.size() > kCostModelCacheSize) cache.entries.pop_back();
-  return for_batch(cache.entries.front().second, active);
+  return cache.entries.front().second.for_batch(batch.time_steps, batch.active);
 }
 
 size_t cost_model_cache_misses() {

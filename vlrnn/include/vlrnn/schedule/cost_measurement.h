@@ -43,7 +43,7 @@ class SideEffectGuard {
 };
 
 // [T] how many of the batch's sequences run at each step; empty when it has no lengths
-// (NOTE [ Lengths through active counts ] in cost_model.cpp).
+// (NOTE [ Other batches of the workload ] in cost_model.cpp).
 std::vector<int64_t> active_sequences_of(const SequenceBatch& batch);
 
 // `workload` as GradientMethod::compute_impl sees it (validated, h0 filled in). Leaves the

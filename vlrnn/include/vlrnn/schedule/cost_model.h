@@ -12,6 +12,10 @@
 
 namespace vlrnn::schedule {
 
+// The longest tape a cost measurement runs (cost_measurement.cpp): a model measured on at
+// least this many steps prices a batch of any length (CostModel::prices_batch).
+constexpr int64_t kLongestMeasuredTape = 1024;
+
 struct CostModel {
   // Seconds per step.
   std::vector<double> forward_seconds;       // [T] model only, no autograd (a recomputation)
@@ -47,6 +51,9 @@ struct CostModel {
   // Live for the whole iteration: parameter gradients, per-step losses, the dL/dx
   // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots.
   int64_t fixed_bytes = 0;
+  // Of fixed_bytes, what every step adds (per-step losses, the dL/dx buffer and x.grad, the
+  // targets' copy): a batch of another length is priced with fixed_bytes changed by it.
+  int64_t fixed_step_bytes = 0;
   // Parameter gradients: allocated by the first backward call, live from then on.
   int64_t gradient_bytes = 0;
   // NOTE [ Backward windows ]: 0 = a tape's backward transient is the sum of its steps'.
@@ -57,7 +64,7 @@ struct CostModel {
   // [T] how many sequences were still running at each step of the variable-length batch the
   // steps were measured on (NOTE [ Variable lengths are measured on the batch ] in
   // cost_measurement.cpp); empty: a batch without lengths, its steps fitted on full ones.
-  // Another batch's lengths are priced from it: NOTE [ Lengths through active counts ].
+  // Another batch is priced from it: NOTE [ Other batches of the workload ] in cost_model.cpp.
   std::vector<int64_t> active_sequences;
 
   // NOTE [ Chunked backward of a variable-length batch ]: a model that runs a tape where
@@ -106,14 +113,16 @@ struct CostModel {
   // (NOTE [ Chunked advance ]): the largest chunk's sum of advance_transient_bytes. The
   // simulator prices one advance with it; the planner bounds every advance by [0, T)'s.
   int64_t advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const;
-  // Whether for_active_sequences(active) can price a batch whose steps have `active`
-  // sequences [T]: this model was measured with lengths, for as many steps, and saw some
-  // sequence end if `active` has one end.
-  bool prices_active_sequences(const std::vector<int64_t>& active) const;
-  // This model's costs for another batch of the same workload, whose steps have `active`
-  // sequences [T] (NOTE [ Lengths through active counts ]); `active` equal to this model's
-  // own counts gives it back unchanged. Throws when prices_active_sequences(active) is false.
-  CostModel for_active_sequences(const std::vector<int64_t>& active) const;
+  // Whether for_batch(time_steps, active) can price another batch of the workload this
+  // model was measured on, of `time_steps` steps whose steps have `active` sequences
+  // ([time_steps]; empty: a batch without lengths, as this model's must then be). Its steps
+  // must be at most this model's, or this model measured on kLongestMeasuredTape steps or
+  // more (every measurement that depends on T saw its whole length by then); and this model
+  // must have seen some sequence end if `active` has one end.
+  bool prices_batch(int64_t time_steps, const std::vector<int64_t>& active) const;
+  // This model's costs for such a batch (NOTE [ Other batches of the workload ]); the same
+  // length and counts give it back unchanged. Throws when prices_batch() is false.
+  CostModel for_batch(int64_t time_steps, const std::vector<int64_t>& active) const;
   // Throws naming the field when sizes disagree or a value is negative or not finite.
   void check() const;
 
@@ -144,6 +153,7 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("accumulate_single_bytes", m.accumulate_single_bytes);
   visit("accumulate_bytes", m.accumulate_bytes);
   visit("fixed_bytes", m.fixed_bytes);
+  visit("fixed_step_bytes", m.fixed_step_bytes);
   visit("gradient_bytes", m.gradient_bytes);
   visit("backward_window_steps", m.backward_window_steps);
   visit("active_sequences", m.active_sequences);

@@ -4,9 +4,9 @@
 //
 // NOTE [ Cost models on disk ]
 // A cost model (cost_model.h) measured on a workload depends on what the workload is (the
-// cost-model signature: shapes, dtype, device, whether it has lengths, which tensors want
-// gradients, the model's and the head's structure; not which lengths: NOTE [ Lengths through
-// active counts ] in cost_model.cpp) and on where it runs (the machine: host, CPU, LibTorch's
+// cost-model signature: batch and feature sizes, dtype, device, whether it has lengths, which
+// tensors want gradients, the model's and the head's structure; not which lengths nor how
+// many steps: NOTE [ Other batches of the workload ] in cost_model.cpp) and on where it runs (the machine: host, CPU, LibTorch's
 // threads and version). Both together are the key; a file per key holds the model as text, every
 // field of it by name (for_each_field), the whole key on its second line (the file name is
 // a hash of the key, and two keys may share one). A file whose text is not exactly a model
@@ -29,14 +29,14 @@
 
 namespace vlrnn::schedule {
 
-constexpr int64_t kCostModelFormat = 3;
+constexpr int64_t kCostModelFormat = 4;
 constexpr size_t kMaxCostModelFiles = 256;
 
 // What the cost model of `workload` depends on, the machine aside (NOTE [ Cost models on
-// disk ]): equal signatures, equal costs once priced for the batch's lengths.
+// disk ]): equal signatures, equal costs once priced for the batch's steps and lengths.
 std::string cost_model_signature(const Workload& workload);
 
-// The workload itself: cost_model_signature() and the batch's lengths. Equal signatures, an
+// The workload itself: cost_model_signature(), the batch's steps and its lengths. Equal signatures, an
 // equal plan (the planner prepares again when it changes).
 std::string workload_signature(const Workload& workload);
 
