@@ -202,11 +202,18 @@ void chunk_gradients(const BlockInput& blk, const LstmWeights& w, const Forward&
   }
   if (needs.w_ih) g.dw_ih.addmm_(d2.t(), blk.x2.narrow(0, t0 * B, n * B));  // [4H, n*B] x [n*B, F]
   if (needs.w_hh) {
-    // h_{t0-1} .. h_{t1-2}: a view of hs, except that the first chunk starts at h_0.
-    const auto h_prev = t0 > 0 ? s.hs.narrow(0, t0 - 1, n).view({n * B, H})
-                               : torch::cat({blk.h0.unsqueeze(0), s.hs.narrow(0, 0, n - 1)})
-                                     .view({n * B, H});
-    g.dw_hh.addmm_(d2.t(), h_prev);  // [4H, n*B] x [n*B, H]
+    // h_{t0-1} .. h_{t1-2}: a view of hs. The first chunk starts at h_0, which is not in hs:
+    // its step gets a GEMM of its own rather than a copy of the chunk's states with h_0 in
+    // front (that copy, n*B*H, made the backward's peak depend on where the chunks fall).
+    if (t0 > 0) {
+      g.dw_hh.addmm_(d2.t(), s.hs.narrow(0, t0 - 1, n).view({n * B, H}));  // [4H, n*B] x [n*B, H]
+    } else {
+      g.dw_hh.addmm_(d[0].t(), blk.h0);  // [4H, B] x [B, H]
+      if (n > 1) {
+        g.dw_hh.addmm_(d2.narrow(0, B, (n - 1) * B).t(),
+                       s.hs.narrow(0, 0, n - 1).view({(n - 1) * B, H}));
+      }
+    }
   }
   if (needs.b_ih || needs.b_hh) db.add_(d2.sum(0));
 }
