@@ -60,7 +60,10 @@ CostModel random_model(std::mt19937_64& rng, int shape, bool long_chain) {
     }
     m.ended_call_seconds = seconds(0, 0.3);
   }
-  if (shape == 2) m.backward_window_steps = between(1, 6);
+  if (shape == 2) {
+    m.backward_window_steps = between(1, 6);
+    m.window_step_bytes = between(0, 400);
+  }
   if (lengths) {
     m.chunk_steps = between(2, 8);
     if (shape == 2) m.chunk_steps = std::min(m.chunk_steps, m.backward_window_steps);

@@ -75,6 +75,7 @@ CostModel every_field_set() {
   m.gradient_bytes = 31;
   m.fixed_step_bytes = 53;  // of fixed_bytes 5000
   m.backward_window_steps = 2;
+  m.window_step_bytes = 59;
   m.active_sequences = {3, 3, 3, 2, 1};
   m.chunk_steps = 4;
   m.chunk_transient_bytes = {1, 2, 3, 4, 5};
@@ -108,6 +109,7 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   EXPECT_EQ(loaded->op_seconds, model.op_seconds);
   EXPECT_EQ(loaded->packed_step_bytes, 47);
   EXPECT_EQ(loaded->fixed_step_bytes, 53);
+  EXPECT_EQ(loaded->window_step_bytes, 59);
   EXPECT_EQ(loaded->active_sequences, model.active_sequences);
   EXPECT_EQ(loaded->source, model.source);
   // Stored again, the loaded model writes the same text: nothing was lost on the way.

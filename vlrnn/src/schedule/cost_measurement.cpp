@@ -306,22 +306,29 @@ StateCost measure_state(const Workload& workload) {
 struct EndToEnd {
   int64_t f0 = 0;  // fixed bytes of a one-step chain (parameter gradients among them)
   double backward_step = 0, backward_call = 0;
-  int64_t backward_window = 0;  // 0: the transient grows with the tape, as far as measured
+  // NOTE [ Backward windows ]: a buffer of at most backward_window steps, window_step bytes
+  // each; backward_window 0: the transient grows with the tape, as far as measured.
+  int64_t backward_window = 0;
+  double window_step = 0;
   int64_t accumulate_single = 0, accumulate = 0;
 };
 
 // NOTE [ A transient that stops growing ]: most models' backward transient grows with the
 // tape (autograd's per-step gradient buffers, a little faster than linearly), but a model
 // that back-propagates a long tape in chunks (lstm_block: NOTE [ lstm_block backward in
-// chunks ]) needs one chunk's buffers whatever the tape's length. A chord between two short
-// tapes, extrapolated, then over-predicts full BPTT's peak by half at T = 1024 (and
-// percent=P lands well over P % of full's measured peak). So the residual r(n) is measured
-// on full tapes of n = 8, 32, 128, 512 and 1024 steps (up to T): where a segment grows by
-// less than half the slope of the chord before it, the transient has stopped growing, and
-// it becomes a window (NOTE [ Backward windows ] in cost_model.h) as wide as explains the largest
-// residual measured. Otherwise the chord from the shortest to the longest tape: it
-// over-predicts tapes between them a little (safe) and under-predicts longer ones by a few
-// percent (the planner's measured margin covers it: planner_method.cpp).
+// chunks ]) fills one chunk's buffer whatever the tape's length, beside what does grow with
+// it (the head's output gradient, dL/dx). A chord between two short tapes, extrapolated, then
+// over-predicts full BPTT's peak by half at T = 1024 (and percent=P lands well over P % of
+// full's measured peak). So the residual r(n) is measured on full tapes of n = 8, 32, 128,
+// 512 and 1024 steps (up to T). Where a segment grows by less than half the slope of the
+// chord before it, the buffer is full: r(n) = call + grow · n + buffer · min(n, W) (NOTE [
+// Backward windows ] in cost_model.h), with call + (grow + buffer) · n the chord up to the
+// knee, grow the slope from the knee to the longest tape, and W what makes the longest tape's
+// residual exact. It is exact where W is a rung of the ladder (lstm_block's 2^20 / (H·B)
+// steps is one wherever H·B is a power of two up to 2048). Otherwise the chord from the
+// shortest to the longest tape: it over-predicts tapes between them a little (safe) and
+// under-predicts longer ones by a few percent (the planner's measured margin covers it:
+// planner_method.cpp).
 // A segment that grows by less than this fraction of the chord's slope has stopped growing.
 constexpr double kStoppedGrowing = 0.5;
 
@@ -346,13 +353,21 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
     const double segment =
         (residuals[i] - residuals[i - 1]) / double(lengths[i] - lengths[i - 1]);
     if (slope <= 0.0 || segment >= kStoppedGrowing * slope) continue;
-    const double largest = *std::max_element(residuals.begin(), residuals.end());
-    e.backward_step = slope;
+    const double grow = std::clamp((residuals[last] - residuals[i - 1]) /
+                                       double(lengths[last] - lengths[i - 1]),
+                                   0.0, slope);
     e.backward_call = call;
-    e.backward_window = std::max<int64_t>(
-        lengths[i - 1], int64_t(std::ceil((largest - call) / slope)));
+    e.backward_step = grow;
+    e.window_step = slope - grow;
+    if (e.window_step <= 0.0) break;  // nothing stops growing after all: the chord
+    const double width =
+        (residuals[last] - call - grow * double(lengths[last])) / e.window_step;
+    e.backward_window = std::clamp<int64_t>(int64_t(std::llround(width)), lengths[i - 1],
+                                            lengths[last]);
     return;
   }
+  e.window_step = 0.0;
+  e.backward_window = 0;
   std::tie(e.backward_step, e.backward_call) = chord_to(last);
 }
 
@@ -398,9 +413,8 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
   }
   if (T >= 4) {
     const int64_t c = std::min<int64_t>(kAccumulateTape, T / 2);
-    const double transient =
-        e.backward_call +
-        e.backward_step * double(e.backward_window > 0 ? std::min(c, e.backward_window) : c);
+    const double transient = e.backward_call + e.backward_step * double(c) +
+                             e.window_step * double(std::min(c, e.backward_window));
     e.accumulate = int64_t(std::max(0.0, residual(2 * c, c) - transient));
   }
   return e;
@@ -415,6 +429,7 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
   m.backward_transient_bytes.assign(size_t(T), int64_t(e.backward_step));
   m.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
   m.backward_window_steps = e.backward_window;
+  m.window_step_bytes = int64_t(e.window_step);
 }
 
 // NOTE [ Variable lengths are measured on the batch ]: where sequences have ended, a step
@@ -673,6 +688,7 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     entry = std::move(run.exit);
   }
   m.backward_window_steps = e.backward_window;
+  m.window_step_bytes = int64_t(e.window_step);
   // A model whose own backward stops growing (e.backward_window) reverses in chunks too.
   m.chunk_steps = measure_chunk_steps(workload, ladder, ladder_entry, f.head_backward_peak_b);
   if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);

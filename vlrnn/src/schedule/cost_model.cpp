@@ -48,6 +48,9 @@ void CostModel::check() const {
   TORCH_CHECK(fixed_step_bytes <= fixed_bytes / int64_t(T), "cost model fixed_step_bytes: "
               "expected at most fixed_bytes / T = ", fixed_bytes / int64_t(T), " (a part of "
               "fixed_bytes per step), got ", fixed_step_bytes);
+  TORCH_CHECK(window_step_bytes == 0 || backward_window_steps > 0, "cost model "
+              "window_step_bytes: expected 0 without backward_window_steps, got ",
+              window_step_bytes);
   TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && !active_sequences.empty()),
               "cost model packed_step_bytes: expected 0 without chunk_steps and "
               "active_sequences, got ", packed_step_bytes);
@@ -226,13 +229,6 @@ CostPrefix::CostPrefix(const CostModel& m) : model(m), whole_call_steps(m.whole_
     tape[t + 1] = tape[t] + m.tape_bytes[t];
     backward_transient[t + 1] = backward_transient[t] + m.backward_transient_bytes[t];
   }
-  const int64_t window = m.backward_window_steps;
-  if (window > 0) {
-    for (int64_t t = 0; t + window <= int64_t(T); ++t) {
-      max_window_transient = std::max(max_window_transient, backward_transient_b(t, t + window));
-    }
-    if (window > int64_t(T)) max_window_transient = backward_transient_b(0, int64_t(T));
-  }
   if (m.chunk_steps > 0) {
     const int64_t W = std::min<int64_t>(m.chunk_steps, int64_t(T));
     for (int64_t t = 0; t + W <= int64_t(T); ++t) {
@@ -258,13 +254,7 @@ int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
     }
     return best;
   }
-  const int64_t window = model.backward_window_steps;
-  if (window <= 0 || b - a <= window) return backward_transient_b(a, b);
-  int64_t best = 0;
-  for (int64_t t = a; t + window <= b; ++t) {
-    best = std::max(best, backward_transient_b(t, t + window));
-  }
-  return best;
+  return backward_transient_b(a, b) + window_b(b - a);
 }
 
 }  // namespace vlrnn::schedule

@@ -57,10 +57,13 @@ struct CostModel {
   // Parameter gradients: allocated by the first backward call, live from then on.
   int64_t gradient_bytes = 0;
   // NOTE [ Backward windows ]: 0 = a tape's backward transient is the sum of its steps'.
-  // n > 0 = a model whose backward reuses one chunk's buffers (lstm_block: NOTE [ A
-  // transient that stops growing ] in cost_measurement.cpp): a tape longer than n steps
-  // needs the largest sum over n consecutive steps of it.
+  // n > 0 = a model whose backward also fills one buffer of at most n steps, reused over a
+  // longer tape (lstm_block's gate gradients: NOTE [ A transient that stops growing ] in
+  // cost_measurement.cpp): a tape of k steps needs window_step_bytes for min(k, n) of its
+  // steps on top of the sum of its steps' transients (what grows with the tape: the head's
+  // output gradient, dL/dx, ...).
   int64_t backward_window_steps = 0;
+  int64_t window_step_bytes = 0;  // 0 when backward_window_steps is
   // [T] how many sequences were still running at each step of the variable-length batch the
   // steps were measured on (NOTE [ Variable lengths are measured on the batch ] in
   // cost_measurement.cpp); empty: a batch without lengths, its steps fitted on full ones.
@@ -156,6 +159,7 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("fixed_step_bytes", m.fixed_step_bytes);
   visit("gradient_bytes", m.gradient_bytes);
   visit("backward_window_steps", m.backward_window_steps);
+  visit("window_step_bytes", m.window_step_bytes);
   visit("active_sequences", m.active_sequences);
   visit("chunk_steps", m.chunk_steps);
   visit("chunk_transient_bytes", m.chunk_transient_bytes);
@@ -196,10 +200,12 @@ struct CostPrefix {
   int64_t backward_transient_b(int64_t a, int64_t b) const {
     return backward_transient[b] - backward_transient[a];
   }
-  // The backward transient of a tape [a, b) (NOTE [ Backward windows ]), exact: O(b - a).
+  // The backward transient of a tape [a, b) (NOTE [ Backward windows ]), exact: O(b - a)
+  // where sequences have ended (NOTE [ Chunked backward of a variable-length batch ]), else
+  // O(1).
   int64_t tape_transient_b(int64_t a, int64_t b) const;
-  // An upper bound of it in O(1), for the planner's inner loops: beyond a window, the
-  // largest window sum anywhere in the chain.
+  // An upper bound of it in O(1), for the planner's inner loops: where sequences have ended,
+  // beyond a chunk, the largest chunk sum anywhere in the chain; elsewhere exact.
   int64_t tape_transient_bound(int64_t a, int64_t b) const {
     if (chunked(b)) {
       const int64_t chunks = chunk[size_t(b)] - chunk[size_t(a)];
@@ -209,14 +215,17 @@ struct CostPrefix {
                            (b - a <= model.chunk_steps ? chunks
                                                        : std::min(chunks, max_chunk_transient))});
     }
-    const int64_t sum = backward_transient_b(a, b);
-    const int64_t window = model.backward_window_steps;
-    return window <= 0 || b - a <= window ? sum : std::min(sum, max_window_transient);
+    return backward_transient_b(a, b) + window_b(b - a);  // exact
+  }
+  // The buffer a tape of n steps fills in a model with backward windows (NOTE [ Backward
+  // windows ]); 0 for other models.
+  int64_t window_b(int64_t n) const {
+    return std::min(n, model.backward_window_steps) * model.window_step_bytes;
   }
   // Per step of a tape, for per-step bounds: with the per-tape bytes of tape_call_bound(),
   // what a tape of k steps needs is at most k of these.
   int64_t step_transient_bound(int64_t t) const {
-    const int64_t fused = backward_transient_b(t, t + 1);
+    const int64_t fused = backward_transient_b(t, t + 1) + model.window_step_bytes;
     if (model.chunk_steps == 0) return fused;
     // A step before the first end is in chunked tapes too (those reaching past it).
     const int64_t in_chunk =
@@ -228,8 +237,6 @@ struct CostPrefix {
   int64_t tape_call_bound() const {
     return model.chunk_steps > 0 ? model.chunk_call_bytes + model.chunk_step_context_bytes : 0;
   }
-  // The largest sum over backward_window_steps consecutive steps.
-  int64_t max_window_transient = 0;
   // NOTE [ Chunked backward of a variable-length batch ]
   bool chunked(int64_t b) const {
     return model.chunk_steps > 0 && b > whole_call_steps;
