@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import vlrnn
-from conftest import F, H, CLASSES, MlpHead, grads, make_batch, make_rnn, max_rel_diff
+from conftest import F, H, CLASSES, GRU, MlpHead, grads, make_batch, make_rnn, max_rel_diff
 
 EXACT_SPECS = ["full", "vlrnn", "vlrnn:block=1", "vlrnn:block=7", "checkpoint",
                "checkpoint:segments=3", "revolve", "revolve:slots=2", "planner:percent=20",
@@ -91,3 +91,26 @@ def test_methods_lists_the_registry():
     names = vlrnn.methods()
     for name in ("full", "vlrnn", "checkpoint", "tbptt", "revolve", "planner"):
         assert name in names and names[name]
+
+
+def test_planner_measures_once_for_batches_padded_to_other_lengths(tmp_path, monkeypatch):
+    """Batches padded to their longest sequence change T from batch to batch: the planner
+    measures its cost model on the first and prices the shorter ones from it, so one model
+    file holds them all (it had one per T), and every batch's gradients stay exact."""
+    monkeypatch.setenv("VLRNN_CACHE_DIR", str(tmp_path))
+    torch.manual_seed(7)
+    rnn = GRU(F, 11, batch_first=True).double()  # a shape of its own: none cached yet
+    out = MlpHead(11, CLASSES).double()
+    for steps, seed in ((40, 1), (29, 2), (33, 3)):
+        x, y = make_batch(False, steps=steps, seed=seed)
+        loss_ref, g_ref = reference(rnn, out, x, y, seed=seed)
+        loss, g = by_method(rnn, out, x, y, seed=seed, spec="planner:percent=30")
+        assert abs(loss - loss_ref) <= 1e-10 * abs(loss_ref)
+        assert max_rel_diff(g, g_ref) < 1e-10, steps
+    files = list((tmp_path / "cost-models").glob("*.txt"))
+    assert len(files) == 1, files
+    # Measured on the first batch and never again (a measurement rewrites the file).
+    steps_line = next(line for line in files[0].read_text().splitlines()
+                      if line.startswith("forward_seconds "))
+    assert steps_line.split()[1] == "40", steps_line[:40]
+
