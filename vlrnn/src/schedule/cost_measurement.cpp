@@ -311,6 +311,8 @@ struct EndToEnd {
   int64_t backward_window = 0;
   double window_step = 0;
   int64_t accumulate_single = 0, accumulate = 0;
+  // (n, seconds) of the ladder's full tapes: measure_tape_growth fits them.
+  std::vector<std::pair<int64_t, double>> full_tapes;
 };
 
 // NOTE [ A transient that stops growing ]: most models' backward transient grows with the
@@ -391,7 +393,9 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
   e.f0 = std::max<int64_t>(0, executor_peak(workload, 1, 1) - int64_t(tape1) - fixed_per_step);
   // The residual of a chain of n steps: what the model so far does not explain.
   const auto residual = [&](int64_t n, int64_t k) {
-    return double(executor_peak(workload, n, k) - e.f0 - fixed_per_step * n) -
+    const auto run = executor_step(workload, n, k);
+    if (k == n) e.full_tapes.emplace_back(n, run.seconds);
+    return double(run.memory.iteration_peak_bytes - e.f0 - fixed_per_step * n) -
            f.tape_b * double(k) - f.tape_op_b;
   };
   if (T >= 2) {
@@ -704,34 +708,53 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
 }
 
-// Long tapes (cost_model.h): what one tape of 64 and of L = min(T, 1024) steps from step 0
-// of the batch take per step beyond the model's per-step and per-call seconds. On a
-// variable-length batch that includes what the per-step seconds, measured on 32-step
-// profile blocks, miss on a long tape (the built-in modules run 64-step packed chunks, whose
-// backward writes zeros as large as the chunk's input once per step). Timed alternately, so
-// that the machine's drift falls on both, and the median of their differences: taken as two
-// medians apart, the growth swung fourfold between runs (it is a difference of a few
-// percent of each), and a 1000-step tape's predicted time by 15 %.
-constexpr int64_t kShortGrowthTape = 64;  // the short tape; T below twice that: no growth
+// Long tapes (cost_model.h): what tapes from step 0 of the batch take per step beyond the
+// model's per-step and per-call seconds grows with the tape (by tape_growth_seconds per step
+// of it), from kShortGrowthTape steps up to L = min(T, 1024).
+// - Fixed lengths: the end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run
+//   full tapes of 128, 512 and L steps of this very batch, timed; the growth is the
+//   least-squares slope over them, at no run more. Over five calibrations of an LSTM (F = 32,
+//   H = 128, B = 16, T = 1000) it spread from 3.6e-8 to 5.8e-8 s, against 2.3e-8 to 5.1e-8 s
+//   for the alternated tapes below, which took 0.9 s of the 1.5 s calibration.
+// - Variable lengths: those tapes ran without the lengths. With them the built-in modules
+//   run 64-step packed chunks whose backward writes zeros as large as the chunk's input once
+//   per step, which the per-step seconds of 32-step profile blocks miss. So one tape of
+//   kShortGrowthTape and one of L steps with the batch's lengths, timed alternately so that
+//   the machine's drift falls on both, and the median of their differences: taken as two
+//   medians apart, the growth swung fourfold between runs (it is a difference of a few
+//   percent of each), and a 1000-step tape's predicted time by 15 %.
+constexpr int64_t kShortGrowthTape = 64;  // the shortest tape fitted; T below twice that: none
 
-double measure_tape_growth(const CostModel& m, const Workload& workload, int64_t repeats) {
+double measure_tape_growth(const CostModel& m, const Workload& workload, const EndToEnd& e,
+                           int64_t repeats) {
   const int64_t T = workload.batch.time_steps();
   if (T < 2 * kShortGrowthTape) return 0.0;
-  const int64_t l1 = kShortGrowthTape, l2 = std::min<int64_t>(T, kLongestMeasuredTape);
   const CostPrefix sums(m);
-  const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
-  const State* with_lengths = workload.batch.has_lengths() ? &entry : nullptr;
-  const auto unexplained_per_step = [&](int64_t n) {
-    const double measured = executor_step(workload, n, n, 0, with_lengths).seconds;
+  const auto unexplained_per_step = [&](int64_t n, double seconds) {
     const double explained = 2 * m.calls_seconds(0, n, n) + sums.forward_grad_s(0, n) +
                              sums.backward_s(0, n);
-    return (measured - explained) / double(n);
+    return (seconds - explained) / double(n);
+  };
+  if (!workload.batch.has_lengths()) {
+    double count = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& [n, seconds] : e.full_tapes) {
+      if (n < kShortGrowthTape) continue;
+      const double x = double(n), y = unexplained_per_step(n, seconds);
+      count += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    const double spread = count * sxx - sx * sx;
+    return spread > 0 ? std::max(0.0, (count * sxy - sx * sy) / spread) : 0.0;
+  }
+  const int64_t l1 = kShortGrowthTape, l2 = std::min<int64_t>(T, kLongestMeasuredTape);
+  const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
+  const auto timed = [&](int64_t n) {
+    return unexplained_per_step(n, executor_step(workload, n, n, 0, &entry).seconds);
   };
   // No warm-up: the end-to-end calibration has run the longest tape already.
   std::vector<double> growth;
   for (int64_t r = 0; r < repeats; ++r) {
-    const double r1 = unexplained_per_step(l1);
-    growth.push_back((unexplained_per_step(l2) - r1) / double(l2 - l1));
+    const double r1 = timed(l1);
+    growth.push_back((timed(l2) - r1) / double(l2 - l1));
   }
   return std::max(0.0, median(growth));
 }
@@ -822,7 +845,7 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   } else {
     fill_fixed_length_steps(m, f, e, T);
   }
-  m.tape_growth_seconds = measure_tape_growth(m, workload, options.repeats);
+  m.tape_growth_seconds = measure_tape_growth(m, workload, e, options.repeats);
   m.state_bytes.assign(size_t(T + 1), state.stored);
   m.state_bytes[0] = 0;
   fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
