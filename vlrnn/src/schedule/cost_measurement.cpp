@@ -326,11 +326,11 @@ struct EndToEnd {
 // chord before it, the buffer is full: r(n) = call + grow · n + buffer · min(n, W) (NOTE [
 // Backward windows ] in cost_model.h), with call + (grow + buffer) · n the chord up to the
 // knee, grow the slope from the knee to the longest tape, and W what makes the longest tape's
-// residual exact. It is exact where W is a rung of the ladder (lstm_block's 2^20 / (H·B)
-// steps is one wherever H·B is a power of two up to 2048). Otherwise the chord from the
-// shortest to the longest tape: it over-predicts tapes between them a little (safe) and
-// under-predicts longer ones by a few percent (the planner's measured margin covers it:
-// planner_method.cpp).
+// residual exact. That is exact where W is a rung of the ladder short of the longest
+// (lstm_block's 2^20 / (H·B) steps is one for H·B = 2^11, 2^13, 2^15, 2^17: H = 128, B = 16
+// among them). Where no segment stops growing, the chord from the shortest to the longest
+// tape: it over-predicts tapes between them a little (safe) and under-predicts longer ones
+// by a few percent (the planner's measured margin covers it: planner_method.cpp).
 // A segment that grows by less than this fraction of the chord's slope has stopped growing.
 constexpr double kStoppedGrowing = 0.5;
 

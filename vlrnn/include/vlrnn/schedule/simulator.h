@@ -9,7 +9,7 @@
 //                          starts from it (NOTE [ Kept tapes ])
 //   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
 //                          + accumulate_(single_)bytes after the first backward
-//                          + Σ transient over [a, b) (or its largest window:
+//                          + Σ transient over [a, b) (+ a buffer of at most W steps:
 //                            NOTE [ Backward windows ]; or, where sequences have ended,
 //                            NOTE [ Chunked backward of a variable-length batch ]);
 //                          then the tape is freed
