@@ -3,6 +3,7 @@
 #include "vlrnn/core/rng.h"
 #include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/iteration_memory.h"
+#include "vlrnn/schedule/line_fit.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
 #include "vlrnn/measure/timer.h"
@@ -432,8 +433,6 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
   m.tape_bytes.assign(size_t(T), int64_t(f.tape_b));
   m.backward_transient_bytes.assign(size_t(T), int64_t(e.backward_step));
   m.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
-  m.backward_window_steps = e.backward_window;
-  m.window_step_bytes = int64_t(e.window_step);
 }
 
 // NOTE [ Variable lengths are measured on the batch ]: where sequences have ended, a step
@@ -691,8 +690,6 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
     }
     entry = std::move(run.exit);
   }
-  m.backward_window_steps = e.backward_window;
-  m.window_step_bytes = int64_t(e.window_step);
   // A model whose own backward stops growing (e.backward_window) reverses in chunks too.
   m.chunk_steps = measure_chunk_steps(workload, ladder, ladder_entry, f.head_backward_peak_b);
   if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
@@ -736,14 +733,11 @@ double measure_tape_growth(const CostModel& m, const Workload& workload, const E
     return (seconds - explained) / double(n);
   };
   if (!workload.batch.has_lengths()) {
-    double count = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    LineFit line;
     for (const auto& [n, seconds] : e.full_tapes) {
-      if (n < kShortGrowthTape) continue;
-      const double x = double(n), y = unexplained_per_step(n, seconds);
-      count += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+      if (n >= kShortGrowthTape) line.add(double(n), unexplained_per_step(n, seconds));
     }
-    const double spread = count * sxx - sx * sx;
-    return spread > 0 ? std::max(0.0, (count * sxy - sx * sy) / spread) : 0.0;
+    return std::max(0.0, line.slope());
   }
   const int64_t l1 = kShortGrowthTape, l2 = std::min<int64_t>(T, kLongestMeasuredTape);
   const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
@@ -767,16 +761,15 @@ void fill_fixed_bytes(CostModel& m, const Workload& workload, const EndToEnd& e,
   for (const auto& p : workload.model.parameters()) param_bytes += p.requires_grad() ? bytes_of(p) : 0;
   for (const auto& p : workload.head.parameters()) param_bytes += p.requires_grad() ? bytes_of(p) : 0;
   m.gradient_bytes = std::min(param_bytes, e.f0);
-  int64_t fixed = e.f0 - m.gradient_bytes + fixed_per_step * workload.batch.time_steps();
+  // Per step: fixed_per_step, and with lengths the validated targets' copy [T, B, ...].
+  const int64_t T = workload.batch.time_steps();
+  m.fixed_step_bytes =
+      fixed_per_step + (workload.batch.has_lengths() ? bytes_of(workload.batch.targets) / T : 0);
+  int64_t fixed = e.f0 - m.gradient_bytes + m.fixed_step_bytes * T;
   if (!workload.h0.requires_grad()) fixed += bytes_of(workload.h0);  // h0's zeros when absent
   // The calibration runs found the generator where the previous capture left it, so their
   // snapshots were shared; a step after other draws (new data, say) makes one anew.
   fixed += snapshot_bytes;
-  m.fixed_step_bytes = fixed_per_step;
-  if (workload.batch.has_lengths()) {  // the validated targets' copy [T, B, ...]
-    fixed += bytes_of(workload.batch.targets);
-    m.fixed_step_bytes += bytes_of(workload.batch.targets) / workload.batch.time_steps();
-  }
   m.fixed_bytes = fixed;
 }
 
@@ -840,6 +833,8 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   m.backward_op_bytes = int64_t(e.backward_call);
   m.accumulate_single_bytes = e.accumulate_single;
   m.accumulate_bytes = e.accumulate;
+  m.backward_window_steps = e.backward_window;  // NOTE [ Backward windows ]
+  m.window_step_bytes = int64_t(e.window_step);
   if (workload.batch.has_lengths()) {
     profile_variable_length_steps(m, workload, f, e, state.exit, fixed_per_step);
   } else {

@@ -1,5 +1,7 @@
 #include "vlrnn/schedule/cost_model.h"
 
+#include "vlrnn/schedule/line_fit.h"
+
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -119,14 +121,11 @@ V through_active_counts(const V& costs, const std::vector<int64_t>& measured,
   for (int64_t t = 0; t < measured_end; ++t) all_active += double(costs[size_t(t)]);
   all_active /= double(std::max<int64_t>(1, measured_end));
   // The line through (active count, cost) over the measured steps from the first end.
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  LineFit line;
   for (int64_t t = measured_end; t < T; ++t) {
-    const double x = double(measured[size_t(t)]), y = double(costs[size_t(t)]);
-    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    line.add(double(measured[size_t(t)]), double(costs[size_t(t)]));
   }
-  const double spread = n * sxx - sx * sx;  // 0: one count only, a flat line at the mean
-  const double slope = spread > 0 ? (n * sxy - sx * sy) / spread : 0.0;
-  const double intercept = n > 0 ? (sy - slope * sx) / n : all_active;
+  const double slope = line.slope(), intercept = line.intercept(all_active);
   V out(static_cast<size_t>(time_steps));
   for (int64_t t = 0; t < time_steps; ++t) {
     const double cost =
