@@ -47,6 +47,7 @@ CostModel random_model(std::mt19937_64& rng, int shape, bool long_chain) {
   m.backward_op_bytes = between(0, 500);
   m.accumulate_single_bytes = between(0, 300);
   m.accumulate_bytes = between(0, 300);
+  m.backward_floor_bytes = between(0, 3000);
   m.fixed_bytes = between(0, 5000);
   m.gradient_bytes = between(0, 2000);
   const bool lengths = shape == 1 || (shape == 2 && between(0, 1) == 1);

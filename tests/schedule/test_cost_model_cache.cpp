@@ -72,6 +72,7 @@ CostModel every_field_set() {
   m.backward_op_bytes = 19;
   m.accumulate_single_bytes = 23;
   m.accumulate_bytes = 29;
+  m.backward_floor_bytes = 61;
   m.gradient_bytes = 31;
   m.fixed_step_bytes = 53;  // of fixed_bytes 5000
   m.backward_window_steps = 2;
@@ -110,6 +111,7 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   EXPECT_EQ(loaded->packed_step_bytes, 47);
   EXPECT_EQ(loaded->fixed_step_bytes, 53);
   EXPECT_EQ(loaded->window_step_bytes, 59);
+  EXPECT_EQ(loaded->backward_floor_bytes, 61);
   EXPECT_EQ(loaded->active_sequences, model.active_sequences);
   EXPECT_EQ(loaded->source, model.source);
   // Stored again, the loaded model writes the same text: nothing was lost on the way.

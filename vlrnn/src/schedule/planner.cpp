@@ -156,6 +156,10 @@ struct DpChain {
   int64_t state = 1;           // s: the largest stored state
   int64_t per_tape = 0;        // a tape of >= 2 steps, whatever its length
   int64_t single_tape = 0;     // a one-step tape
+  // The least a tape of >= 2 steps reversed after the first needs beyond its steps (NOTE [ A
+  // later backward's floor ]): the leaf check and the inner DP take the larger of it and the
+  // per-tape bytes with the tape's transient.
+  int64_t floor_tape = 0;
   // The least a chunk needs (NOTE [ Chunked backward of a variable-length batch ]): the
   // leaf check's transient bound has it; the inner DP's per-step bound does not.
   int64_t tape_call = 0;
@@ -179,6 +183,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   const CostPrefix sums(model);
   d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
   d.single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
+  d.floor_tape = model.tape_op_bytes + model.backward_floor_bytes;
   d.tape_call = sums.tape_call_bound();
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
   d.advance_transient = model.advance_transient(0, model.time_steps(), kAdvanceChunk);
@@ -209,7 +214,8 @@ class OuterDp {
   OuterDp(const CostModel& model, const DpChain& d)
       : model_(model), d_(d), sums_(model),
         inner_(d.longest, d.available, d.step_bytes, d.one_step_bytes, d.state,
-               d.per_tape + d.tape_call, d.advance_transient, d.single_tape),
+               std::max(d.per_tape + d.tape_call, d.floor_tape), d.advance_transient,
+               d.single_tape),
         ranges_(size_t((d.N + 1) * (d.N + 2) / 2)),
         cost_(ranges_ * size_t(d.max_units + 1), kInf),
         choice_(cost_.size(), kNone) {
@@ -222,8 +228,10 @@ class OuterDp {
       for (int64_t i = 0; i < j; ++i) {
         const int64_t a = d.p[size_t(i)], b = d.p[size_t(j)];
         const size_t r = range(i, j);
-        leaf_bytes_[r] = sums_.tape_b(a, b) + sums_.tape_transient_bound(a, b) +
-                         (b - a >= 2 ? d.per_tape : d.single_tape);
+        leaf_bytes_[r] = sums_.tape_b(a, b) +
+                         (b - a >= 2 ? std::max(sums_.tape_transient_bound(a, b) + d.per_tape,
+                                                d.floor_tape)
+                                     : sums_.tape_transient_bound(a, b) + d.single_tape);
         leaf_s_[r] = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
                      2 * model.calls_seconds(a, b, b - a) +
                      model.tape_growth_seconds * double(b - a) * double(b - a);

@@ -64,6 +64,8 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
                        : b - a >= 2    ? model.accumulate_bytes
                                        : model.accumulate_single_bytes) +
                       sums.tape_transient_b(a, b), i);
+        // NOTE [ A later backward's floor ] in cost_measurement.cpp.
+        if (first_backward && b - a >= 2) candidate(live + model.backward_floor_bytes, i);
         first_backward = true;
         live -= sums.tape_b(a, b) + model.tape_op_bytes + kept_state(b);
         break;

@@ -48,6 +48,11 @@ struct CostModel {
   // buffers over as the gradients). For one-step tapes and for longer ones.
   int64_t accumulate_single_bytes = 0;
   int64_t accumulate_bytes = 0;
+  // A backward call of a tape of two steps or more after the first needs at least this much
+  // beyond its tape, however few its steps: its weights' per-step gradients summed, and the
+  // sum added to the gradients (NOTE [ A later backward's floor ] in cost_measurement.cpp).
+  // Above it, the per-call and accumulated bytes and the tape's transient, as above.
+  int64_t backward_floor_bytes = 0;
   // Live for the whole iteration: parameter gradients, per-step losses, the dL/dx
   // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots.
   int64_t fixed_bytes = 0;
@@ -155,6 +160,7 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("backward_op_bytes", m.backward_op_bytes);
   visit("accumulate_single_bytes", m.accumulate_single_bytes);
   visit("accumulate_bytes", m.accumulate_bytes);
+  visit("backward_floor_bytes", m.backward_floor_bytes);
   visit("fixed_bytes", m.fixed_bytes);
   visit("fixed_step_bytes", m.fixed_step_bytes);
   visit("gradient_bytes", m.gradient_bytes);

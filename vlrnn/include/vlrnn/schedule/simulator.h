@@ -12,7 +12,9 @@
 //                          + Σ transient over [a, b) (+ a buffer of at most W steps:
 //                            NOTE [ Backward windows ]; or, where sequences have ended,
 //                            NOTE [ Chunked backward of a variable-length batch ]);
-//                          then the tape is freed
+//                          and, for a tape of >= 2 steps after the first backward, at
+//                          least live + backward_floor_bytes (NOTE [ A later backward's
+//                          floor ]); then the tape is freed
 //   time = Σ per-step seconds of every op + per-call seconds (CostModel::calls_seconds:
 //          one call per tape or backward, one per advance chunk)
 //          + tape_growth_seconds · n² per tape of n steps
