@@ -312,6 +312,7 @@ struct EndToEnd {
   int64_t backward_window = 0;
   double window_step = 0;
   int64_t accumulate_single = 0, accumulate = 0;
+  int64_t floor = 0;  // NOTE [ A later backward's floor ]
   // (n, seconds) of the ladder's full tapes: measure_tape_growth fits them.
   std::vector<std::pair<int64_t, double>> full_tapes;
 };
@@ -385,6 +386,16 @@ constexpr int64_t kShortestLadderTape = 8, kLadderRatio = 4;
 constexpr double kShortSegment = 1.5;
 // Two tapes of this many steps give the extra bytes of a backward call after the first.
 constexpr int64_t kAccumulateTape = 16;
+// NOTE [ A later backward's floor ]: a backward call after the first sums its weights'
+// per-step gradients and adds the sum to the gradients, which exist by then: buffers as
+// large as the weights, whatever the tape's length. Above a few steps what grows with the
+// tape needs more (the per-call, accumulated and transient bytes of NOTE [ Calibrating the
+// peak end to end ], fitted on tapes of 8 steps or more); below, the buffers are the floor.
+// Priced as a sum alone, uniform blocks of K = 2 to 8 were under-predicted by 6 to 9 % (LSTM
+// and GRU, F = 32, H = 128, B = 16, T = 1000: a weight-sized buffer). The executor's own peak
+// fixes it: two tapes of kFloorTape steps from step 0, every sequence running, the first
+// reversed second; what the model so far leaves unexplained there is the floor.
+constexpr int64_t kFloorTape = 2;
 
 EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
                               int64_t fixed_per_step) {
@@ -421,6 +432,7 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
     const double transient = e.backward_call + e.backward_step * double(c) +
                              e.window_step * double(std::min(c, e.backward_window));
     e.accumulate = int64_t(std::max(0.0, residual(2 * c, c) - transient));
+    e.floor = int64_t(std::max(0.0, residual(2 * kFloorTape, kFloorTape)));
   }
   return e;
 }
@@ -705,27 +717,6 @@ void profile_variable_length_steps(CostModel& m, const Workload& workload, const
   m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
 }
 
-// NOTE [ A later backward's floor ]: a backward call after the first sums its weights'
-// per-step gradients and adds the sum to the gradients, which exist by then: buffers as
-// large as the weights, whatever the tape's length. Above a few steps what grows with the
-// tape needs more (the per-call, accumulated and transient bytes of NOTE [ Calibrating the
-// peak end to end ], fitted on tapes of 8 steps or more); below, the buffers are the floor.
-// Priced as a sum alone, uniform blocks of K = 2 to 8 were under-predicted by 6 to 9 % (LSTM
-// and GRU, F = 32, H = 128, B = 16, T = 1000: a weight-sized buffer). The executor's own peak
-// fixes it: two tapes of kFloorTape steps from step 0, every sequence running, the first
-// reversed second.
-constexpr int64_t kFloorTape = 2;
-
-void calibrate_backward_floor(CostModel& m, const Workload& workload, const EndToEnd& e,
-                              int64_t fixed_per_step) {
-  const int64_t k = kFloorTape;
-  if (workload.batch.time_steps() < 2 * k) return;
-  // At the second backward: the fixed bytes, the parameter gradients (in f0), its tape.
-  m.backward_floor_bytes = std::max<int64_t>(
-      0, executor_peak(workload, 2 * k, k) - e.f0 - fixed_per_step * 2 * k - m.tape_op_bytes -
-             CostPrefix(m).tape_b(0, k));
-}
-
 // Long tapes (cost_model.h): what tapes from step 0 of the batch take per step beyond the
 // model's per-step and per-call seconds grows with the tape (by tape_growth_seconds per step
 // of it), from kShortGrowthTape steps up to L = min(T, 1024).
@@ -854,6 +845,7 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   m.backward_op_bytes = int64_t(e.backward_call);
   m.accumulate_single_bytes = e.accumulate_single;
   m.accumulate_bytes = e.accumulate;
+  m.backward_floor_bytes = e.floor;
   m.backward_window_steps = e.backward_window;  // NOTE [ Backward windows ]
   m.window_step_bytes = int64_t(e.window_step);
   if (workload.batch.has_lengths()) {
@@ -865,7 +857,6 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   m.state_bytes.assign(size_t(T + 1), state.stored);
   m.state_bytes[0] = 0;
   fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
-  calibrate_backward_floor(m, workload, e, fixed_per_step);
   m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats{})",
                          x.device().str(), f.n1, f.n2, options.repeats,
                          workload.batch.has_lengths() ? ", lengths profiled" : "");
