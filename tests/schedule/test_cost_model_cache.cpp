@@ -78,12 +78,6 @@ CostModel every_field_set() {
   m.backward_window_steps = 2;
   m.window_step_bytes = 59;
   m.active_sequences = {3, 3, 3, 2, 1};
-  m.chunk_steps = 4;
-  m.chunk_transient_bytes = {1, 2, 3, 4, 5};
-  m.chunk_call_bytes = 37;
-  m.chunk_step_context_bytes = 41;
-  m.head_backward_step_bytes = 43;
-  m.packed_step_bytes = 47;
   m.source = "measured on cpu (n = 4 and 12 steps)";
   m.check();
   return m;
@@ -106,9 +100,9 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   EXPECT_EQ(loaded->forward_seconds, model.forward_seconds);  // doubles bit for bit
   EXPECT_EQ(loaded->forward_grad_seconds, model.forward_grad_seconds);
   EXPECT_EQ(loaded->tape_bytes, model.tape_bytes);
-  EXPECT_EQ(loaded->chunk_transient_bytes, model.chunk_transient_bytes);
+  EXPECT_EQ(loaded->backward_transient_bytes, model.backward_transient_bytes);
   EXPECT_EQ(loaded->op_seconds, model.op_seconds);
-  EXPECT_EQ(loaded->packed_step_bytes, 47);
+  EXPECT_EQ(loaded->accumulate_bytes, 29);
   EXPECT_EQ(loaded->fixed_step_bytes, 53);
   EXPECT_EQ(loaded->window_step_bytes, 59);
   EXPECT_EQ(loaded->backward_floor_bytes, 61);
@@ -127,15 +121,15 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
 TEST(CostModelCache, ReadsALongModelBack) {
   TemporaryDir dir("vlrnn-cost-models");
   auto model = CostModel::uniform(10000, 1.25e-5, 2.5e-5, 3.75e-5, 123456, 2048, 1 << 20);
-  model.chunk_steps = 64;
-  model.chunk_transient_bytes.assign(10000, 98765);
+  model.active_sequences.assign(10000, 16);
+  model.active_sequences.back() = 15;
   ASSERT_TRUE(store_cost_model(dir.path, "long", model));
   const auto start = std::chrono::steady_clock::now();
   const auto loaded = load_cost_model(dir.path, "long");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(loaded.has_value());
-  EXPECT_EQ(loaded->chunk_transient_bytes, model.chunk_transient_bytes);
+  EXPECT_EQ(loaded->active_sequences, model.active_sequences);
   std::printf("[cost model cache] T = 10000: %lld bytes on disk, read in %.1f ms\n",
               (long long)fs::file_size(cost_model_file(dir.path, "long")), 1e3 * seconds);
 }

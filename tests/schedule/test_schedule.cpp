@@ -239,8 +239,8 @@ TEST(Simulator, PredictsTheMeasuredStepPeakWithinTenPercent) {
                   variable ? "var" : "fixed", s.name.c_str(), (long long)predicted.peak_bytes,
                   (long long)measured.memory.iteration_peak_bytes, 100 * peak_error,
                   predicted.seconds, measured.seconds, 100 * time_error);
-      // Fixed lengths: within 10%. Variable lengths on this tiny batch (T = 64, one chunk;
-      // per-call bytes weigh most): within 15% (measured -13 .. +11 %); at a real size the
+      // Fixed lengths: within 10%. Variable lengths on this tiny batch (T = 64, two profile
+      // blocks; per-call bytes weigh most): within 15% (measured -13 .. +11 %); at a real size the
       // test below holds them to 5-10 %.
       EXPECT_LE(std::abs(peak_error), variable ? 0.15 : 0.10)
           << s.name << (variable ? " variable lengths" : "");
@@ -268,9 +268,8 @@ void expect_peak_within_5_percent(const CostModel& cost, const Workload& workloa
 }
 
 // Issue 17 part 3, at a real size: a variable-length batch (lengths uniform in [T/5, T], one
-// at T) of 1000 steps, F = 32, H = 128, B = 16, on the packed path (lstm, gru, rnn: NOTE [
-// Chunked backward of a variable-length batch ], NOTE [ The chunk that holds the first end ],
-// NOTE [ A chunk inside a step ]; gru_lstm, two modules: calibrate_head_step), a masked
+// at T) of 1000 steps, F = 32, H = 128, B = 16, on the built-in modules' runs between ends
+// (lstm, gru, rnn, and gru_lstm of two modules: NOTE [ Runs between ends ]), a masked
 // hand-written cell (gru_v1) and one whose backward reuses a chunk's buffers (lstm_block:
 // NOTE [ A transient that stops growing ]); and the issue's own row, a 3-layer float64 LSTM
 // (F = 8, H = 24, B = 5, T = 333).
@@ -443,24 +442,6 @@ TEST(Planner, BudgetBelowTheMinimumStatesIt) {
                         {"planner budget", "10 bytes", "at least"});
 }
 
-// A chunked backward (NOTE [ Chunked backward of a variable-length batch ]) charges every
-// tape past the first end chunk_step_context_bytes, one-step tapes included; the minimum
-// must include it, or a percentage raised to the minimum finds no schedule (verify --random
-// case 801987048924: gru_lstm, a sequence of length 1, planner:percent=1).
-TEST(Planner, TheMinimumFitsTheQuadraticScheduleOfAChunkedBackward) {
-  auto model = CostModel::uniform(36, 1.0, 1.5, 2.5, 1000, 150, 5000);
-  model.chunk_steps = 36;
-  model.chunk_transient_bytes.assign(36, 100);
-  model.chunk_step_context_bytes = 8000;
-  model.active_sequences.assign(36, 1);  // a sequence ends after step 0: tapes past it
-  model.active_sequences[0] = 2;         // are chunked
-  model.check();
-  const auto minimum = minimum_budget(model);
-  EXPECT_EQ(minimum, 5000 + 150 + 1000 + 8000 + 100);  // fixed + state + tape + its chunk
-  EXPECT_LE(simulate(revolve_schedule(36, 1), model).peak_bytes, minimum);
-  EXPECT_LE(plan(model, minimum).prediction.peak_bytes, minimum);
-}
-
 TEST(CostModel, ChecksItself) {
   auto m = CostModel::uniform(4, 1, 1, 1, 10, 5);
   m.tape_bytes.pop_back();
@@ -471,35 +452,18 @@ TEST(CostModel, ChecksItself) {
   m = CostModel::uniform(4, 1, 1, 1, 10, 5);
   m.fixed_bytes = -1;
   expect_error_mentions([&] { m.check(); }, {"fixed_bytes", ">= 0"});
+  // The head's bytes are signed (NOTE [ Backward in runs ]); a tape's transient is not.
   m = CostModel::uniform(4, 1, 1, 1, 10, 5);
-  m.packed_step_bytes = 7;
-  expect_error_mentions([&] { m.check(); }, {"packed_step_bytes", "chunk_steps"});
-}
-
-// NOTE [ The chunk that holds the first end ]: chunks start at the tape's own start, and the
-// one holding the first end (step 6 here) tapes its steps before the end at the packed price.
-TEST(CostModel, PricesTheChunkHoldingTheFirstEndPacked) {
-  auto m = CostModel::uniform(12, 1, 1, 1, 10, 5);
-  for (int64_t t = 6; t < 12; ++t) m.tape_bytes[size_t(t)] = 4;  // fewer sequences active
-  m.chunk_steps = 4;
-  m.chunk_transient_bytes.assign(12, 1);
-  m.active_sequences = {2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1};  // the first end: step 6
-  m.packed_step_bytes = 25;
-  m.check();
-  const CostPrefix sums(m);
-  EXPECT_EQ(sums.tape_b(0, 6), 60);               // ends by the first end: one fused call
-  EXPECT_EQ(sums.tape_b(6, 10), 16);              // starts after it
-  EXPECT_EQ(sums.tape_b(0, 8), 40 + 2 * 25 + 8);  // chunks [0, 4) fused, [4, 8) packed
-  EXPECT_EQ(sums.tape_b(3, 9), 3 * 25 + 12);      // [3, 7) holds it: packed from step 3
-  EXPECT_EQ(sums.tape_b(2, 12), 40 + 0 + 24);     // [2, 6) fused, [6, 10) starts at the end
-  EXPECT_EQ(sums.step_tape_bound(5), 25);
-  EXPECT_EQ(sums.step_tape_bound(7), 4);
-  m.packed_step_bytes = 0;                        // not used: plain sums
-  EXPECT_EQ(CostPrefix(m).tape_b(0, 8), 68);
+  m.head_backward_step_bytes = -30;
+  EXPECT_NO_THROW(m.check());
+  EXPECT_EQ(CostPrefix(m).tape_transient_b(0, 4), 0);
+  m = CostModel::uniform(4, 1, 1, 1, 10, 5);
+  m.active_sequences = {2, 2, 1};
+  expect_error_mentions([&] { m.check(); }, {"active_sequences", "expected 4 entries", "got 3"});
 }
 
 // NOTE [ Backward windows ]: a tape needs its steps' transients, which grow with it, and a
-// buffer of at most backward_window_steps steps; the planner's bounds price it exactly.
+// buffer of at most backward_window_steps steps.
 TEST(CostModel, AWindowedBackwardFillsOneBufferBesideWhatGrows) {
   auto m = CostModel::uniform(10, 1, 1, 1, 100, 5);
   m.backward_transient_bytes.assign(10, 3);
@@ -509,8 +473,8 @@ TEST(CostModel, AWindowedBackwardFillsOneBufferBesideWhatGrows) {
   const CostPrefix sums(m);
   EXPECT_EQ(sums.tape_transient_b(0, 2), 2 * 3 + 2 * 20);
   EXPECT_EQ(sums.tape_transient_b(0, 10), 10 * 3 + 4 * 20);
-  EXPECT_EQ(sums.tape_transient_bound(3, 10), 7 * 3 + 4 * 20);
-  EXPECT_EQ(sums.step_transient_bound(5), 3 + 20);
+  EXPECT_EQ(sums.tape_transient_b(3, 10), 7 * 3 + 4 * 20);
+  EXPECT_EQ(sums.tape_transient_b(5, 6), 3 + 20);
   m.backward_window_steps = 0;
   expect_error_mentions([&] { m.check(); }, {"window_step_bytes", "expected 0", "got 20"});
 }
@@ -531,7 +495,6 @@ TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
   EXPECT_NEAR(priced.backward_seconds[5], 1.5, 1e-12);
   EXPECT_NEAR(priced.backward_seconds[7], 0.5, 1e-12);
   EXPECT_EQ(priced.first_end(), 5);
-  EXPECT_EQ(priced.whole_call_steps(), 5);
   EXPECT_EQ(priced.active_sequences, other);
   EXPECT_EQ(priced.state_bytes, m.state_bytes);
   // Its own counts: the model itself, unchanged.
@@ -565,7 +528,7 @@ TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
 
 // NOTE [ Other batches of the workload ]: a model measured on T steps prices fewer; measured
 // on kLongestMeasuredTape or more, any number. Per-step costs stay, the whole-iteration
-// bytes change by fixed_step_bytes per step, a chunk as long as the whole tape stays whole.
+// bytes change by fixed_step_bytes per step.
 TEST(CostModel, PricesABatchOfAnotherLength) {
   auto m = CostModel::uniform(8, 1, 2, 3, 10, 5, 1000 + 8 * 7);
   m.fixed_step_bytes = 7;
@@ -588,15 +551,13 @@ TEST(CostModel, PricesABatchOfAnotherLength) {
   whole.fixed_step_bytes = 7;
   whole.active_sequences.assign(size_t(T), 4);
   whole.active_sequences.back() = 3;
-  whole.chunk_steps = T;  // the whole tape is one chunk
-  whole.chunk_transient_bytes.assign(size_t(T), 20);
+  whole.backward_transient_bytes.assign(size_t(T), 20);
   const std::vector<int64_t> longer(size_t(3 * T), 4);
   ASSERT_TRUE(whole.prices_batch(3 * T, longer));
   const auto priced = whole.for_batch(3 * T, longer);
   EXPECT_EQ(priced.time_steps(), 3 * T);
   EXPECT_EQ(priced.fixed_bytes, 1000 + 3 * T * 7);
-  EXPECT_EQ(priced.chunk_steps, 3 * T);
-  EXPECT_EQ(priced.chunk_transient_bytes, std::vector<int64_t>(size_t(3 * T), 20));
+  EXPECT_EQ(priced.backward_transient_bytes, std::vector<int64_t>(size_t(3 * T), 20));
   // fixed_step_bytes is a part of fixed_bytes.
   m.fixed_step_bytes = 200;
   expect_error_mentions([&] { m.check(); }, {"fixed_step_bytes", "at most", "got 200"});
@@ -633,4 +594,3 @@ TEST(CostModel, ChargesCallsPastTheFirstEndTheLengthsPath) {
 
 }  // namespace
 }  // namespace vlrnn::schedule
-

@@ -3,45 +3,11 @@
 #include "vlrnn/core/layer_stack.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <fmt/ranges.h>
 
 namespace vlrnn {
 namespace {
-
-namespace rnn_utils = torch::nn::utils::rnn;
-
-// Runs `run_packed` on the sequences that still have steps in this block, packed, and puts
-// their outputs and exit states back in batch order. Finished sequences keep their entry
-// state and emit zeros: no compute is spent on them.
-// Shapes: x [Tb, B, F], lengths [B] in [0, Tb], state tensors batched at dim 1.
-template <typename RunPacked>
-std::pair<torch::Tensor, State> forward_active_packed(const torch::Tensor& x,
-                                                      const State& h_entry,
-                                                      const torch::Tensor& lengths,
-                                                      int64_t out_features,
-                                                      RunPacked run_packed) {
-  const int64_t steps = x.size(0), batch = x.size(1);
-  auto lengths_cpu = lengths.to(torch::kCPU, torch::kLong);
-  auto active = (lengths_cpu > 0).nonzero().squeeze(1);  // [A]
-  auto z = torch::zeros({steps, batch, out_features}, x.options());
-  if (active.numel() == 0) return {z, h_entry};
-
-  auto active_dev = active.to(x.device());
-  std::vector<torch::Tensor> h_active;
-  for (const auto& h : h_entry) h_active.push_back(h.index_select(1, active_dev));
-  auto packed = rnn_utils::pack_padded_sequence(x.index_select(1, active_dev),
-                                                lengths_cpu.index_select(0, active),
-                                                /*batch_first=*/false, /*enforce_sorted=*/false);
-  auto [packed_out, h_out] = run_packed(packed, State(h_active));
-  auto z_active = std::get<0>(rnn_utils::pad_packed_sequence(packed_out, /*batch_first=*/false,
-                                                             /*padding_value=*/0.0,
-                                                             /*total_length=*/steps));  // [Tb, A, Z]
-  std::vector<torch::Tensor> h_exit;
-  for (size_t i = 0; i < h_entry.size(); ++i) {
-    h_exit.push_back(h_entry[i].index_copy(1, active_dev, h_out[i]));
-  }
-  return {z.index_copy(1, active_dev, z_active), State(std::move(h_exit))};
-}
 
 bool covers_whole_block(const torch::Tensor& lengths, int64_t steps) {
   return !lengths.defined() || lengths.eq(steps).all().item<bool>();
@@ -94,66 +60,74 @@ std::pair<torch::Tensor, State> TorchRnn::forward(const torch::Tensor& x_block,
                                                   const torch::Tensor& lengths) {
   // x_block [Tb, B, F]; h_entry (h [L, B, H]) or (h, c); z [Tb, B, H]
   if (!layers_.empty()) return forward_layers_with_dropout(x_block, h_entry, lengths);
-  if (covers_whole_block(lengths, x_block.size(0))) {
-    switch (cell_) {
-      case CellKind::kRnnTanh: {
-        auto [z, h] = rnn_->forward(x_block, h_entry[0]);
-        return {z, State{h}};
-      }
-      case CellKind::kGru: {
-        auto [z, h] = gru_->forward(x_block, h_entry[0]);
-        return {z, State{h}};
-      }
-      case CellKind::kLstm: {
-        auto [z, hc] = lstm_->forward(x_block, std::make_tuple(h_entry[0], h_entry[1]));
-        return {z, State{std::get<0>(hc), std::get<1>(hc)}};
-      }
-    }
-  }
-  // NOTE [ Packed chunks ]: LibTorch's packed RNN slices the packed data once per step, and
-  // the backward of every slice materialises a zero tensor as large as the whole packed
-  // input: O(T^2) bytes written for T steps. Running at most kPackedChunk steps per packed
-  // call keeps that to O(T * kPackedChunk) and computes exactly the same function.
-  constexpr int64_t kPackedChunk = 64;
-  const int64_t steps = x_block.size(0);
-  std::vector<torch::Tensor> outputs;  // [<= kPackedChunk, B, H] each
-  State state = h_entry;
-  for (int64_t c0 = 0; c0 < steps; c0 += kPackedChunk) {
-    const int64_t n = std::min(kPackedChunk, steps - c0);
-    auto chunk_lengths = (lengths - c0).clamp(0, n);
-    // A chunk where every sequence is active takes forward()'s fused path.
-    auto [z, exit] = steps > kPackedChunk
-                         ? forward(x_block.narrow(0, c0, n), state, chunk_lengths)
-                         : forward_packed_chunk(x_block.narrow(0, c0, n), state, chunk_lengths);
-    outputs.push_back(z);
-    state = std::move(exit);
-  }
-  return {outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 0), state};
+  if (covers_whole_block(lengths, x_block.size(0))) return forward_fused(x_block, h_entry);
+  return forward_runs_between_ends(x_block, h_entry, lengths);
 }
 
-std::pair<torch::Tensor, State> TorchRnn::forward_packed_chunk(const torch::Tensor& x_block,
-                                                               const State& h_entry,
-                                                               const torch::Tensor& lengths) {
-  return forward_active_packed(
-      x_block, h_entry, lengths, hidden_size_,
-      [this](const rnn_utils::PackedSequence& packed, const State& h)
-          -> std::pair<rnn_utils::PackedSequence, State> {
-        switch (cell_) {
-          case CellKind::kRnnTanh: {
-            auto [z, hn] = rnn_->forward_with_packed_input(packed, h[0]);
-            return {z, State{hn}};
-          }
-          case CellKind::kGru: {
-            auto [z, hn] = gru_->forward_with_packed_input(packed, h[0]);
-            return {z, State{hn}};
-          }
-          case CellKind::kLstm:
-          default: {
-            auto [z, hc] = lstm_->forward_with_packed_input(packed, std::make_tuple(h[0], h[1]));
-            return {z, State{std::get<0>(hc), std::get<1>(hc)}};
-          }
-        }
-      });
+std::pair<torch::Tensor, State> TorchRnn::forward_fused(const torch::Tensor& x,
+                                                        const State& h_entry) {
+  // x [n, A, F]; h_entry (h [L, A, H]) or (h, c); z [n, A, H]
+  switch (cell_) {
+    case CellKind::kRnnTanh: {
+      auto [z, h] = rnn_->forward(x, h_entry[0]);
+      return {z, State{h}};
+    }
+    case CellKind::kGru: {
+      auto [z, h] = gru_->forward(x, h_entry[0]);
+      return {z, State{h}};
+    }
+    case CellKind::kLstm:
+    default: {
+      auto [z, hc] = lstm_->forward(x, std::make_tuple(h_entry[0], h_entry[1]));
+      return {z, State{std::get<0>(hc), std::get<1>(hc)}};
+    }
+  }
+}
+
+// NOTE [ Runs between ends ]: between two consecutive ends of sequences in a block the set of
+// sequences still running does not change, so each such run of steps is one call of the fused
+// module on those sequences alone (their rows of x and of the state), and its outputs and exit
+// state go back to their rows. Ended sequences keep their state and emit zeros, and no compute
+// is spent on them. This computes what LibTorch's packed path computes, in at most one call
+// per distinct end (B + 1), and its costs are the fused path's: per step in proportion to the
+// sequences running, a backward that needs what the same steps' fused backward needs (the
+// packed path slices its data per step, and each slice's backward writes zeros as large as
+// the whole packed input: quadratic in the steps).
+std::pair<torch::Tensor, State> TorchRnn::forward_runs_between_ends(
+    const torch::Tensor& x_block, const State& h_entry, const torch::Tensor& lengths) {
+  // x_block [Tb, B, F]; lengths [B] in [0, Tb]; z [Tb, B, H]
+  const int64_t steps = x_block.size(0), batch = x_block.size(1);
+  const auto lengths_cpu = lengths.to(torch::kCPU, torch::kLong).clamp(0, steps).contiguous();  // [B]
+  const auto* length = lengths_cpu.data_ptr<int64_t>();
+  std::vector<int64_t> ends(length, length + batch);
+  ends.push_back(steps);
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  std::vector<torch::Tensor> outputs;  // [run, B, H] each
+  std::vector<torch::Tensor> state(h_entry.begin(), h_entry.end());  // [L, B, H] each
+  int64_t start = 0;
+  for (const int64_t end : ends) {
+    if (end <= start) continue;
+    const auto running = (lengths_cpu > start).nonzero().squeeze(1);  // [A]
+    const auto x_run = x_block.narrow(0, start, end - start);      // [run, B, F]
+    if (running.numel() == batch) {
+      auto [z, exit] = forward_fused(x_run, State(state));
+      outputs.push_back(z);
+      state.assign(exit.begin(), exit.end());
+    } else if (running.numel() == 0) {
+      outputs.push_back(torch::zeros({end - start, batch, hidden_size_}, x_block.options()));
+    } else {
+      const auto rows = running.to(x_block.device());
+      std::vector<torch::Tensor> entry;
+      for (const auto& h : state) entry.push_back(h.index_select(1, rows));
+      auto [z, exit] = forward_fused(x_run.index_select(1, rows), State(std::move(entry)));
+      outputs.push_back(torch::zeros({end - start, batch, hidden_size_}, x_block.options())
+                            .index_copy(1, rows, z));
+      for (size_t k = 0; k < state.size(); ++k) state[k] = state[k].index_copy(1, rows, exit[k]);
+    }
+    start = end;
+  }
+  return {outputs.size() == 1 ? outputs[0] : torch::cat(outputs, 0), State(std::move(state))};
 }
 
 std::pair<torch::Tensor, State> TorchRnn::forward_layers_with_dropout(

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
 namespace vlrnn::schedule {
 namespace {
@@ -449,320 +448,149 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 
 // NOTE [ Variable lengths are measured on the batch ]: where sequences have ended, a step
 // costs neither what a full step costs nor that scaled by the active fraction. The built-in
-// LibTorch modules take the packed path (copies in and out, per-step slices whose backward
-// writes zeros as large as the packed chunk), the hand-written cells mask a full batch, a
-// user's module does what it does. So the steps of a variable-length batch are not
-// modelled: they are measured, on the batch itself, in profile blocks of kProfileBlock steps run
-// as the executor runs a block (advance without grad; forward with grad from detached
+// LibTorch modules run the sequences still running alone (selecting their rows and putting
+// them back: NOTE [ Runs between ends ] in models.cpp), the hand-written cells mask a full
+// batch, a user's module does what it does. So the steps of a variable-length batch are not
+// modelled: they are measured, on the batch itself, in profile blocks of kProfileBlock steps
+// run as the executor runs a block (advance without grad; forward with grad from detached
 // leaves; backward from both roots: NOTE [ One block, measured ]), each profile block once. A
-// profile block's cost, less the per-call cost the prefix fits give, is spread evenly over its
-// steps. Its backward peak, less the same per-call bytes, is its chunk transient (NOTE [
-// Chunked backward of a variable-length batch ] in cost_model.h); the least of them where
-// sequences end is what any chunk needs. Tapes before the first end keep the fused path's
-// end-to-end transient. One extra pass over the batch: about one gradient step.
+// profile block's cost, less the per-call cost the prefix fits give, is spread over its
+// steps; so is its backward peak beyond the fused path's, on top of the end-to-end per-step
+// transient. Evenly, for a model that computes every sequence at every step; in proportion
+// to the sequences running at each step for one that runs only those (NOTE [ Runs,
+// measured ]), where a block holding an end would otherwise charge its steps before the end
+// too little and those after it too much. One extra pass over the batch: about one
+// gradient step.
 constexpr int64_t kProfileBlock = 32;
 
-// NOTE [ Chunked backward of a variable-length batch ] (cost_model.h), measured: tapes of 1,
-// 2, 4 and 8 profile blocks where sequences have ended, each reversed alone. The head's moment
-// grows with the tape (head per step); a model that reverses its tape in chunks needs at
-// the chunks' moment what its largest chunk needs, which stops growing at a chunk's length.
-// So the chunk length is the tape whose backward peak is largest above the head's moment,
-// unless that is the longest tried: then the whole tape is one chunk (T), as far as measured.
-constexpr int64_t kLongestChunkLadder = 8;  // profile blocks
-
-struct ChunkLadder {
-  int64_t start = 0;    // a profile block boundary
-  int64_t blocks = 0;   // the longest tape, in profile blocks (< 2: no ladder fits in T)
+// What a profile block [a, a + n) costs in all, beyond the per-call costs.
+struct ProfileBlock {
+  int64_t a = 0, n = 0;
+  double advance_s = 0, forward_grad_s = 0, backward_s = 0;
+  double tape = 0, transient = 0, advance = 0;  // bytes
 };
 
-ChunkLadder chunk_ladder(const Workload& workload) {
-  const int64_t T = workload.batch.time_steps();
-  ChunkLadder ladder{0, 1};
-  while (ladder.blocks < kLongestChunkLadder && 2 * ladder.blocks * kProfileBlock <= T) {
-    ladder.blocks *= 2;
-  }
-  const int64_t first_end = workload.batch.lengths.min().item<int64_t>();
-  ladder.start = std::min(first_end / kProfileBlock, T / kProfileBlock - ladder.blocks) *
-                 kProfileBlock;
-  return ladder;
-}
-
-// `entry`: the state at ladder.start.
-int64_t measure_chunk_steps(const Workload& workload, const ChunkLadder& ladder,
-                            const State& entry, double head_step) {
-  const int64_t T = workload.batch.time_steps();
-  if (ladder.blocks < 2) return T;
+std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& workload,
+                                         const PrefixFit& f, const EndToEnd& e,
+                                         int64_t state_bytes) {
   const auto& x = workload.batch.inputs;  // [T, B, F]
+  const int64_t T = workload.batch.time_steps();
   measure::DeviceTimer timer(x.device());
-  // The largest excess, even a negative one: a model whose backward needs less than the
-  // head's moment on every tape tried (an in-block scan) still gets a chunk length.
-  double best_excess = -std::numeric_limits<double>::infinity();
-  int64_t best_steps = 0;
-  for (int64_t blocks = 1; blocks <= ladder.blocks; blocks *= 2) {
-    const int64_t L = blocks * kProfileBlock;
-    const auto inputs = x.narrow(0, ladder.start, L).detach();  // [L, B, F]
-    const double excess =
-        double(run_block(workload, inputs, ladder.start, L, entry, timer).backward_peak) -
-        head_step * double(L);
-    if (excess > best_excess) {
-      best_excess = excess;
-      best_steps = L;
-    }
-  }
-  return best_steps == ladder.blocks * kProfileBlock ? T : best_steps;
-}
-
-// A state a later measurement starts from, kept as the profile pass goes by it: the entry
-// of the profile block holding `step`, advanced to `step` when asked.
-struct StateNear {
-  int64_t step = 0;
-  int64_t block = -1;   // the profile block holding it (-1: not passed)
-  State entry;          // the state at `block`
-  void pass(int64_t a, int64_t n, const State& state) {
-    if (a <= step && step < a + n) {
-      block = a;
-      entry = state;
-    }
-  }
-  State at(const Workload& workload) const {
-    return step == block ? entry : forward_no_grad(workload, block, step - block, entry);
-  }
-};
-
-// What the model so far leaves unexplained of the executor's iteration peak on two tapes of k
-// steps from `a` (`entry`: the state at a), at the second reversed after the first as in
-// every later block: beyond the fixed bytes, the first tape, and the fused path's per-call
-// and accumulation bytes.
-double unexplained_second_tape(const CostModel& m, const Workload& workload, const EndToEnd& e,
-                               int64_t fixed_per_step, int64_t a, int64_t k, const State& entry) {
-  const int64_t peak = executor_step(workload, 2 * k, k, a, &entry).memory.iteration_peak_bytes;
-  const int64_t tape = m.tape_op_bytes + CostPrefix(m).tape_b(a, a + k);
-  return double(peak - e.f0 - fixed_per_step * 2 * k - tape) - double(e.backward_call) -
-         double(e.accumulate);
-}
-
-// NOTE [ The least a chunk needs, end to end ]: a short tape where sequences have ended
-// needs more at its backward than the fused path's per-call bytes (the packed path computes
-// its weights' gradients step by step) and more than its profile blocks' spread transients say.
-// As for the fused path (NOTE [ Calibrating the peak end to end ]), the executor's own step
-// peak fixes it: two tapes of k steps from `a`, the second reversed after the first as in
-// every later block, and what the model so far leaves unexplained is the least a chunk needs.
-// `entry`: the state at step a.
-constexpr int64_t kChunkCallTape = 8;  // k
-
-void calibrate_chunk_call(CostModel& m, const Workload& workload, const EndToEnd& e,
-                          int64_t fixed_per_step, int64_t a, const State& entry) {
-  const int64_t T = workload.batch.time_steps();
-  const int64_t k = std::min<int64_t>(kChunkCallTape, (T - a) / 2);
-  if (k < 2) return;
-  const double unexplained = unexplained_second_tape(m, workload, e, fixed_per_step, a, k, entry);
-  m.chunk_call_bytes = std::max(m.chunk_call_bytes, int64_t(std::max(0.0, unexplained)));
-}
-
-// NOTE [ A chunk inside a step ]: a chunk reversed inside a step needs more than the same
-// steps reversed alone in a profile block say, beyond the fused path's per-call bytes the
-// simulator adds: the packed path's weight gradients are added into existing ones, and its
-// sums differ from the fused path's. Measured like the least a chunk needs: two tapes of
-// half a profile block, the first holding the first sequence's last step (so it runs packed, and
-// no sequence has ended before it), the second reversed after the first; what the model so
-// far leaves unexplained beyond the chunk's steps is added to every chunk. Only where the
-// chunk's steps need more than the least a chunk needs: below that, what is unexplained is
-// that least, already calibrated (NOTE [ The least a chunk needs, end to end ]).
-// The tapes are kContextTape steps; `start`: where the first starts.
-constexpr int64_t kContextTape = kProfileBlock / 2;
-
-void calibrate_chunk_context(CostModel& m, const Workload& workload, const EndToEnd& e,
-                             int64_t fixed_per_step, const StateNear& start) {
-  const int64_t a = start.step, k = kContextTape;
-  if (start.block < 0 || a + 2 * k > workload.batch.time_steps()) return;
-  const CostPrefix sums(m);
-  const double chunks = double(sums.chunk[size_t(a + k)] - sums.chunk[size_t(a)]);
-  if (chunks < double(m.chunk_call_bytes)) return;
-  const double unexplained =
-      unexplained_second_tape(m, workload, e, fixed_per_step, a, k, start.at(workload));
-  m.chunk_step_context_bytes = int64_t(std::max(0.0, unexplained - chunks));
-}
-
-// The head's moment (NOTE [ Chunked backward of a variable-length batch ]) of a model of
-// several modules holds one whole-tape gradient per module boundary, not only the head's:
-// one long tape from step 0 (up to kLongestMeasuredTape steps) reversed alone, and the
-// per-step bytes its backward peak needs beyond what the model so far predicts there.
-double calibrate_head_step(const CostModel& m, const Workload& workload, const PrefixFit& f) {
-  const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
-  if (L <= m.whole_call_steps() || L <= m.chunk_steps) return double(m.head_backward_step_bytes);
-  const auto& x = workload.batch.inputs;  // [T, B, F]
-  measure::DeviceTimer timer(x.device());
-  const BlockRun run =
-      run_block(workload, x.narrow(0, 0, L).detach(), 0, L, workload.h0.detached(), timer);
-  const double needs = double(run.backward_peak) - f.backward_peak_op_b;
-  // Above the prediction, the head's moment is what needs it (the prediction is at least
-  // head · L, so this never lowers it).
-  const double predicted = double(CostPrefix(m).tape_transient_b(0, L));
-  return needs <= predicted ? double(m.head_backward_step_bytes) : needs / double(L);
-}
-
-// NOTE [ The chunk that holds the first end ] (cost_model.h), measured: the profile blocks before
-// the first end ran fused and the one holding it packed, so neither says what a step
-// before it costs taped packed. One tape of kProfileBlock steps ending just past the first
-// end (every sequence active but at its last step) says it; its bytes per active
-// sequence-step, times B, are a packed step's. The profile block holding the first end then keeps
-// the fused bytes before it (a tape ending by then is one fused call) and the rest of its
-// measured tape after it. `from`: where that tape starts, max(0, first_end + 1 -
-// kProfileBlock).
-void measure_first_end_chunk(CostModel& m, const Workload& workload, const PrefixFit& f,
-                             const EndToEnd& e, const StateNear& from) {
-  const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
-  const int64_t first_end = m.whole_call_steps();
-  if (first_end <= 0 || first_end >= T || m.chunk_steps <= 0 || from.block < 0) return;
-  const int64_t n = first_end + 1 - from.step;
-  const auto& x = workload.batch.inputs;  // [T, B, F]
-  measure::DeviceTimer timer(x.device());
-  const State at_from = from.at(workload);
-  auto inputs = x.narrow(0, from.step, n).detach();  // [n, B, F]
-  if (x.requires_grad()) inputs.requires_grad_(true);
-  const BlockRun run = run_block(workload, inputs, from.step, n, at_from, timer);
-  const auto active =
-      (workload.batch.lengths.to(torch::kCPU) > first_end).sum().item<int64_t>();
-  // Sequence-steps active in [from, first_end].
-  const double per_active_step = 1.0 / double((n - 1) * B + active);
-  const double packed_step = std::max(0.0, double(run.tape) - f.tape_op_b) * per_active_step;
-  const double packed_transient =
-      std::max(0.0, double(run.backward_peak) - f.backward_peak_op_b) * per_active_step;
-  m.packed_step_bytes = int64_t(packed_step * double(B));
-  // The profile block holding the first end: fused bytes before it, the rest of its tape after.
-  const int64_t block_start = first_end / kProfileBlock * kProfileBlock;
-  const int64_t block_end = std::min(T, block_start + kProfileBlock);
-  double block_tape = 0.0;
-  for (int64_t t = block_start; t < block_end; ++t) block_tape += double(m.tape_bytes[size_t(t)]);
-  const double after =
-      std::max(0.0, block_tape - double((first_end - block_start) * m.packed_step_bytes));
-  for (int64_t t = block_start; t < block_end; ++t) {
-    m.tape_bytes[size_t(t)] =
-        t < first_end ? int64_t(f.tape_b) : int64_t(after / double(block_end - first_end));
-    if (t < first_end) m.backward_transient_bytes[size_t(t)] = int64_t(e.backward_step);
-  }
-  for (int64_t t = 0; t < first_end; ++t) {
-    m.chunk_transient_bytes[size_t(t)] = int64_t(packed_transient * double(B));
-  }
-}
-
-void profile_variable_length_steps(CostModel& m, const Workload& workload, const PrefixFit& f,
-                                   const EndToEnd& e, int64_t state_bytes,
-                                   int64_t fixed_per_step) {
-  const auto& x = workload.batch.inputs;  // [T, B, F]
-  const int64_t T = workload.batch.time_steps();
-  const auto device = x.device();
-  measure::DeviceTimer timer(device);
-  const auto per_step = [](double total, int64_t n) { return std::max(0.0, total) / double(n); };
-  const auto& lengths = workload.batch.lengths;  // [B]
-  // First: calls_seconds prices calls past the first end from it.
-  m.active_sequences = active_sequences_of(workload.batch);
-  // The first end: the first step some sequence no longer has; the last: none has any more.
-  const int64_t first_end = lengths.min().item<int64_t>();
-  const int64_t longest = lengths.max().item<int64_t>();
-  const ChunkLadder ladder = chunk_ladder(workload);
-  // The states the later measurements start from, kept as the pass goes by them.
-  State ladder_entry, least_entry;
-  StateNear first_end_from, context_start;
-  first_end_from.step = std::max<int64_t>(0, first_end + 1 - kProfileBlock);
-  // The half profile block that holds the first sequence's last step.
-  context_start.step = std::max<int64_t>(0, first_end - 1) / kContextTape * kContextTape;
-  double least_chunk = -1.0;  // the least backward peak of a profile block where sequences end
-  int64_t least_at = -1;      // and where it starts
+  std::vector<ProfileBlock> blocks;
   State entry = workload.h0.detached();
   for (int64_t a = 0; a < T; a += kProfileBlock) {
     const int64_t n = std::min(kProfileBlock, T - a);
     auto inputs = x.narrow(0, a, n);  // [n, B, F]
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     BlockRun run = run_block(workload, inputs, a, n, entry, timer);
-    if (a == ladder.start) ladder_entry = entry;
-    first_end_from.pass(a, n, entry);
-    context_start.pass(a, n, entry);
-    if (a + n > first_end && a < longest) {
-      const double peak = double(run.backward_peak) - f.backward_peak_op_b;
-      if (least_chunk < 0 || peak < least_chunk) {
-        least_chunk = peak;
-        least_at = a;
-        least_entry = entry;
-      }
-    }
     const double fused_backward_peak = f.backward_peak_b * double(n) + f.backward_peak_op_b;
     const double call_s = m.calls_seconds(a, a + n, n);
-    for (int64_t t = a; t < a + n; ++t) {
-      m.forward_seconds.push_back(per_step(run.advance_s - call_s, n));
-      m.forward_grad_seconds.push_back(per_step(run.forward_grad_s - call_s, n));
-      m.backward_seconds.push_back(per_step(run.backward_s - call_s, n));
-      m.tape_bytes.push_back(int64_t(per_step(double(run.tape) - f.tape_op_b, n)));
-      m.backward_transient_bytes.push_back(int64_t(
-          e.backward_step + per_step(double(run.backward_peak) - fused_backward_peak, n)));
-      m.advance_transient_bytes.push_back(
-          int64_t(per_step(double(run.advance_peak - state_bytes), n)));
-      m.chunk_transient_bytes.push_back(
-          int64_t(per_step(double(run.backward_peak) - f.backward_peak_op_b, n)));
-    }
+    // Fewer sequences running need less than the fused path's transient: the excess may be
+    // negative.
+    blocks.push_back({a, n, run.advance_s - call_s, run.forward_grad_s - call_s,
+                      run.backward_s - call_s, double(run.tape) - f.tape_op_b,
+                      e.backward_step * double(n) + double(run.backward_peak) - fused_backward_peak,
+                      double(run.advance_peak - state_bytes)});
     entry = std::move(run.exit);
   }
-  // A model whose own backward stops growing (e.backward_window) reverses in chunks too.
-  m.chunk_steps = measure_chunk_steps(workload, ladder, ladder_entry, f.head_backward_peak_b);
-  if (e.backward_window > 0) m.chunk_steps = std::min(m.chunk_steps, e.backward_window);
-  // Tapes that end before any sequence has are one call of the model, unless its own
-  // backward is chunked (a window: NOTE [ A transient that stops growing ]):
-  // CostModel::whole_call_steps().
-  measure_first_end_chunk(m, workload, f, e, first_end_from);
-  m.chunk_call_bytes = int64_t(std::max(0.0, least_chunk));
-  if (least_at >= 0) calibrate_chunk_call(m, workload, e, fixed_per_step, least_at, least_entry);
-  calibrate_chunk_context(m, workload, e, fixed_per_step, context_start);
-  // The head alone first; a long tape of the batch raises it where it needs more.
-  m.head_backward_step_bytes = int64_t(f.head_backward_peak_b);
-  m.head_backward_step_bytes = int64_t(calibrate_head_step(m, workload, f));
+  return blocks;
 }
 
-// Long tapes (cost_model.h): what tapes from step 0 of the batch take per step beyond the
-// model's per-step and per-call seconds grows with the tape (by tape_growth_seconds per step
-// of it), from kShortGrowthTape steps up to L = min(T, 1024).
-// - Fixed lengths: the end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run
-//   full tapes of 128, 512 and L steps of this very batch, timed; the growth is the
-//   least-squares slope over them, at no run more. Over five calibrations of an LSTM (F = 32,
-//   H = 128, B = 16, T = 1000) it spread from 3.6e-8 to 5.8e-8 s, against 2.3e-8 to 5.1e-8 s
-//   for the alternated tapes below, which took 0.9 s of the 1.5 s calibration.
-// - Variable lengths: those tapes ran without the lengths. With them the built-in modules
-//   run 64-step packed chunks whose backward writes zeros as large as the chunk's input once
-//   per step, which the per-step seconds of 32-step profile blocks miss. So one tape of
-//   kShortGrowthTape and one of L steps with the batch's lengths, timed alternately so that
-//   the machine's drift falls on both, and the median of their differences: taken as two
-//   medians apart, the growth swung fourfold between runs (it is a difference of a few
-//   percent of each), and a 1000-step tape's predicted time by 15 %.
-constexpr int64_t kShortGrowthTape = 64;  // the shortest tape fitted; T below twice that: none
-
-double measure_tape_growth(const CostModel& m, const Workload& workload, const EndToEnd& e,
-                           int64_t repeats) {
-  const int64_t T = workload.batch.time_steps();
-  if (T < 2 * kShortGrowthTape) return 0.0;
-  const CostPrefix sums(m);
-  const auto unexplained_per_step = [&](int64_t n, double seconds) {
-    const double explained = 2 * m.calls_seconds(0, n, n) + sums.forward_grad_s(0, n) +
-                             sums.backward_s(0, n);
-    return (seconds - explained) / double(n);
-  };
-  if (!workload.batch.has_lengths()) {
-    LineFit line;
-    for (const auto& [n, seconds] : e.full_tapes) {
-      if (n >= kShortGrowthTape) line.add(double(n), unexplained_per_step(n, seconds));
+// The per-step vectors from the profile blocks, spread evenly or by the active counts.
+void spread_profile(CostModel& m, const std::vector<ProfileBlock>& blocks, bool by_active) {
+  const auto& active = m.active_sequences;  // [T]
+  m.forward_seconds.clear();
+  m.forward_grad_seconds.clear();
+  m.backward_seconds.clear();
+  m.tape_bytes.clear();
+  m.backward_transient_bytes.clear();
+  m.advance_transient_bytes.clear();
+  for (const auto& block : blocks) {
+    double running = 0;  // sequence-steps in the block
+    for (int64_t t = block.a; t < block.a + block.n; ++t) running += double(active[size_t(t)]);
+    // A block of padding alone (every sequence ended) is spread evenly.
+    const bool weighted = by_active && running > 0;
+    for (int64_t t = block.a; t < block.a + block.n; ++t) {
+      const double share = weighted ? double(active[size_t(t)]) / running : 1.0 / double(block.n);
+      const auto part = [&](double total) { return std::max(0.0, total) * share; };
+      const auto even = [&](double total) { return std::max(0.0, total) / double(block.n); };
+      m.forward_seconds.push_back(part(block.advance_s));
+      m.forward_grad_seconds.push_back(part(block.forward_grad_s));
+      m.backward_seconds.push_back(part(block.backward_s));
+      m.tape_bytes.push_back(int64_t(part(block.tape)));
+      m.backward_transient_bytes.push_back(int64_t(even(block.transient)));
+      m.advance_transient_bytes.push_back(int64_t(part(block.advance)));
     }
-    return std::max(0.0, line.slope());
   }
-  const int64_t l1 = kShortGrowthTape, l2 = std::min<int64_t>(T, kLongestMeasuredTape);
-  const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
-  const auto timed = [&](int64_t n) {
-    return unexplained_per_step(n, executor_step(workload, n, n, 0, &entry).seconds);
+}
+
+// NOTE [ Runs, measured ]: whether the model reverses a tape in runs between ends (NOTE [
+// Backward in runs ] in cost_model.h) is what its backward does, not what its code says: one
+// tape of the batch from step 0, min(T, kLongestMeasuredTape) steps and its lengths, reversed
+// alone, and its backward peak against the model's prediction either way (in runs with the
+// head's own backward peak per step apart); the nearer one. A model that reverses in runs
+// computes only the sequences running: its profile is spread by the active counts (NOTE [
+// Variable lengths are measured on the batch ]), and the head's part is then what makes that
+// tape exact (a model of two modules holds the lower one's output gradient for the whole
+// tape too).
+void measure_backward_runs(CostModel& m, const Workload& workload, const PrefixFit& f,
+                           const EndToEnd& e, const std::vector<ProfileBlock>& blocks) {
+  const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
+  if (m.first_end() >= L) return;
+  CostModel runs = m;
+  runs.backward_splits_at_ends = 1;
+  // The head's output gradient leaves the steps' transients; a negative part (the head's
+  // tape freed) was never in them.
+  const auto head_apart = [&](int64_t head) {
+    runs.head_backward_step_bytes = head;
+    for (auto& bytes : runs.backward_transient_bytes) {
+      bytes = std::max<int64_t>(0, bytes - std::max<int64_t>(0, head));
+    }
   };
-  // No warm-up: the end-to-end calibration has run the longest tape already.
-  std::vector<double> growth;
-  for (int64_t r = 0; r < repeats; ++r) {
-    const double r1 = timed(l1);
-    growth.push_back((timed(l2) - r1) / double(l2 - l1));
+  head_apart(int64_t(f.head_backward_peak_b));
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  measure::DeviceTimer timer(x.device());
+  auto inputs = x.narrow(0, 0, L).detach();  // [L, B, F]
+  if (x.requires_grad()) inputs.requires_grad_(true);
+  const BlockRun run = run_block(workload, inputs, 0, L, workload.h0.detached(), timer);
+  const double needs = double(run.backward_peak) - f.backward_peak_op_b;
+  const auto transient = [&](const CostModel& model) {
+    return double(CostPrefix(model).tape_transient_b(0, L));
+  };
+  if (std::abs(needs - transient(runs)) >= std::abs(needs - transient(m))) return;
+  spread_profile(runs, blocks, true);
+  head_apart(0);
+  // Full BPTT over those steps in the executor: its peak comes in its one backward, beside
+  // the fixed bytes, the gradients (in f0), the tape and the per-call bytes.
+  const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
+  const int64_t peak = executor_step(workload, L, L, 0, &entry).memory.iteration_peak_bytes;
+  const double live = double(e.f0 + runs.fixed_step_bytes * L + runs.tape_op_bytes +
+                             CostPrefix(runs).tape_b(0, L) + runs.backward_op_bytes);
+  head_apart(int64_t((double(peak) - live - transient(runs)) / double(L)));  // signed
+  m = std::move(runs);
+}
+
+// Long tapes (cost_model.h): what tapes from step 0 take per step beyond the model's
+// per-step and per-call seconds grows with the tape (by tape_growth_seconds per step of it).
+// The end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run full tapes of 128,
+// 512 and min(T, 1024) steps of this very batch, timed, every sequence running; the growth
+// is the least-squares slope over those of kShortGrowthTape steps or more, at no run more.
+// Over five calibrations of an LSTM (F = 32, H = 128, B = 16, T = 1000) it spread from 3.6e-8
+// to 5.8e-8 s, against 2.3e-8 to 5.1e-8 s for tapes of 64 and 1024 steps timed alternately
+// three times, which took 0.9 s of a 1.5 s calibration. A variable-length batch's steps are
+// the same model's, fewer sequences each, so its tapes grow as fast or slower: the slope
+// over full steps is a bound.
+constexpr int64_t kShortGrowthTape = 64;  // the shortest tape fitted
+
+double fit_tape_growth(const CostModel& m, const EndToEnd& e, const PrefixFit& f) {
+  LineFit line;
+  for (const auto& [n, seconds] : e.full_tapes) {
+    if (n < kShortGrowthTape) continue;
+    // The ladder's tapes ran every sequence: the fused path's per-step and per-call costs.
+    const double explained = 2 * m.op_seconds + (f.forward_grad_s + f.backward_s) * double(n);
+    line.add(double(n), (seconds - explained) / double(n));
   }
-  return std::max(0.0, median(growth));
+  return std::max(0.0, line.slope());
 }
 
 // Bytes live for the whole step besides what F0 holds (cost_model.h's fixed_bytes), and
@@ -848,15 +676,19 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   m.backward_floor_bytes = e.floor;
   m.backward_window_steps = e.backward_window;  // NOTE [ Backward windows ]
   m.window_step_bytes = int64_t(e.window_step);
+  fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
   if (workload.batch.has_lengths()) {
-    profile_variable_length_steps(m, workload, f, e, state.exit, fixed_per_step);
+    // First: calls_seconds prices calls past the first end from the active counts.
+    m.active_sequences = active_sequences_of(workload.batch);
+    const auto blocks = profile_blocks(m, workload, f, e, state.exit);
+    spread_profile(m, blocks, false);
+    measure_backward_runs(m, workload, f, e, blocks);
   } else {
     fill_fixed_length_steps(m, f, e, T);
   }
-  m.tape_growth_seconds = measure_tape_growth(m, workload, e, options.repeats);
+  m.tape_growth_seconds = fit_tape_growth(m, e, f);
   m.state_bytes.assign(size_t(T + 1), state.stored);
   m.state_bytes[0] = 0;
-  fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
   m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats{})",
                          x.device().str(), f.n1, f.n2, options.repeats,
                          workload.batch.has_lengths() ? ", lengths profiled" : "");

@@ -28,14 +28,14 @@ void CostModel::check() const {
   TORCH_CHECK(T >= 1, "cost model forward_seconds: expected T >= 1 entries, got 0");
   const auto entries = [&](const std::string& field) {
     if (field == "state_bytes") return T + 1;
-    if (field == "chunk_transient_bytes") return chunk_steps > 0 ? T : size_t(0);
     if (field == "active_sequences") return active_sequences.empty() ? size_t(0) : T;
     return T;
   };
   for_each_field(*this, [&](const char* field, const auto& value) {
     using V = std::decay_t<decltype(value)>;
     if constexpr (std::is_arithmetic_v<V>) {
-      check_value(field, -1, double(value));
+      // Signed: the head's tape, freed first, may outweigh its output gradient.
+      if (std::string(field) != "head_backward_step_bytes") check_value(field, -1, double(value));
     } else if constexpr (!std::is_same_v<V, std::string>) {
       TORCH_CHECK(value.size() == entries(field), "cost model ", field, ": expected ",
                   entries(field), " entries, got ", value.size());
@@ -50,12 +50,11 @@ void CostModel::check() const {
   TORCH_CHECK(fixed_step_bytes <= fixed_bytes / int64_t(T), "cost model fixed_step_bytes: "
               "expected at most fixed_bytes / T = ", fixed_bytes / int64_t(T), " (a part of "
               "fixed_bytes per step), got ", fixed_step_bytes);
+  TORCH_CHECK(backward_splits_at_ends <= 1, "cost model backward_splits_at_ends: expected 0 or "
+              "1, got ", backward_splits_at_ends);
   TORCH_CHECK(window_step_bytes == 0 || backward_window_steps > 0, "cost model "
               "window_step_bytes: expected 0 without backward_window_steps, got ",
               window_step_bytes);
-  TORCH_CHECK(packed_step_bytes == 0 || (chunk_steps > 0 && !active_sequences.empty()),
-              "cost model packed_step_bytes: expected 0 without chunk_steps and "
-              "active_sequences, got ", packed_step_bytes);
 }
 
 double CostModel::calls_seconds(int64_t a, int64_t b, int64_t call_steps) const {
@@ -89,9 +88,8 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
 // up to that batch's first end, and from it on a least-squares line in the active count,
 // fitted over the measured batch's steps from its own first end. Without lengths every step
 // is one where every sequence runs: the mean (the measured steps are equal anyway). What is
-// priced per call, per tape or per chunk depends on neither; the first end is the new
-// batch's, the whole-iteration bytes change by fixed_step_bytes per step, and a chunk as long
-// as the measured batch (the whole tape) becomes as long as the new one. What a measurement
+// priced per call or per tape depends on neither; the first end is the new batch's, and the
+// whole-iteration bytes change by fixed_step_bytes per step. What a measurement
 // learns from long tapes it learns from kLongestMeasuredTape steps at most, so a model
 // measured on as many prices longer batches too; one measured on fewer prices shorter ones
 // only. A training run over shuffled batches, or over batches padded to their longest
@@ -179,12 +177,10 @@ CostModel CostModel::for_batch(int64_t steps, const std::vector<int64_t>& active
   derive(m.tape_bytes);
   derive(m.backward_transient_bytes);
   derive(m.advance_transient_bytes);
-  if (chunk_steps > 0) derive(m.chunk_transient_bytes);
   // Stored states cost the same at every step but the caller's h0.
   m.state_bytes.assign(size_t(steps + 1), state_bytes.back());
   m.state_bytes[0] = state_bytes[0];
   m.fixed_bytes = fixed_bytes + (steps - T) * fixed_step_bytes;
-  if (chunk_steps >= T) m.chunk_steps = steps;  // the whole tape is one chunk
   m.active_sequences = active;  // and so the first end, the new batch's
   m.source = source + fmt::format(", priced for a batch of T = {}{}", steps,
                                   active.empty() ? "" : " through its active counts");
@@ -212,48 +208,50 @@ CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forwar
   return m;
 }
 
-CostPrefix::CostPrefix(const CostModel& m) : model(m), whole_call_steps(m.whole_call_steps()) {
+CostPrefix::CostPrefix(const CostModel& m) : model(m), first_end(m.first_end()) {
   const size_t T = m.forward_seconds.size();
   forward.assign(T + 1, 0.0);
   forward_grad.assign(T + 1, 0.0);
   backward.assign(T + 1, 0.0);
   tape.assign(T + 1, 0);
   backward_transient.assign(T + 1, 0);
-  chunk.assign(T + 1, 0);
   for (size_t t = 0; t < T; ++t) {
-    chunk[t + 1] = chunk[t] + (m.chunk_steps > 0 ? m.chunk_transient_bytes[t] : 0);
     forward[t + 1] = forward[t] + m.forward_seconds[t];
     forward_grad[t + 1] = forward_grad[t] + m.forward_grad_seconds[t];
     backward[t + 1] = backward[t] + m.backward_seconds[t];
     tape[t + 1] = tape[t] + m.tape_bytes[t];
     backward_transient[t + 1] = backward_transient[t] + m.backward_transient_bytes[t];
-  }
-  if (m.chunk_steps > 0) {
-    const int64_t W = std::min<int64_t>(m.chunk_steps, int64_t(T));
-    for (int64_t t = 0; t + W <= int64_t(T); ++t) {
-      max_chunk_transient = std::max(max_chunk_transient, chunk[size_t(t + W)] - chunk[size_t(t)]);
+    if (m.backward_splits_at_ends && t > 0 && m.active_sequences[t] < m.active_sequences[t - 1]) {
+      ends.push_back(int64_t(t));
     }
   }
 }
 
 int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
-  if (chunked(b)) {  // NOTE [ Chunked backward of a variable-length batch ]
-    // A one-step tape has no per-step weight gradients to sum: no chunk_call_bytes.
-    const int64_t call = b - a >= 2 ? model.chunk_call_bytes : 0;
-    int64_t best = std::max(model.head_backward_step_bytes * (b - a), call);
-    const int64_t largest =
-        std::max(max_chunk_transient + model.chunk_step_context_bytes, call);
-    for (int64_t c = b; c > a; --c) {
-      const int64_t freed = tape[size_t(b)] - tape[size_t(c)];
-      if (freed >= largest) break;  // no chunk needs more than what is freed by now
-      const int64_t chunk_start = std::max(a, c - model.chunk_steps);
-      const int64_t needs = std::max(call, model.chunk_step_context_bytes + chunk[size_t(c)] -
-                                               chunk[size_t(chunk_start)]);
-      best = std::max(best, needs - freed);
-    }
-    return best;
+  const int64_t window = std::min(b - a, model.backward_window_steps) * model.window_step_bytes;
+  const int64_t head = model.head_backward_step_bytes * (b - a);
+  // What a run [s, e) needs of its own: its steps.
+  const auto own = [&](int64_t s, int64_t e) {
+    return backward_transient[e] - backward_transient[s];
+  };
+  // The runs of [a, b), last first: from the last end before b down to a.
+  auto end = std::lower_bound(ends.begin(), ends.end(), b);
+  // Never below 0: the backward starts with the whole tape live (a negative head frees some).
+  if (end == ends.begin() || *(end - 1) <= a) return std::max<int64_t>(0, head + own(a, b) + window);
+  // Every run but the first reversed holds the earlier runs' weight gradients, a whole
+  // gradient's worth, of which the per-call sums (backward_op_bytes) are part already.
+  const int64_t held = std::max<int64_t>(0, model.gradient_bytes - model.backward_op_bytes);
+  const int64_t largest = backward_transient[b] - backward_transient[a] + held;
+  int64_t most = 0, run_end = b, sums = 0;
+  while (run_end > a) {
+    const int64_t run_start = (end != ends.begin() && *(end - 1) > a) ? *--end : a;
+    const int64_t freed = tape[b] - tape[run_end];
+    if (freed >= largest) break;  // no run needs more than that
+    most = std::max(most, sums + own(run_start, run_end) - freed);
+    sums = held;
+    run_end = run_start;
   }
-  return backward_transient_b(a, b) + window_b(b - a);
+  return std::max<int64_t>(0, head + most + window);
 }
 
 }  // namespace vlrnn::schedule

@@ -24,9 +24,8 @@ int64_t max_of(const std::vector<int64_t>& v, size_t from = 0) {
 // l steps with c states stored, each step taping `step_bytes` and each state `state_bytes`.
 class InnerDp {
  public:
-  InnerDp(int64_t max_length, int64_t available, int64_t step_bytes, int64_t one_step_bytes,
-          int64_t state_bytes, int64_t per_tape_bytes, int64_t advance_bytes,
-          int64_t single_tape_bytes)
+  InnerDp(int64_t max_length, int64_t available, int64_t step_bytes, int64_t state_bytes,
+          int64_t per_tape_bytes, int64_t advance_bytes, int64_t single_tape_bytes)
       : max_length_(max_length),
         states_(std::max<int64_t>(0, std::min(kMaxInnerStates,
                                               (available - advance_bytes) / state_bytes))) {
@@ -36,7 +35,7 @@ class InnerDp {
     capacity_.assign(W + 1, 0);
     for (int64_t c = 0; c <= states_ + 1; ++c) {
       capacity_[size_t(c)] = capacity(available - c * state_bytes, max_length, step_bytes,
-                                      one_step_bytes, per_tape_bytes, single_tape_bytes);
+                                      per_tape_bytes, single_tape_bytes);
     }
     for (int64_t c = states_; c >= 0; --c) {
       for (int64_t l = 1; l <= max_length; ++l) {
@@ -67,12 +66,10 @@ class InnerDp {
   double cost(int64_t l, int64_t c) const { return c > states_ ? kInf : cost_[index(l, c)]; }
   // The longest L such that a tape of every length 1..L fits `room` bytes: a one-step tape
   // has its own per-call bytes (cost_model.h), larger than a longer one's on small models
-  // (its gradient sums are not handed over), and its own bytes (one_step_tape_bytes), so
-  // both are checked.
+  // (its gradient sums are not handed over), so both are checked.
   static int64_t capacity(int64_t room, int64_t max_length, int64_t step_bytes,
-                          int64_t one_step_bytes, int64_t per_tape_bytes,
-                          int64_t single_tape_bytes) {
-    if (room - single_tape_bytes - one_step_bytes < 0) return 0;
+                          int64_t per_tape_bytes, int64_t single_tape_bytes) {
+    if (room - single_tape_bytes - step_bytes < 0) return 0;
     const int64_t longer = room - per_tape_bytes;
     const int64_t most = longer < 0        ? 0
                          : step_bytes <= 0 ? max_length
@@ -105,24 +102,17 @@ class InnerDp {
   std::vector<int64_t> capacity_;
 };
 
-// The most one step adds to a tape and to its backward transient, over the chain.
-int64_t largest_step_bytes(const CostPrefix& sums, int64_t T) {
+// The most one step adds to a tape and to its backward transient, over the chain: what a
+// tape of k steps needs beyond its per-tape bytes is at most k of these (its window's buffer
+// at most one step's worth per step: NOTE [ Backward windows ]). A step's transient with
+// the head's signed part counts from 0, as a tape's does (CostPrefix::tape_transient_b).
+int64_t largest_step_bytes(const CostModel& model) {
   int64_t largest = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    largest = std::max(largest, sums.step_tape_bound(t) + sums.step_transient_bound(t));
-  }
-  return largest;
-}
-
-// The most a one-step tape [t, t + 1) needs, its bytes and its backward's transient, over
-// every t: never below the per-step bounds the DP plans with, nor below what the simulator
-// charges it exactly (a chunked one also needs chunk_step_context_bytes, which the per-step
-// bounds of largest_step_bytes leave to longer tapes). minimum_budget and the DP's one-step
-// tapes both read it (tests/schedule/test_cost_bounds.cpp).
-int64_t one_step_tape_bytes(const CostPrefix& sums, int64_t T) {
-  int64_t largest = largest_step_bytes(sums, T);
-  for (int64_t t = 0; t < T; ++t) {
-    largest = std::max(largest, sums.tape_b(t, t + 1) + sums.tape_transient_b(t, t + 1));
+  for (size_t t = 0; t < model.tape_bytes.size(); ++t) {
+    largest = std::max(largest, model.tape_bytes[t] +
+                                    std::max<int64_t>(0, model.backward_transient_bytes[t] +
+                                                             model.head_backward_step_bytes +
+                                                             model.window_step_bytes));
   }
   return largest;
 }
@@ -131,8 +121,8 @@ int64_t one_step_tape_bytes(const CostPrefix& sums, int64_t T) {
 
 int64_t minimum_budget(const CostModel& model) {
   model.check();
-  const CostPrefix sums(model);
-  const int64_t worst_step = one_step_tape_bytes(sums, model.time_steps());
+  const int64_t worst_step =
+      largest_step_bytes(model) + CostPrefix(model).per_tape_transient_bound(true);
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
@@ -160,9 +150,6 @@ struct DpChain {
   // later backward's floor ]): the leaf check and the inner DP take the larger of it and the
   // per-tape bytes with the tape's transient.
   int64_t floor_tape = 0;
-  // The least a chunk needs (NOTE [ Chunked backward of a variable-length batch ]): the
-  // leaf check's transient bound has it; the inner DP's per-step bound does not.
-  int64_t tape_call = 0;
   int64_t available = 0;          // budget less fixed bytes and parameter gradients
   int64_t advance_transient = 0;  // the largest advance chunk's transient
   int64_t unit = 1;            // u: bytes per memory unit, >= s (one state = one unit)
@@ -170,7 +157,6 @@ struct DpChain {
   bool keep_tapes = true;      // whether the DP may keep tapes (NOTE [ Kept tapes ])
   int64_t longest = 0;         // the longest super-step
   int64_t step_bytes = 0;      // the largest step's tape + backward transient
-  int64_t one_step_bytes = 0;  // the most a one-step tape needs (one_step_tape_bytes)
 };
 
 DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes) {
@@ -180,11 +166,9 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   d.p.resize(size_t(d.N + 1));
   for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
   d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
-  const CostPrefix sums(model);
   d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
   d.single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
   d.floor_tape = model.tape_op_bytes + model.backward_floor_bytes;
-  d.tape_call = sums.tape_call_bound();
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
   d.advance_transient = model.advance_transient(0, model.time_steps(), kAdvanceChunk);
   TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
@@ -202,8 +186,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   for (int64_t i = 0; i < d.N; ++i) {
     d.longest = std::max(d.longest, d.p[size_t(i + 1)] - d.p[size_t(i)]);
   }
-  d.step_bytes = largest_step_bytes(sums, d.T);
-  d.one_step_bytes = one_step_tape_bytes(sums, d.T);
+  d.step_bytes = largest_step_bytes(model);
   return d;
 }
 
@@ -213,9 +196,11 @@ class OuterDp {
  public:
   OuterDp(const CostModel& model, const DpChain& d)
       : model_(model), d_(d), sums_(model),
-        inner_(d.longest, d.available, d.step_bytes, d.one_step_bytes, d.state,
-               std::max(d.per_tape + d.tape_call, d.floor_tape), d.advance_transient,
-               d.single_tape),
+        // The inner DP bounds a tape by its steps (largest_step_bytes) and what it adds once.
+        inner_(d.longest, d.available, d.step_bytes, d.state,
+               std::max(d.per_tape, d.floor_tape) + sums_.per_tape_transient_bound(false),
+               d.advance_transient,
+               d.single_tape + sums_.per_tape_transient_bound(true)),
         ranges_(size_t((d.N + 1) * (d.N + 2) / 2)),
         cost_(ranges_ * size_t(d.max_units + 1), kInf),
         choice_(cost_.size(), kNone) {
@@ -229,9 +214,9 @@ class OuterDp {
         const int64_t a = d.p[size_t(i)], b = d.p[size_t(j)];
         const size_t r = range(i, j);
         leaf_bytes_[r] = sums_.tape_b(a, b) +
-                         (b - a >= 2 ? std::max(sums_.tape_transient_bound(a, b) + d.per_tape,
+                         (b - a >= 2 ? std::max(sums_.tape_transient_b(a, b) + d.per_tape,
                                                 d.floor_tape)
-                                     : sums_.tape_transient_bound(a, b) + d.single_tape);
+                                     : sums_.tape_transient_b(a, b) + d.single_tape);
         leaf_s_[r] = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
                      2 * model.calls_seconds(a, b, b - a) +
                      model.tape_growth_seconds * double(b - a) * double(b - a);

@@ -50,9 +50,12 @@ class TorchRnn : public RecurrentModule {
 
  private:
   // Runs a block of at most a few dozen steps with some sequences shorter than the block.
-  std::pair<torch::Tensor, State> forward_packed_chunk(const torch::Tensor& x_block,
-                                                       const State& h_entry,
-                                                       const torch::Tensor& lengths);
+  // The module itself over every row of x and h_entry.
+  std::pair<torch::Tensor, State> forward_fused(const torch::Tensor& x, const State& h_entry);
+  // A block where some sequences end: NOTE [ Runs between ends ] in models.cpp.
+  std::pair<torch::Tensor, State> forward_runs_between_ends(const torch::Tensor& x_block,
+                                                            const State& h_entry,
+                                                            const torch::Tensor& lengths);
   std::pair<torch::Tensor, State> forward_layers_with_dropout(const torch::Tensor& x_block,
                                                               const State& h_entry,
                                                               const torch::Tensor& lengths);

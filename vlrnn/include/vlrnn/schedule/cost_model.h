@@ -24,8 +24,9 @@ struct CostModel {
   double op_seconds = 0.0;                   // fixed cost of one forward / backward call
   // A call on a block that reaches past the first end (first_end(), where the first sequence
   // of a variable-length batch ends) costs ended_call_seconds more: the model's lengths path
-  // (the built-in modules sort, pack, unpack and scatter back). NOTE [ What a call costs ] in
-  // cost_measurement.cpp. 0: every call costs op_seconds.
+  // (the built-in modules select the running sequences' rows and put them back: NOTE [ Runs
+  // between ends ] in models.cpp). NOTE [ What a call costs ] in cost_measurement.cpp. 0:
+  // every call costs op_seconds.
   double ended_call_seconds = 0.0;
   // Long tapes run slower per step (memory traffic: their activations leave the caches and
   // are freshly allocated): a tape of n steps costs tape_growth_seconds · n² on top of its
@@ -36,7 +37,9 @@ struct CostModel {
 
   // Bytes.
   std::vector<int64_t> tape_bytes;                // [T] activations a taped step keeps
-  std::vector<int64_t> backward_transient_bytes;  // [T] extra live while its tape is reversed
+  // [T] extra live while the step's tape is reversed: the model's own (NOTE [ Backward in
+  // runs ] below), beside the head's output gradient, head_backward_step_bytes per step.
+  std::vector<int64_t> backward_transient_bytes;
   std::vector<int64_t> advance_transient_bytes;   // [T] extra live per step of an advance chunk
   std::vector<int64_t> state_bytes;               // [T + 1] a stored state (tensors + RNG)
   int64_t tape_op_bytes = 0;      // per tape whatever its length (loss, exit state, ...)
@@ -69,40 +72,27 @@ struct CostModel {
   // output gradient, dL/dx, ...).
   int64_t backward_window_steps = 0;
   int64_t window_step_bytes = 0;  // 0 when backward_window_steps is
+  // NOTE [ Backward in runs ]: a tape's backward first runs the head's backward for all its
+  // steps at once. That leaves its output gradient live until the tape is reversed and frees
+  // the head's own tape (a copy of the model's outputs among it): head_backward_step_bytes
+  // per step, their difference, so signed (negative on a small batch, where the copy is the
+  // larger). The model's own transient is then its steps' backward_transient_bytes summed
+  // over the tape, unless backward_splits_at_ends: a model that runs the steps between two
+  // ends of sequences as one call (the built-in modules: NOTE [ Runs between ends ] in
+  // models.cpp) reverses those runs one at a time, last first, each needing its own steps'
+  // sum while the tape after it is freed, and every run but the last holds the weight
+  // gradients of those reversed before it beyond the per-call sums, max(0, gradient_bytes -
+  // backward_op_bytes) (measured: NOTE [ Runs, measured ]). So a tape [a, b) needs
+  // head · (b - a) plus the most any of its runs r = [s, e) needs, Σ_r
+  // backward_transient_bytes - tape_bytes over [e, b) (+ the held gradients).
+  int64_t head_backward_step_bytes = 0;
+  int64_t backward_splits_at_ends = 0;  // 1: yes, 0: one run per tape
+
   // [T] how many sequences were still running at each step of the variable-length batch the
   // steps were measured on (NOTE [ Variable lengths are measured on the batch ] in
   // cost_measurement.cpp); empty: a batch without lengths, its steps fitted on full ones.
   // Another batch is priced from it: NOTE [ Other batches of the workload ] in cost_model.cpp.
   std::vector<int64_t> active_sequences;
-
-  // NOTE [ Chunked backward of a variable-length batch ]: a model that runs a tape where
-  // sequences have ended in chunks of about chunk_steps steps (the built-in LibTorch modules:
-  // NOTE [ Packed chunks ]) has two moments of peak in its backward, neither of them the sum
-  // of per-step transients. First the head's backward: the gradient of every output of the
-  // tape at once, head_backward_step_bytes per step, while the whole tape is alive. Then
-  // the chunks, last first: each needs its own transient (chunk_transient_bytes summed over
-  // the chunk: packed copies, zeros as large as the chunk's packed input), but by then the
-  // tape after the chunk is freed. So a tape [a, b) needs
-  //   max(head·(b - a), max over chunk ends c in (a, b] of chunk(c - W, c) - tape(c, b)).
-  // A chunk of two steps or more needs at least chunk_call_bytes, however short (the packed
-  // path computes its weights' gradients step by step, each as large as the weights, and
-  // sums them). A tape that ends before any sequence has (b <= whole_call_steps()) is one
-  // call of the model and pays backward_transient_bytes as above. chunk_steps = 0: not used.
-  int64_t chunk_steps = 0;
-  std::vector<int64_t> chunk_transient_bytes;  // [T] when chunk_steps > 0, else empty
-  int64_t chunk_call_bytes = 0;
-  // What a chunk reversed inside a step needs beyond its steps' chunk_transient_bytes (which
-  // come from profile blocks reversed alone), measured end to end: NOTE [ A chunk inside a
-  // step ] in cost_measurement.cpp. Added to every chunk's sum.
-  int64_t chunk_step_context_bytes = 0;
-  int64_t head_backward_step_bytes = 0;
-  // NOTE [ The chunk that holds the first end ]: a tape that reaches past the first end
-  // (step whole_call_steps()) runs in chunks of chunk_steps from its own start, and the chunk
-  // that holds that end runs packed for its whole length: its steps before the end, every
-  // sequence active, tape packed_step_bytes each. tape_bytes holds the fused path's bytes
-  // there (what a tape ending by then keeps), and chunk_transient_bytes the packed path's.
-  // 0: not used.
-  int64_t packed_step_bytes = 0;
 
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
@@ -110,10 +100,6 @@ struct CostModel {
   // The first end: the first step some sequence no longer has (from active_sequences, in
   // O(log T)); T when none ends before T, or the batch has no lengths.
   int64_t first_end() const;
-  // A tape that ends by this step is one call of the model (its fused path): the first end,
-  // or 0 for a model whose own backward runs in windows (NOTE [ Backward windows ]), which
-  // reverses every tape of a variable-length batch in chunks.
-  int64_t whole_call_steps() const { return backward_window_steps > 0 ? 0 : first_end(); }
   // Per-call seconds of running [a, b) in calls of at most `call_steps` steps from a (one
   // call: call_steps = b - a; an advance: kAdvanceChunk).
   double calls_seconds(int64_t a, int64_t b, int64_t call_steps) const;
@@ -164,15 +150,11 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("fixed_bytes", m.fixed_bytes);
   visit("fixed_step_bytes", m.fixed_step_bytes);
   visit("gradient_bytes", m.gradient_bytes);
+  visit("head_backward_step_bytes", m.head_backward_step_bytes);
+  visit("backward_splits_at_ends", m.backward_splits_at_ends);
   visit("backward_window_steps", m.backward_window_steps);
   visit("window_step_bytes", m.window_step_bytes);
   visit("active_sequences", m.active_sequences);
-  visit("chunk_steps", m.chunk_steps);
-  visit("chunk_transient_bytes", m.chunk_transient_bytes);
-  visit("chunk_call_bytes", m.chunk_call_bytes);
-  visit("chunk_step_context_bytes", m.chunk_step_context_bytes);
-  visit("head_backward_step_bytes", m.head_backward_step_bytes);
-  visit("packed_step_bytes", m.packed_step_bytes);
   visit("source", m.source);
 }
 
@@ -181,73 +163,24 @@ void for_each_field(Model& m, Visit&& visit) {
 struct CostPrefix {
   explicit CostPrefix(const CostModel& model);
   const CostModel& model;
-  int64_t whole_call_steps = 0;  // model.whole_call_steps(), read in the inner loops
   std::vector<double> forward, forward_grad, backward;  // [T + 1]
-  std::vector<int64_t> tape, backward_transient, chunk;  // [T + 1]
+  std::vector<int64_t> tape, backward_transient;        // [T + 1]
   double forward_s(int64_t a, int64_t b) const { return forward[b] - forward[a]; }
   double forward_grad_s(int64_t a, int64_t b) const { return forward_grad[b] - forward_grad[a]; }
   double backward_s(int64_t a, int64_t b) const { return backward[b] - backward[a]; }
-  // Tape bytes of [a, b), the chunk that holds the first end packed throughout (NOTE [ The
-  // chunk that holds the first end ]).
-  int64_t tape_b(int64_t a, int64_t b) const {
-    const int64_t sum = tape[size_t(b)] - tape[size_t(a)];
-    const int64_t first_end = whole_call_steps;
-    if (model.packed_step_bytes == 0 || a >= first_end || b <= first_end) return sum;
-    // That chunk's first step.
-    const int64_t c = a + (first_end - a) / model.chunk_steps * model.chunk_steps;
-    return sum + (first_end - c) * model.packed_step_bytes -
-           (tape[size_t(first_end)] - tape[size_t(c)]);
-  }
-  // The most one step [t, t + 1) adds to any tape's bytes.
-  int64_t step_tape_bound(int64_t t) const {
-    const int64_t own = tape[size_t(t + 1)] - tape[size_t(t)];
-    return t < whole_call_steps ? std::max(own, model.packed_step_bytes) : own;
-  }
-  int64_t backward_transient_b(int64_t a, int64_t b) const {
-    return backward_transient[b] - backward_transient[a];
-  }
-  // The backward transient of a tape [a, b) (NOTE [ Backward windows ]), exact: O(b - a)
-  // where sequences have ended (NOTE [ Chunked backward of a variable-length batch ]), else
-  // O(1).
+  int64_t tape_b(int64_t a, int64_t b) const { return tape[b] - tape[a]; }
+  // The backward transient of a tape [a, b) (NOTE [ Runs between ends ]), and the buffer its
+  // steps fill in a model with backward windows (NOTE [ Backward windows ]): O(1), or
+  // O(ends in [a, b)) where the backward splits at ends.
   int64_t tape_transient_b(int64_t a, int64_t b) const;
-  // An upper bound of it in O(1), for the planner's inner loops: where sequences have ended,
-  // beyond a chunk, the largest chunk sum anywhere in the chain; elsewhere exact.
-  int64_t tape_transient_bound(int64_t a, int64_t b) const {
-    if (chunked(b)) {
-      const int64_t chunks = chunk[size_t(b)] - chunk[size_t(a)];
-      return std::max({model.head_backward_step_bytes * (b - a),
-                       b - a >= 2 ? model.chunk_call_bytes : 0,
-                       model.chunk_step_context_bytes +
-                           (b - a <= model.chunk_steps ? chunks
-                                                       : std::min(chunks, max_chunk_transient))});
-    }
-    return backward_transient_b(a, b) + window_b(b - a);  // exact
+  // What tape_transient_b adds to a tape's steps at most, once per tape (a one-step tape is
+  // one run): for the planner's per-step bounds, a tape of k steps needs at most this and k
+  // times its largest step's tape, transient and window step.
+  int64_t per_tape_transient_bound(bool one_step) const {
+    return one_step ? 0 : model.backward_splits_at_ends * model.gradient_bytes;
   }
-  // The buffer a tape of n steps fills in a model with backward windows (NOTE [ Backward
-  // windows ]); 0 for other models.
-  int64_t window_b(int64_t n) const {
-    return std::min(n, model.backward_window_steps) * model.window_step_bytes;
-  }
-  // Per step of a tape, for per-step bounds: with the per-tape bytes of tape_call_bound(),
-  // what a tape of k steps needs is at most k of these.
-  int64_t step_transient_bound(int64_t t) const {
-    const int64_t fused = backward_transient_b(t, t + 1) + model.window_step_bytes;
-    if (model.chunk_steps == 0) return fused;
-    // A step before the first end is in chunked tapes too (those reaching past it).
-    const int64_t in_chunk =
-        std::max(model.head_backward_step_bytes, chunk[size_t(t + 1)] - chunk[size_t(t)]);
-    return chunked(t + 1) ? in_chunk : std::max(fused, in_chunk);
-  }
-  // What any tape of two steps or more needs once, beyond its steps (the least a chunk
-  // needs).
-  int64_t tape_call_bound() const {
-    return model.chunk_steps > 0 ? model.chunk_call_bytes + model.chunk_step_context_bytes : 0;
-  }
-  // NOTE [ Chunked backward of a variable-length batch ]
-  bool chunked(int64_t b) const {
-    return model.chunk_steps > 0 && b > whole_call_steps;
-  }
-  int64_t max_chunk_transient = 0;  // the largest chunk sum over chunk_steps consecutive steps
+  std::vector<int64_t> ends;  // where a run starts: steps with fewer sequences than the one before
+  int64_t first_end = 0;      // model.first_end()
 };
 
 }  // namespace vlrnn::schedule

@@ -97,6 +97,9 @@ class PlannerMethod : public GradientMethod {
  private:
   // Plans within `budget`, checking measured peaks (NOTE [ A budget is a promise ]).
   void plan_within(const Workload& workload, int64_t budget);
+  // NOTE [ A budget is a promise ]'s checks at `budget`, raised to the smallest budget they
+  // find honoured: returns that budget, the plan and its check kept; throws when none fits.
+  int64_t honoured_budget(const Workload& workload, int64_t budget);
 
   PlannerOptions options_;
   std::unique_ptr<BidirectionalVlrnn> bidirectional_;  // bivlrnn, made on a bidirectional model

@@ -9,9 +9,10 @@
 //                          starts from it (NOTE [ Kept tapes ])
 //   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
 //                          + accumulate_(single_)bytes after the first backward
-//                          + Σ transient over [a, b) (+ a buffer of at most W steps:
-//                            NOTE [ Backward windows ]; or, where sequences have ended,
-//                            NOTE [ Chunked backward of a variable-length batch ]);
+//                          + the head's gradient over [a, b) + Σ transient over [a, b)
+//                            (+ a buffer of at most W steps: NOTE [ Backward windows ];
+//                            or, where sequences end inside it, the most any run between
+//                            ends needs: NOTE [ Backward in runs ] in cost_model.h);
 //                          and, for a tape of >= 2 steps after the first backward, at
 //                          least live + backward_floor_bytes (NOTE [ A later backward's
 //                          floor ]); then the tape is freed
