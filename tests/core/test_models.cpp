@@ -132,8 +132,8 @@ TEST(ModelsWithDropout, DropoutOutOfRangeIsRejected) {
 namespace vlrnn {
 namespace {
 
-// Longer than one packed chunk (NOTE [ Packed chunks ]): a variable-length block is run in
-// chunks, and must still equal every sequence run alone over its own length.
+// A long variable-length block is run in runs between ends (NOTE [ Runs between ends ]), one
+// call each, and must still equal every sequence run alone over its own length.
 TEST(ModelsWithLengths, LongBlocksEqualEverySequenceAlone) {
   for (const std::string kind : {"lstm", "gru_lstm"}) {
     torch::manual_seed(8);

@@ -154,7 +154,7 @@ TEST(PaddedTail, NanPaddingNeverReachesAGradientOfTheBuiltInModels) {
     ASSERT_FALSE(model->reads_padding()) << kind;
     auto head = make_head("ce", 6, 4);
     head->to(torch::kFloat64);
-    auto [clean, dirty] = padded_pair(70, 3, {70, 2, 67, 30});  // past one packed chunk
+    auto [clean, dirty] = padded_pair(70, 3, {70, 2, 67, 30});  // four runs between ends
     for (bool inputs_grad : {false, true}) {
       clean.inputs = clean.inputs.detach().requires_grad_(inputs_grad);
       dirty.inputs = dirty.inputs.detach().requires_grad_(inputs_grad);
