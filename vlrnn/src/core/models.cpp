@@ -3,8 +3,9 @@
 #include "vlrnn/core/layer_stack.h"
 
 #include <fmt/format.h>
-#include <algorithm>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace vlrnn {
 namespace {
