@@ -208,7 +208,7 @@ CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forwar
   return m;
 }
 
-CostPrefix::CostPrefix(const CostModel& m) : model(m), first_end(m.first_end()) {
+CostPrefix::CostPrefix(const CostModel& m) : model(m) {
   const size_t T = m.forward_seconds.size();
   forward.assign(T + 1, 0.0);
   forward_grad.assign(T + 1, 0.0);
@@ -241,7 +241,7 @@ int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
   // Every run but the first reversed holds the earlier runs' weight gradients, a whole
   // gradient's worth, of which the per-call sums (backward_op_bytes) are part already.
   const int64_t held = std::max<int64_t>(0, model.gradient_bytes - model.backward_op_bytes);
-  const int64_t largest = backward_transient[b] - backward_transient[a] + held;
+  const int64_t largest = own(a, b) + held;
   int64_t most = 0, run_end = b, sums = 0;
   while (run_end > a) {
     const int64_t run_start = (end != ends.begin() && *(end - 1) > a) ? *--end : a;

@@ -180,7 +180,6 @@ struct CostPrefix {
     return one_step ? 0 : model.backward_splits_at_ends * model.gradient_bytes;
   }
   std::vector<int64_t> ends;  // where a run starts: steps with fewer sequences than the one before
-  int64_t first_end = 0;      // model.first_end()
 };
 
 }  // namespace vlrnn::schedule
