@@ -41,23 +41,23 @@ struct Phase {
 // it: an advance without grad from `entry`, then a tape from its detached leaves over
 // `inputs` [n, B, F] and the backward from both roots (seeds of ones), each timed and
 // measured in a step scope of its own.
+struct TapeRun {
+  double forward_grad_s = 0, backward_s = 0;
+  int64_t tape = 0, backward_peak = 0;
+};
+
 struct BlockRun {
-  double advance_s = 0, forward_grad_s = 0, backward_s = 0;
-  int64_t advance_peak = 0, tape = 0, backward_peak = 0;
+  double advance_s = 0;
+  int64_t advance_peak = 0;
+  TapeRun taped;
   State exit;  // the advance's exit
 };
 
-BlockRun run_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0, int64_t n,
-                   const State& entry, measure::DeviceTimer& timer) {
+// The tape and its backward alone.
+TapeRun run_tape(const Workload& workload, const torch::Tensor& inputs, int64_t t0, int64_t n,
+                 const State& entry, measure::DeviceTimer& timer) {
   const auto device = workload.batch.inputs.device();
-  BlockRun run;
-  {
-    measure::IterationMemoryScope scope(device);
-    timer.start();
-    run.exit = forward_no_grad(workload, t0, n, entry);
-    run.advance_s = timer.stop();
-    run.advance_peak = scope.finish().iteration_peak_bytes;
-  }
+  TapeRun run;
   const State leaves = entry.detached_leaves();
   measure::IterationMemoryScope scope(device);
   timer.start();
@@ -77,6 +77,20 @@ BlockRun run_block(const Workload& workload, const torch::Tensor& inputs, int64_
   return run;
 }
 
+BlockRun run_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0, int64_t n,
+                   const State& entry, measure::DeviceTimer& timer) {
+  BlockRun run;
+  {
+    measure::IterationMemoryScope scope(workload.batch.inputs.device());
+    timer.start();
+    run.exit = forward_no_grad(workload, t0, n, entry);
+    run.advance_s = timer.stop();
+    run.advance_peak = scope.finish().iteration_peak_bytes;
+  }
+  run.taped = run_tape(workload, inputs, t0, n, entry, timer);
+  return run;
+}
+
 Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
   const auto device = workload.batch.inputs.device();
   // The first n steps, every sequence active, inputs without grad: a block in the middle of
@@ -92,12 +106,12 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
   for (int64_t r = 0; r < repeats + 1; ++r) {  // the first round warms up, untimed
     const BlockRun run = run_block(sub, batch.inputs, 0, n, sub.h0, timer);
     p.advance_peak = run.advance_peak;
-    p.tape = run.tape;
-    p.backward_peak = run.backward_peak;
+    p.tape = run.taped.tape;
+    p.backward_peak = run.taped.backward_peak;
     if (r > 0) {
       adv.push_back(run.advance_s);
-      fwd.push_back(run.forward_grad_s);
-      bwd.push_back(run.backward_s);
+      fwd.push_back(run.taped.forward_grad_s);
+      bwd.push_back(run.taped.backward_s);
     }
     {
       // The head alone on outputs z [n, B, Z].
@@ -206,9 +220,11 @@ PrefixFit fit_prefix(const Workload& workload, const CostMeasureOptions& options
 // back-propagated once each, in 3n - 1 calls and in 2; the calls explain the difference
 // beyond the advance's n - 1 steps.
 // On a variable-length batch a block that reaches past the first end takes the model's
-// lengths path, which costs more per call (the built-in modules sort, pack, unpack and
-// scatter back: a GRU's uniform(K=1) was under-predicted by 10-30 %), and more the more
-// sequences are active (what it copies). So the same pair is timed on n steps past the
+// lengths path, which costs more per call (the built-in modules select the running
+// sequences' rows and put them back: NOTE [ Runs between ends ] in models.cpp; for an LSTM
+// of H = 128, B = 16 about 5e-5 s beside a fused call's 9e-5 s; on LibTorch's packed path
+// before them, a GRU's uniform(K=1) was under-predicted by 10-30 % without it), and more the
+// more sequences are active (what it copies). So the same pair is timed on n steps past the
 // first end, where as many sequences are active as on average past it: the first step
 // of both runs is whole (the sub-batch's lengths are at least 1), so 3 fused calls and
 // 3n - 6 past the first end make the difference. Medians of kCallRepeats.
@@ -487,9 +503,10 @@ std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& wor
     const double call_s = m.calls_seconds(a, a + n, n);
     // Fewer sequences running need less than the fused path's transient: the excess may be
     // negative.
-    blocks.push_back({a, n, run.advance_s - call_s, run.forward_grad_s - call_s,
-                      run.backward_s - call_s, double(run.tape) - f.tape_op_b,
-                      e.backward_step * double(n) + double(run.backward_peak) - fused_backward_peak,
+    const TapeRun& taped = run.taped;
+    blocks.push_back({a, n, run.advance_s - call_s, taped.forward_grad_s - call_s,
+                      taped.backward_s - call_s, double(taped.tape) - f.tape_op_b,
+                      e.backward_step * double(n) + double(taped.backward_peak) - fused_backward_peak,
                       double(run.advance_peak - state_bytes)});
     entry = std::move(run.exit);
   }
@@ -531,10 +548,14 @@ void spread_profile(CostModel& m, const std::vector<ProfileBlock>& blocks, bool 
 // head's own backward peak per step apart); the nearer one. A model that reverses in runs
 // computes only the sequences running: its profile is spread by the active counts (NOTE [
 // Variable lengths are measured on the batch ]), and the head's part is then what makes that
-// tape exact (a model of two modules holds the lower one's output gradient for the whole
-// tape too).
+// tape's backward exact (a model of two modules holds the lower one's output gradient for the
+// whole tape too), the tape's bytes that the profile leaves out counted in: they are live in
+// that backward. The one tape serves both, with no advance before it: full BPTT over the same
+// steps in the executor, fitting the head as well, cost a quarter of a second more at T = 1000
+// (LSTM, F = 32, H = 128, B = 16), and its peak misled the choice: it holds the tape's
+// unpriced bytes too, which moved a GRU under an LSTM nearer the sum than the runs.
 void measure_backward_runs(CostModel& m, const Workload& workload, const PrefixFit& f,
-                           const EndToEnd& e, const std::vector<ProfileBlock>& blocks) {
+                           const std::vector<ProfileBlock>& blocks) {
   const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
   if (m.first_end() >= L) return;
   CostModel runs = m;
@@ -552,7 +573,7 @@ void measure_backward_runs(CostModel& m, const Workload& workload, const PrefixF
   measure::DeviceTimer timer(x.device());
   auto inputs = x.narrow(0, 0, L).detach();  // [L, B, F]
   if (x.requires_grad()) inputs.requires_grad_(true);
-  const BlockRun run = run_block(workload, inputs, 0, L, workload.h0.detached(), timer);
+  const TapeRun run = run_tape(workload, inputs, 0, L, workload.h0.detached(), timer);
   const double needs = double(run.backward_peak) - f.backward_peak_op_b;
   const auto transient = [&](const CostModel& model) {
     return double(CostPrefix(model).tape_transient_b(0, L));
@@ -560,13 +581,9 @@ void measure_backward_runs(CostModel& m, const Workload& workload, const PrefixF
   if (std::abs(needs - transient(runs)) >= std::abs(needs - transient(m))) return;
   spread_profile(runs, blocks, true);
   head_apart(0);
-  // Full BPTT over those steps in the executor: its peak comes in its one backward, beside
-  // the fixed bytes, the gradients (in f0), the tape and the per-call bytes.
-  const State entry = workload.h0.detached();  // with one, the sub-batch keeps its lengths
-  const int64_t peak = executor_step(workload, L, L, 0, &entry).memory.iteration_peak_bytes;
-  const double live = double(e.f0 + runs.fixed_step_bytes * L + runs.tape_op_bytes +
-                             CostPrefix(runs).tape_b(0, L) + runs.backward_op_bytes);
-  head_apart(int64_t((double(peak) - live - transient(runs)) / double(L)));  // signed
+  // What the spread profile's tape leaves out of that tape is live in its backward too.
+  const double unpriced = double(run.tape) - f.tape_op_b - double(CostPrefix(runs).tape_b(0, L));
+  head_apart(int64_t((needs + unpriced - transient(runs)) / double(L)));  // signed
   m = std::move(runs);
 }
 
@@ -682,7 +699,7 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
     m.active_sequences = active_sequences_of(workload.batch);
     const auto blocks = profile_blocks(m, workload, f, e, state.exit);
     spread_profile(m, blocks, false);
-    measure_backward_runs(m, workload, f, e, blocks);
+    measure_backward_runs(m, workload, f, blocks);
   } else {
     fill_fixed_length_steps(m, f, e, T);
   }
