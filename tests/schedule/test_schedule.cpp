@@ -373,6 +373,33 @@ TEST(Simulator, PricesBatchesOfOtherLengths) {
   }
 }
 
+// NOTE [ Variable lengths are measured on the batch ] past kLongestMeasuredTape steps: a batch
+// of 3000 steps (lengths uniform in [T/5, T], one at T) is profiled in blocks spread over it
+// and priced through their active counts; whether its model reverses in runs is measured on
+// its first 1024 steps, as on a shorter batch. The built-in LSTM (runs) and a masked cell
+// (gru_v1, one run per tape) are held to the same 5 % as a batch of 1000 steps.
+TEST(Simulator, PricesALongVariableLengthBatchFromSpreadBlocks) {
+  const int64_t T = 3000, B = 16, F = 32, H = 128;
+  for (const std::string kind : {"lstm", "gru_v1"}) {
+    torch::manual_seed(31);
+    auto model = make_model({kind, F, H, 1});
+    auto head = make_head("ce", H, 3);
+    SequenceBatch batch;
+    batch.inputs = torch::randn({T, B, F});                      // [T, B, F]
+    batch.targets = torch::randint(0, 3, {T, B}, torch::kLong);  // [T, B]
+    batch.lengths = torch::randint(T / 5, T + 1, {B}, torch::kLong);  // [B]
+    batch.lengths[0] = T;
+    const Workload workload{*model, *head, batch};
+    const auto cost = measure_cost_model(validated(workload));
+    ASSERT_EQ(cost.time_steps(), T) << kind;
+    EXPECT_EQ(cost.backward_splits_at_ends, kind == "lstm" ? 1 : 0) << kind;
+    const std::string label = fmt::format("{} var T={}, profiled in spread blocks", kind, T);
+    for (const int64_t K : {T, int64_t(16), int64_t(1)}) {
+      expect_peak_within_5_percent(cost, workload, K, label);
+    }
+  }
+}
+
 CostModel heterogeneous(int64_t T) {
   // Later steps have fewer active sequences (cheaper), the head costs a constant per step.
   auto m = CostModel::uniform(T, 1.0, 1.5, 2.5, 1000, 150, 5000);

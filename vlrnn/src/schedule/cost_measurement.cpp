@@ -475,8 +475,14 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 // transient. Evenly, for a model that computes every sequence at every step; in proportion
 // to the sequences running at each step for one that runs only those (NOTE [ Runs,
 // measured ]), where a block holding an end would otherwise charge its steps before the end
-// too little and those after it too much. One extra pass over the batch: about one
-// gradient step.
+// too little and those after it too much. One extra pass over the batch, about one gradient
+// step, up to kLongestMeasuredTape steps; a longer batch is profiled in as many steps, 32
+// blocks spread evenly over it (profile_starts), and its steps priced from theirs through
+// the active counts, as another batch of the workload is (NOTE [ Other batches of the
+// workload ] in cost_model.cpp). So calibration stops growing with T there (LSTM, F = 32,
+// H = 128, B = 16, lengths in [T/5, T]: 1.4-1.5 s at T = 4000 and at T = 8000, where the
+// whole pass took 2.4-2.6 s and 3.8-4.3 s). A batch of 3000 steps priced so is held to the
+// same 5 % (Simulator.PricesALongVariableLengthBatchFromSpreadBlocks).
 constexpr int64_t kProfileBlock = 32;
 
 // What a profile block [a, a + n) costs in all, beyond the per-call costs.
@@ -486,6 +492,22 @@ struct ProfileBlock {
   double tape = 0, transient = 0, advance = 0;  // bytes
 };
 
+// Where the profile blocks start: every kProfileBlock steps up to kLongestMeasuredTape steps,
+// each from the last one's exit; on a longer batch, as many blocks spread evenly over it, each
+// from h0 (what a step costs does not depend on the state's values).
+std::vector<int64_t> profile_starts(int64_t T) {
+  std::vector<int64_t> starts;
+  if (T <= kLongestMeasuredTape) {
+    for (int64_t a = 0; a < T; a += kProfileBlock) starts.push_back(a);
+    return starts;
+  }
+  const int64_t blocks = kLongestMeasuredTape / kProfileBlock;
+  for (int64_t i = 0; i < blocks; ++i) {
+    starts.push_back(i * (T - kProfileBlock) / (blocks - 1));
+  }
+  return starts;
+}
+
 std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& workload,
                                          const PrefixFit& f, const EndToEnd& e,
                                          int64_t state_bytes) {
@@ -494,11 +516,13 @@ std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& wor
   measure::DeviceTimer timer(x.device());
   std::vector<ProfileBlock> blocks;
   State entry = workload.h0.detached();
-  for (int64_t a = 0; a < T; a += kProfileBlock) {
+  const bool chained = T <= kLongestMeasuredTape;
+  for (const int64_t a : profile_starts(T)) {
     const int64_t n = std::min(kProfileBlock, T - a);
     auto inputs = x.narrow(0, a, n);  // [n, B, F]
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
-    BlockRun run = run_block(workload, inputs, a, n, entry, timer);
+    const State& from = chained ? entry : workload.h0;
+    BlockRun run = run_block(workload, inputs, a, n, from.detached(), timer);
     const double fused_backward_peak = f.backward_peak_b * double(n) + f.backward_peak_op_b;
     const double call_s = m.calls_seconds(a, a + n, n);
     // Fewer sequences running need less than the fused path's transient: the excess may be
@@ -513,15 +537,21 @@ std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& wor
   return blocks;
 }
 
-// The per-step vectors from the profile blocks, spread evenly or by the active counts.
-void spread_profile(CostModel& m, const std::vector<ProfileBlock>& blocks, bool by_active) {
+// `m` with the per-step vectors of the profile blocks, spread evenly or by the active counts:
+// over the batch's steps where the blocks are all of them; else over the profiled steps, then
+// priced for the batch through their active counts (NOTE [ Other batches of the workload ] in
+// cost_model.cpp).
+CostModel spread_profile(const CostModel& m, const std::vector<ProfileBlock>& blocks,
+                         bool by_active) {
   const auto& active = m.active_sequences;  // [T]
-  m.forward_seconds.clear();
-  m.forward_grad_seconds.clear();
-  m.backward_seconds.clear();
-  m.tape_bytes.clear();
-  m.backward_transient_bytes.clear();
-  m.advance_transient_bytes.clear();
+  CostModel p = m;
+  p.forward_seconds.clear();
+  p.forward_grad_seconds.clear();
+  p.backward_seconds.clear();
+  p.tape_bytes.clear();
+  p.backward_transient_bytes.clear();
+  p.advance_transient_bytes.clear();
+  p.active_sequences.clear();
   for (const auto& block : blocks) {
     double running = 0;  // sequence-steps in the block
     for (int64_t t = block.a; t < block.a + block.n; ++t) running += double(active[size_t(t)]);
@@ -531,14 +561,23 @@ void spread_profile(CostModel& m, const std::vector<ProfileBlock>& blocks, bool 
       const double share = weighted ? double(active[size_t(t)]) / running : 1.0 / double(block.n);
       const auto part = [&](double total) { return std::max(0.0, total) * share; };
       const auto even = [&](double total) { return std::max(0.0, total) / double(block.n); };
-      m.forward_seconds.push_back(part(block.advance_s));
-      m.forward_grad_seconds.push_back(part(block.forward_grad_s));
-      m.backward_seconds.push_back(part(block.backward_s));
-      m.tape_bytes.push_back(int64_t(part(block.tape)));
-      m.backward_transient_bytes.push_back(int64_t(even(block.transient)));
-      m.advance_transient_bytes.push_back(int64_t(part(block.advance)));
+      p.forward_seconds.push_back(part(block.advance_s));
+      p.forward_grad_seconds.push_back(part(block.forward_grad_s));
+      p.backward_seconds.push_back(part(block.backward_s));
+      p.tape_bytes.push_back(int64_t(part(block.tape)));
+      p.backward_transient_bytes.push_back(int64_t(even(block.transient)));
+      p.advance_transient_bytes.push_back(int64_t(part(block.advance)));
+      p.active_sequences.push_back(active[size_t(t)]);
     }
   }
+  const int64_t T = int64_t(active.size());
+  if (p.time_steps() == T) return p;
+  p.state_bytes.assign(size_t(p.time_steps() + 1), 0);  // unread: the caller's, below
+  CostModel priced = p.through_active_counts(T, active);
+  priced.state_bytes = m.state_bytes;
+  priced.fixed_bytes = m.fixed_bytes;
+  priced.source = m.source;
+  return priced;
 }
 
 // NOTE [ Runs, measured ]: whether the model reverses a tape in runs between ends (NOTE [
@@ -554,18 +593,19 @@ void spread_profile(CostModel& m, const std::vector<ProfileBlock>& blocks, bool 
 // steps in the executor, fitting the head as well, cost a quarter of a second more at T = 1000
 // (LSTM, F = 32, H = 128, B = 16), and its peak misled the choice: it holds the tape's
 // unpriced bytes too, which moved a GRU under an LSTM nearer the sum than the runs.
-void measure_backward_runs(CostModel& m, const Workload& workload, const PrefixFit& f,
-                           const std::vector<ProfileBlock>& blocks) {
+void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workload& workload,
+                           const PrefixFit& f) {
   const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
   if (m.first_end() >= L) return;
-  CostModel runs = m;
+  CostModel runs = by_active;
   runs.backward_splits_at_ends = 1;
   // The head's output gradient leaves the steps' transients; a negative part (the head's
   // tape freed) was never in them.
   const auto head_apart = [&](int64_t head) {
     runs.head_backward_step_bytes = head;
-    for (auto& bytes : runs.backward_transient_bytes) {
-      bytes = std::max<int64_t>(0, bytes - std::max<int64_t>(0, head));
+    for (size_t t = 0; t < runs.backward_transient_bytes.size(); ++t) {
+      runs.backward_transient_bytes[t] = std::max<int64_t>(
+          0, by_active.backward_transient_bytes[t] - std::max<int64_t>(0, head));
     }
   };
   head_apart(int64_t(f.head_backward_peak_b));
@@ -579,10 +619,10 @@ void measure_backward_runs(CostModel& m, const Workload& workload, const PrefixF
     return double(CostPrefix(model).tape_transient_b(0, L));
   };
   if (std::abs(needs - transient(runs)) >= std::abs(needs - transient(m))) return;
-  spread_profile(runs, blocks, true);
   head_apart(0);
   // What the spread profile's tape leaves out of that tape is live in its backward too.
-  const double unpriced = double(run.tape) - f.tape_op_b - double(CostPrefix(runs).tape_b(0, L));
+  const double unpriced =
+      double(run.tape) - f.tape_op_b - double(CostPrefix(runs).tape_b(0, L));
   head_apart(int64_t((needs + unpriced - transient(runs)) / double(L)));  // signed
   m = std::move(runs);
 }
@@ -698,8 +738,9 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
     // First: calls_seconds prices calls past the first end from the active counts.
     m.active_sequences = active_sequences_of(workload.batch);
     const auto blocks = profile_blocks(m, workload, f, e, state.exit);
-    spread_profile(m, blocks, false);
-    measure_backward_runs(m, workload, f, blocks);
+    const CostModel by_active = spread_profile(m, blocks, true);
+    m = spread_profile(m, blocks, false);
+    measure_backward_runs(m, by_active, workload, f);
   } else {
     fill_fixed_length_steps(m, f, e, T);
   }

@@ -81,7 +81,7 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
 // NOTE [ Other batches of the workload ]: what a step of a variable-length batch costs
 // depends on the lengths only through how many sequences still run at that step. Before the
 // first end every sequence does (the model's fused path); from there on the lengths path
-// (packed, masked) works on the active ones, in time and in bytes, plus a constant. And what
+// (the running rows alone, or masked) works on the active ones, in time and in bytes, plus a constant. And what
 // a step costs does not depend on how many steps the batch has. So one model, measured on
 // one batch, prices every batch of the workload's shapes but T: each per-step vector is, for
 // the other batch's counts, the measured batch's mean over its steps where every sequence ran,
@@ -111,7 +111,7 @@ int64_t first_end_of(const std::vector<int64_t>& active) {
 // counts: every step full), for `time_steps` steps with `active` sequences (first end `end`):
 // NOTE [ Other batches of the workload ].
 template <typename V>
-V through_active_counts(const V& costs, const std::vector<int64_t>& measured,
+V priced_through_active_counts(const V& costs, const std::vector<int64_t>& measured,
                         int64_t measured_end, int64_t time_steps,
                         const std::vector<int64_t>& active, int64_t end) {
   const int64_t T = int64_t(costs.size());
@@ -166,10 +166,17 @@ CostModel CostModel::for_batch(int64_t steps, const std::vector<int64_t>& active
               "on a batch where no sequence ends, and cannot price one where some do; measure "
               "one on such a batch");
   if (steps == T && active == active_sequences) return *this;
+  return through_active_counts(steps, active);
+}
+
+CostModel CostModel::through_active_counts(int64_t steps,
+                                           const std::vector<int64_t>& active) const {
+  const int64_t T = time_steps();
   const int64_t end = active.empty() ? steps : first_end_of(active), measured_end = first_end();
   CostModel m = *this;
   const auto derive = [&](auto& costs) {
-    costs = through_active_counts(costs, active_sequences, measured_end, steps, active, end);
+    costs = priced_through_active_counts(costs, active_sequences, measured_end, steps, active,
+                                         end);
   };
   derive(m.forward_seconds);
   derive(m.forward_grad_seconds);

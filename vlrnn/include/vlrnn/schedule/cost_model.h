@@ -88,9 +88,9 @@ struct CostModel {
   int64_t head_backward_step_bytes = 0;
   int64_t backward_splits_at_ends = 0;  // 1: yes, 0: one run per tape
 
-  // [T] how many sequences were still running at each step of the variable-length batch the
-  // steps were measured on (NOTE [ Variable lengths are measured on the batch ] in
-  // cost_measurement.cpp); empty: a batch without lengths, its steps fitted on full ones.
+  // [T] how many sequences are still running at each step of the variable-length batch the
+  // steps price (NOTE [ Variable lengths are measured on the batch ] in cost_measurement.cpp);
+  // empty: a batch without lengths, its steps fitted on full ones.
   // Another batch is priced from it: NOTE [ Other batches of the workload ] in cost_model.cpp.
   std::vector<int64_t> active_sequences;
 
@@ -117,6 +117,11 @@ struct CostModel {
   // This model's costs for such a batch (NOTE [ Other batches of the workload ]); the same
   // length and counts give it back unchanged. Throws when prices_batch() is false.
   CostModel for_batch(int64_t time_steps, const std::vector<int64_t>& active) const;
+  // for_batch's pricing without its checks: for a measurement that profiled some steps of a
+  // long batch and vouches that what it learnt from long tapes covers `time_steps` (NOTE [
+  // Variable lengths are measured on the batch ] in cost_measurement.cpp). Needs a model with
+  // active counts, or `active` empty.
+  CostModel through_active_counts(int64_t time_steps, const std::vector<int64_t>& active) const;
   // Throws naming the field when sizes disagree or a value is negative or not finite.
   void check() const;
 
