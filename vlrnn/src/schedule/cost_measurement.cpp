@@ -481,8 +481,9 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 // the active counts, as another batch of the workload is (NOTE [ Other batches of the
 // workload ] in cost_model.cpp). So calibration stops growing with T there (LSTM, F = 32,
 // H = 128, B = 16, lengths in [T/5, T]: 1.4-1.5 s at T = 4000 and at T = 8000, where the
-// whole pass took 2.4-2.6 s and 3.8-4.3 s). A batch of 3000 steps priced so is held to the
-// same 5 % (Simulator.PricesALongVariableLengthBatchFromSpreadBlocks).
+// whole pass took 2.4-2.6 s and 3.8-4.3 s). A batch of 1600 steps priced so is held to the
+// same 5 % in blocks of 16, 4 and 1 steps
+// (Simulator.PricesALongVariableLengthBatchFromSpreadBlocks).
 constexpr int64_t kProfileBlock = 32;
 
 // What a profile block [a, a + n) costs in all, beyond the per-call costs.
@@ -592,7 +593,10 @@ CostModel spread_profile(const CostModel& m, const std::vector<ProfileBlock>& bl
 // that backward. The one tape serves both, with no advance before it: full BPTT over the same
 // steps in the executor, fitting the head as well, cost a quarter of a second more at T = 1000
 // (LSTM, F = 32, H = 128, B = 16), and its peak misled the choice: it holds the tape's
-// unpriced bytes too, which moved a GRU under an LSTM nearer the sum than the runs.
+// unpriced bytes too, which moved a GRU under an LSTM nearer the sum than the runs. The head's
+// part is exact on that tape, not beyond: a batch longer than kLongestMeasuredTape has its
+// full BPTT under-predicted by up to 8.6 % (LSTM, T = 1600; the planner's plan check holds
+// the budget regardless: NOTE [ A budget is a promise ]).
 void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workload& workload,
                            const PrefixFit& f) {
   const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
