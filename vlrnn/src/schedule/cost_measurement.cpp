@@ -594,9 +594,10 @@ CostModel spread_profile(const CostModel& m, const std::vector<ProfileBlock>& bl
 // steps in the executor, fitting the head as well, cost a quarter of a second more at T = 1000
 // (LSTM, F = 32, H = 128, B = 16), and its peak misled the choice: it holds the tape's
 // unpriced bytes too, which moved a GRU under an LSTM nearer the sum than the runs. The head's
-// part is exact on that tape, not beyond: a batch longer than kLongestMeasuredTape has its
-// full BPTT under-predicted by up to 8.6 % (LSTM, T = 1600; the planner's plan check holds
-// the budget regardless: NOTE [ A budget is a promise ]).
+// part is exact on that tape, not beyond: on a batch longer than kLongestMeasuredTape a long
+// tape can be under-predicted (full BPTT by 8.6 % for the LSTM of
+// Simulator.PricesALongVariableLengthBatchFromSpreadBlocks, T = 1600; the planner's plan
+// check holds the budget regardless: NOTE [ A budget is a promise ]).
 void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workload& workload,
                            const PrefixFit& f) {
   const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
