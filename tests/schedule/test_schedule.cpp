@@ -14,6 +14,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <set>
+#include <type_traits>
 
 namespace vlrnn::schedule {
 namespace {
@@ -190,6 +193,48 @@ TEST(ScheduleExactness, LeavesTheGeneratorWhereOneForwardPassWould) {
   }
 }
 
+// NOTE [ What each term buys ]: a term of the cost model earns its place by the predictions
+// it makes right. VLRNN_ABLATE_COST_TERMS=NAME[,NAME...] (for_each_field's names) zeroes those
+// terms in every cost model the simulator tests below measure, before anything is priced from
+// it, so these tests report what the model predicts without them, and fail where a term is
+// needed. docs/methods.md tabulates each term so measured. Unset: the models as measured.
+CostModel ablated(CostModel m) {
+  const char* names = std::getenv("VLRNN_ABLATE_COST_TERMS");
+  if (!names || !*names) return m;
+  std::set<std::string> wanted;
+  std::string list(names);
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    wanted.insert(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  for_each_field(m, [&](const std::string& name, auto& field) {
+    if (!wanted.erase(name)) return;
+    using Field = std::decay_t<decltype(field)>;
+    // The active counts and the source describe the batch and the measurement, not a cost.
+    if constexpr (std::is_arithmetic_v<Field>) {
+      field = 0;
+    } else if constexpr (std::is_same_v<Field, std::string>) {
+      throw std::invalid_argument(name + " is no cost term");
+    } else {
+      if (name == "active_sequences") throw std::invalid_argument(name + " is no cost term");
+      std::fill(field.begin(), field.end(), 0);
+    }
+  });
+  if (!wanted.empty()) {
+    throw std::invalid_argument("VLRNN_ABLATE_COST_TERMS: no cost model field named '" +
+                                *wanted.begin() + "'");
+  }
+  std::printf("[simulator] cost model without %s\n", names);
+  m.check();
+  return m;
+}
+
+// The cost model of `workload` as measured, less the terms VLRNN_ABLATE_COST_TERMS names.
+CostModel measured_cost_model(const Workload& workload) {
+  return ablated(measure_cost_model(validated(workload)));
+}
+
 // A measured problem for the simulator: LSTM F = 8, H = 32, B = 4, T = 64.
 struct Measured {
   std::shared_ptr<RecurrentModule> model;
@@ -209,8 +254,7 @@ struct Measured {
 TEST(Simulator, PredictsTheMeasuredStepPeakWithinTenPercent) {
   for (bool variable : {false, true}) {
     Measured problem(variable);
-    const auto checked = validated(problem.workload());
-    const auto model = measure_cost_model(checked);
+    const auto model = measured_cost_model(problem.workload());
     const int64_t T = 64;
     const auto full_peak = simulate(uniform_schedule(T, T), model).peak_bytes;
     std::vector<Schedule> schedules = {uniform_schedule(T, T), uniform_schedule(T, 8),
@@ -298,7 +342,7 @@ TEST(Simulator, PredictsVariableLengthPeaksAtARealSize) {
     batch.lengths = torch::randint(c.T / 5, c.T + 1, {c.B}, torch::kLong);  // [B]
     batch.lengths[0] = c.T;
     const Workload workload{*model, *head, batch};
-    const auto cost = measure_cost_model(validated(workload));
+    const auto cost = measured_cost_model(workload);
     // Calls past the first end are priced from there (NOTE [ What a call costs ]).
     EXPECT_EQ(cost.first_end(), batch.lengths.min().item<int64_t>()) << c.kind;
     const std::string label = fmt::format("{} L={} var T={}", c.kind, c.layers, c.T);
@@ -356,7 +400,7 @@ TEST(Simulator, PricesBatchesOfOtherLengths) {
       }
       return batch;
     };
-    const auto cost = measure_cost_model(validated(Workload{*model, *head, batch_of(c.T)}));
+    const auto cost = measured_cost_model(Workload{*model, *head, batch_of(c.T)});
     for (const int64_t T2 : c.other) {
       const auto batch = batch_of(T2);
       const Workload workload{*model, *head, batch};
@@ -394,7 +438,7 @@ TEST(Simulator, PricesALongVariableLengthBatchFromSpreadBlocks) {
     batch.lengths = torch::randint(T / 5, T + 1, {B}, torch::kLong);  // [B]
     batch.lengths[0] = T;
     const Workload workload{*model, *head, batch};
-    const auto cost = measure_cost_model(validated(workload));
+    const auto cost = measured_cost_model(workload);
     ASSERT_EQ(cost.time_steps(), T) << kind;
     EXPECT_EQ(cost.backward_splits_at_ends, kind == "lstm" ? 1 : 0) << kind;
     const std::string label = fmt::format("{} var T={}, profiled in spread blocks", kind, T);
