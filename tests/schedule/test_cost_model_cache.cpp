@@ -68,7 +68,6 @@ CostModel every_field_set() {
   m.tape_bytes[2] = 7;
   m.backward_transient_bytes[1] = 11;
   m.advance_transient_bytes[0] = 13;
-  m.tape_op_bytes = 17;
   m.backward_op_bytes = 19;
   m.accumulate_single_bytes = 23;
   m.accumulate_bytes = 29;

@@ -165,7 +165,6 @@ TEST(KeptTapes, DpScheduleFitsEveryBudget) {
       model.advance_transient_bytes[size_t(t)] = 50;
       model.state_bytes[size_t(t + 1)] = 400 + (t % 3);
     }
-    model.tape_op_bytes = 16;
     model.backward_op_bytes = 64;
     model.accumulate_bytes = 600;
     model.accumulate_single_bytes = 5000;

@@ -261,10 +261,10 @@ TEST(Simulator, PredictsTheMeasuredStepPeakWithinTenPercent) {
                                        uniform_schedule(T, 20), sqrt_checkpoint_schedule(T),
                                        revolve_schedule(T, 4),
                                        dp_schedule(model, std::max(minimum_budget(model) * 5 / 4, full_peak / 3))};
-    std::printf("[simulator] cost model: tape %lld B/step (+%lld per tape), backward transient "
+    std::printf("[simulator] cost model: tape %lld B/step, backward transient "
                 "%lld B/step (+%lld), advance %lld B/step, state %lld B, fixed %lld B; forward "
                 "%.1f us, with grad %.1f us, backward %.1f us per step, %.1f us per call\n",
-                (long long)model.tape_bytes[0], (long long)model.tape_op_bytes,
+                (long long)model.tape_bytes[0],
                 (long long)model.backward_transient_bytes[0], (long long)model.backward_op_bytes,
                 (long long)model.advance_transient_bytes[0], (long long)model.state_bytes[1],
                 (long long)model.fixed_bytes, 1e6 * model.forward_seconds[0],

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/cost_term_ablation.py end to end on the small simulator test: the model as measured
 passes it, zeroing a term it needs (one-step tapes after the first, on a variable-length batch)
-fails it and the table says so, and a term that is no field is refused by name."""
+fails it and the table says so, and a term that is no term of the model is refused by name."""
 import subprocess
 import sys
 
@@ -23,5 +23,5 @@ assert "PredictsTheMeasuredStepPeakWithinTenPercent" in rows["accumulate_single_
 
 out = ablation("no_such_term")
 assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
-assert "no cost model field named 'no_such_term'" in out.stderr, out.stderr
+assert "got 'no_such_term'" in out.stderr, out.stderr
 print("ok")

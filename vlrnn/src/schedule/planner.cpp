@@ -128,7 +128,7 @@ int64_t minimum_budget(const CostModel& model) {
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
   return model.fixed_bytes + model.gradient_bytes +
          std::max(model.advance_transient(0, model.time_steps(), kAdvanceChunk) + state,
-                  state + worst_step + model.tape_op_bytes +
+                  state + worst_step +
                       (model.time_steps() > 1 ? model.accumulate_single_bytes : 0));
 }
 
@@ -166,9 +166,9 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   d.p.resize(size_t(d.N + 1));
   for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
   d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
-  d.per_tape = model.tape_op_bytes + model.backward_op_bytes + model.accumulate_bytes;
-  d.single_tape = model.tape_op_bytes + model.accumulate_single_bytes;
-  d.floor_tape = model.tape_op_bytes + model.backward_floor_bytes;
+  d.per_tape = model.backward_op_bytes + model.accumulate_bytes;
+  d.single_tape = model.accumulate_single_bytes;
+  d.floor_tape = model.backward_floor_bytes;
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
   d.advance_transient = model.advance_transient(0, model.time_steps(), kAdvanceChunk);
   TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
@@ -221,8 +221,8 @@ class OuterDp {
                      2 * model.calls_seconds(a, b, b - a) +
                      model.tape_growth_seconds * double(b - a) * double(b - a);
         advance_s_[r] = sums_.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
-        // A kept tape: its steps, its per-tape bytes and its exit as a stored state.
-        const int64_t kept = sums_.tape_b(a, b) + model.tape_op_bytes + d.state;
+        // A kept tape: its steps and its exit as a stored state.
+        const int64_t kept = sums_.tape_b(a, b) + d.state;
         kept_units_[r] = (kept + d.unit - 1) / d.unit;
       }
     }

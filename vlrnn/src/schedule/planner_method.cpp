@@ -148,7 +148,7 @@ int64_t PlannerMethod::budget_for(const CostModel& model) const {
 int64_t full_bptt_reference(const CostModel& model) {
   const int64_t T = model.time_steps();
   if (model.active_sequences.empty()) return simulate(uniform_schedule(T, T), model).peak_bytes;
-  int64_t tape = model.tape_op_bytes, largest_step = 0;
+  int64_t tape = 0, largest_step = 0;
   for (const int64_t bytes : model.tape_bytes) {
     tape += bytes;
     largest_step = std::max(largest_step, bytes);

@@ -48,7 +48,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
                      model.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a - 1) / 2);
         tape_steps += b - a;
-        live += sums.tape_b(a, b) + model.tape_op_bytes + kept_state(b);
+        live += sums.tape_b(a, b) + kept_state(b);
         candidate(live, i);
         break;
       case OpKind::kBackward:
@@ -67,7 +67,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         // NOTE [ A later backward's floor ] in cost_measurement.cpp.
         if (first_backward && b - a >= 2) candidate(live + model.backward_floor_bytes, i);
         first_backward = true;
-        live -= sums.tape_b(a, b) + model.tape_op_bytes + kept_state(b);
+        live -= sums.tape_b(a, b) + kept_state(b);
         break;
       case OpKind::kFree:
         live -= model.state_bytes[size_t(a)];

@@ -5,8 +5,8 @@
 // NOTE [ Fitting the cost model ]
 // Each phase (advance without grad, forward with grad, backward, and the head alone) runs on
 // the first n1 and n2 steps of the batch, every sequence active. Per-step costs are the
-// slopes between the two lengths; the intercepts are per-call bytes (tape_op_bytes,
-// backward_op_bytes). Per-call seconds are timed in the executor (NOTE [ What a call
+// slopes between the two lengths; the intercepts are per-call bytes (a tape's own bytes, in
+// the fixed bytes; backward_op_bytes). Per-call seconds are timed in the executor (NOTE [ What a call
 // costs ] in the .cpp): as intercepts they were noise. Bytes that live for the whole step
 // and the backward's per-call buffers are calibrated end to end on the executor itself
 // (NOTE [ Calibrating the peak end to end ] in the .cpp). A variable-length batch's steps

@@ -42,7 +42,6 @@ struct CostModel {
   std::vector<int64_t> backward_transient_bytes;
   std::vector<int64_t> advance_transient_bytes;   // [T] extra live per step of an advance chunk
   std::vector<int64_t> state_bytes;               // [T + 1] a stored state (tensors + RNG)
-  int64_t tape_op_bytes = 0;      // per tape whatever its length (loss, exit state, ...)
   // Per backward call of a tape of two or more steps, whatever its length: autograd sums a
   // weight's per-step gradients in buffers; a one-step tape has no sums and no such bytes.
   int64_t backward_op_bytes = 0;
@@ -57,7 +56,9 @@ struct CostModel {
   // Above it, the per-call and accumulated bytes and the tape's transient, as above.
   int64_t backward_floor_bytes = 0;
   // Live for the whole iteration: parameter gradients, per-step losses, the dL/dx
-  // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots.
+  // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots,
+  // and what a tape holds whatever its length (its loss, its exit state: NOTE [ One tape's
+  // own bytes ] in cost_measurement.cpp).
   int64_t fixed_bytes = 0;
   // Of fixed_bytes, what every step adds (per-step losses, the dL/dx buffer and x.grad, the
   // targets' copy): a batch of another length is priced with fixed_bytes changed by it.
@@ -147,7 +148,6 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("backward_transient_bytes", m.backward_transient_bytes);
   visit("advance_transient_bytes", m.advance_transient_bytes);
   visit("state_bytes", m.state_bytes);
-  visit("tape_op_bytes", m.tape_op_bytes);
   visit("backward_op_bytes", m.backward_op_bytes);
   visit("accumulate_single_bytes", m.accumulate_single_bytes);
   visit("accumulate_bytes", m.accumulate_bytes);

@@ -1,7 +1,7 @@
 #pragma once
 // Predicts a schedule's peak memory and time from a cost model, without running anything.
 //
-//   live = fixed + stored states (h0 excluded) + tapes (their steps + tape_op_bytes)
+//   live = fixed + stored states (h0 excluded) + tapes (their steps)
 //          + parameter gradients from the first backward on
 //   forward_no_grad(a, b): peak candidate live + the largest advance chunk's transient
 //                          + state b; then state b is stored
