@@ -21,6 +21,7 @@ import sys
 # Every numeric term of CostModel (for_each_field in cost_model.h, less the batch's active
 # counts and the source); terms that only mean something together are zeroed together.
 TERMS = [
+    "forward_seconds", "forward_grad_seconds", "backward_seconds",
     "op_seconds", "ended_call_seconds", "tape_growth_seconds",
     "tape_bytes", "backward_transient_bytes", "advance_transient_bytes", "state_bytes",
     "backward_op_bytes", "accumulate_single_bytes", "accumulate_bytes",
