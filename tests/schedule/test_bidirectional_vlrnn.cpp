@@ -251,6 +251,12 @@ TEST(BidirectionalVlrnnBudget, PercentAndThePlanner) {
       EXPECT_NE(method->describe().find("bivlrnn(40% of full: K="), std::string::npos)
           << method->describe();
     }
+    // The reference itself: full's measured peak or a little less (the executor's one block
+    // less what it holds beyond plain full BPTT: NOTE [ Percent of full BPTT ]).
+    BidirectionalVlrnn whole(BidirectionalVlrnnOptions().with_budget_percent(100));
+    whole.prepare(workload);
+    EXPECT_LE(whole.checked_budget_bytes(), full_peak) << kind;
+    EXPECT_GE(double(whole.checked_budget_bytes()), 0.99 * double(full_peak)) << kind;
     const auto budget = int64_t(0.5 * double(full_peak));
     auto planner = make_method_from_spec("planner:budget=" + std::to_string(budget));
     EXPECT_LE(iteration_peak(*planner, workload), budget) << kind;

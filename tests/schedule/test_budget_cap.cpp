@@ -195,6 +195,11 @@ TEST(BudgetCap, PercentHoldsOnEveryModelKind) {
                                      : double(full_peak) * percent / 100.0;
         EXPECT_LE(double(peak), budget) << kind << (variable ? " variable" : " fixed")
                                         << " lengths, percent=" << percent;
+        // What makes it hold without luck (NOTE [ Percent of full BPTT ]): the reference is
+        // full's measured peak or less, and with fixed lengths within 1 % of it.
+        const int64_t reference = full_bptt_reference(planner.cost_model(), workload);
+        EXPECT_LE(reference, full_peak) << kind << (variable ? " variable" : " fixed");
+        if (!variable) EXPECT_GE(double(reference), 0.99 * double(full_peak)) << kind;
       }
     }
   }

@@ -342,17 +342,17 @@ int64_t peak_at_block_length(const Workload& workload, int64_t K) {
   return schedule::measured_iteration_peak(method, workload);
 }
 
-// Full BPTT's iteration peak, as measure_iteration reports it (without the generator snapshot
-// measured_iteration_peak adds for a caller's step, so a percentage never exceeds P % of it):
-// one block of all T steps on the one executor, which runs a bidirectional model on the
-// whole sequence as full BPTT does.
+// Full BPTT's iteration peak, as measure_iteration reports it: one block of all T steps on
+// the one executor, which runs a bidirectional model on the whole sequence as full BPTT does,
+// less what the executor holds beyond plain full BPTT (and so beyond the generator snapshot
+// measured_iteration_peak adds for a caller's step), so a percentage never exceeds P % of it.
 int64_t full_bptt_peak(const Workload& workload) {
   const int64_t T = workload.batch.time_steps();
   schedule::ScheduleMethod full("full", "full", [T](const Workload&) {
     return schedule::uniform_schedule(T, T);
   });
   return schedule::measured_iteration_peak(full, workload) -
-         RngState::capture(workload.batch.inputs.device()).bytes();
+         schedule::executor_bytes_beyond_full_bptt(workload);
 }
 
 const Bidirectional& checked_model(const Workload& workload) {

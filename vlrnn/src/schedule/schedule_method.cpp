@@ -15,6 +15,12 @@ struct Stored {
   RngState rng;
 };
 
+// The per-step losses [T, B], filled tape by tape.
+torch::Tensor step_loss_buffer(const Workload& workload) {
+  return torch::zeros({workload.batch.time_steps(), workload.batch.batch_size()},
+                      workload.batch.inputs.options().requires_grad(false));
+}
+
 // A forward_grad range waiting for its backward: its entry (leaves whose .grad() becomes
 // δh at its start), its inputs (a leaf when dL/dx is wanted) and its two roots.
 struct Tape {
@@ -38,8 +44,7 @@ class Executor {
                 schedule.time_steps, " steps, but the batch has T = ", T_);
     schedule.validate();
     kept_exits_ = kept_tape_exits(schedule);
-    result_.step_losses = torch::zeros({T_, workload.batch.batch_size()},
-                                       inputs_.options().requires_grad(false));  // [T, B]
+    result_.step_losses = step_loss_buffer(workload);
     loss_ = torch::zeros({}, inputs_.options().requires_grad(false));
     if (want_input_grad_) input_grad_ = torch::zeros_like(inputs_, torch::MemoryFormat::Contiguous);
     stored_[0] = {workload.h0, RngState::capture(inputs_.device())};
@@ -170,6 +175,14 @@ ScheduleMethod::ScheduleMethod(std::string name, std::string description, Schedu
 
 GradientResult ScheduleMethod::compute_impl(const Workload& workload) {
   return execute_schedule(scheduler_(workload), workload);
+}
+
+int64_t executor_bytes_beyond_full_bptt(const Workload& workload) {
+  // step_loss_buffer and the loss summed over the tapes (a scalar) have the inputs' dtype.
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  return (workload.batch.time_steps() * workload.batch.batch_size() + 1) *
+             int64_t(x.element_size()) +
+         RngState::capture(x.device()).bytes();
 }
 
 }  // namespace vlrnn::schedule

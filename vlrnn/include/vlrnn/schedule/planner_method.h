@@ -60,8 +60,9 @@ size_t cost_model_cache_misses();
 // from it: the check must not back-propagate into it, nor free it before the real step.
 int64_t measured_iteration_peak(GradientMethod& method, const Workload& workload);
 
-// The full-BPTT peak percent=P refers to (NOTE [ Percent of full BPTT ] in the .cpp).
-int64_t full_bptt_reference(const CostModel& model);
+// The full-BPTT peak percent=P refers to on `workload`, whose cost model is `model` (NOTE [
+// Percent of full BPTT ] in the .cpp).
+int64_t full_bptt_reference(const CostModel& model, const Workload& workload);
 
 // Plans and measured checks per prepare() before the planner gives up.
 constexpr int64_t kPlanChecks = 6;
@@ -72,9 +73,10 @@ class PlannerMethod : public GradientMethod {
   std::string name() const override { return "planner"; }
   std::string describe() const override;
 
-  // The budget in bytes for `model` (budget_bytes, or the percentage of full's peak) as
-  // asked, before any raise to the smallest the planner can honour.
-  int64_t budget_for(const CostModel& model) const;
+  // The budget in bytes for `workload`, whose cost model is `model` (budget_bytes, or the
+  // percentage of full's peak) as asked, before any raise to the smallest the planner can
+  // honour.
+  int64_t budget_for(const CostModel& model, const Workload& workload) const;
 
   // After prepare() on a left-to-right model: the plan, the budget it was checked against (a percentage's, raised
   // when needed), its measured iteration peak and the margin the planner measured (the
@@ -106,6 +108,7 @@ class PlannerMethod : public GradientMethod {
   std::string signature_;  // the workload the cached model and plan were made for
   CostModel model_;
   Plan plan_;
+  int64_t asked_budget_ = 0;  // budget_for the prepared workload
   int64_t budget_ = 0, checked_peak_ = 0;
   double margin_ = 0.0;
 };

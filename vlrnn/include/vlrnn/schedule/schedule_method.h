@@ -23,6 +23,11 @@ constexpr int64_t kAdvanceChunk = 32;
 // Runs `schedule` (validated first) on `workload` (validated, h0 filled in).
 GradientResult execute_schedule(const Schedule& schedule, const Workload& workload);
 
+// What the executor holds on `workload` that plain full BPTT (baselines/full_bptt.h) does
+// not, whatever the schedule: the per-step loss buffer [T, B] and the loss it sums tape by
+// tape, where full BPTT returns its one tape's, and the generator snapshot of state 0.
+int64_t executor_bytes_beyond_full_bptt(const Workload& workload);
+
 class ScheduleMethod : public GradientMethod {
  public:
   // `name`: the registry name ("vlrnn", "revolve", ...); `description`: with options.
