@@ -6,7 +6,7 @@ which tests fail without it, the worst predicted-peak error, how many prediction
 how far the term moves a prediction, and how many predicted times stay within 15 %.
 
     scripts/cost_term_ablation.py                       # every term, Simulator.* (~15 min)
-    scripts/cost_term_ablation.py --terms backward_op_bytes,accumulate_bytes
+    scripts/cost_term_ablation.py --terms backward_op_bytes,later_backward_bytes
     scripts/cost_term_ablation.py --filter 'Simulator.PredictsTheMeasuredStepPeakWithinTenPercent'
 
 Peaks are exact bytes (the same on any machine with the same LibTorch); times are measured and
@@ -24,7 +24,7 @@ TERMS = [
     "forward_seconds", "forward_grad_seconds", "backward_seconds",
     "op_seconds", "ended_call_seconds", "tape_growth_seconds",
     "tape_bytes", "backward_transient_bytes", "advance_transient_bytes", "state_bytes",
-    "backward_op_bytes", "accumulate_single_bytes", "accumulate_bytes",
+    "backward_op_bytes", "later_backward_bytes",
     "backward_floor_bytes", "fixed_bytes,fixed_step_bytes", "fixed_step_bytes", "gradient_bytes",
     "head_backward_step_bytes", "backward_splits_at_ends",
     "backward_window_steps,window_step_bytes",

@@ -44,8 +44,7 @@ CostModel random_model(std::mt19937_64& rng, int shape, bool long_chain) {
   m.op_seconds = seconds(0, 0.5);
   m.tape_growth_seconds = seconds(0, 0.01);
   m.backward_op_bytes = between(0, 500);
-  m.accumulate_single_bytes = between(0, 300);
-  m.accumulate_bytes = between(0, 300);
+  m.later_backward_bytes = between(0, 600);
   m.backward_floor_bytes = between(0, 3000);
   m.fixed_bytes = between(0, 5000);
   m.gradient_bytes = between(0, 2000);

@@ -69,8 +69,7 @@ CostModel every_field_set() {
   m.backward_transient_bytes[1] = 11;
   m.advance_transient_bytes[0] = 13;
   m.backward_op_bytes = 19;
-  m.accumulate_single_bytes = 23;
-  m.accumulate_bytes = 29;
+  m.later_backward_bytes = 29;
   m.backward_floor_bytes = 61;
   m.gradient_bytes = 31;
   m.fixed_step_bytes = 53;  // of fixed_bytes 5000
@@ -101,7 +100,7 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   EXPECT_EQ(loaded->tape_bytes, model.tape_bytes);
   EXPECT_EQ(loaded->backward_transient_bytes, model.backward_transient_bytes);
   EXPECT_EQ(loaded->op_seconds, model.op_seconds);
-  EXPECT_EQ(loaded->accumulate_bytes, 29);
+  EXPECT_EQ(loaded->later_backward_bytes, 29);
   EXPECT_EQ(loaded->fixed_step_bytes, 53);
   EXPECT_EQ(loaded->window_step_bytes, 59);
   EXPECT_EQ(loaded->backward_floor_bytes, 61);

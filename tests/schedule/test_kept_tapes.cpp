@@ -155,8 +155,8 @@ TEST(KeptTapes, PlannerKeepsTapesWhenTheyPay) {
 
 // The DP's own accounting is conservative against the simulator's at every budget, with
 // kept tapes and with states only, on chains with every kind of byte the cost model has:
-// a one-step tape's sums larger than a longer tape's (as measured on small models: the
-// inner DP once took them for the smaller), backward transients, advance chunks.
+// a later backward's bytes larger than a longer tape's sums (as measured on small models: the
+// inner DP once took a one-step tape's for the smaller), backward transients, advance chunks.
 TEST(KeptTapes, DpScheduleFitsEveryBudget) {
   for (const int64_t T : {int64_t(37), int64_t(300)}) {
     auto model = dear_first_half(T);
@@ -166,8 +166,7 @@ TEST(KeptTapes, DpScheduleFitsEveryBudget) {
       model.state_bytes[size_t(t + 1)] = 400 + (t % 3);
     }
     model.backward_op_bytes = 64;
-    model.accumulate_bytes = 600;
-    model.accumulate_single_bytes = 5000;
+    model.later_backward_bytes = 5000;
     model.gradient_bytes = 4000;
     model.check();
     const auto full = simulate(uniform_schedule(T, T), model);

@@ -27,11 +27,11 @@ fields = set(re.findall(r'visit\("(\w+)", m\.', header)) - {"active_sequences", 
 listed = {name for terms in module.TERMS for name in terms.split(",")}
 assert fields and listed == fields, (sorted(fields - listed), sorted(listed - fields))
 
-out = ablation("accumulate_single_bytes")
+out = ablation("later_backward_bytes")
 assert out.returncode == 0, out.stderr
 rows = {line.split(" | ")[0].strip("| `"): line for line in out.stdout.splitlines()}
 assert "| none |" in rows["nothing (as measured)"], out.stdout
-assert "PredictsTheMeasuredStepPeakWithinTenPercent" in rows["accumulate_single_bytes"], out.stdout
+assert "PredictsTheMeasuredStepPeakWithinTenPercent" in rows["later_backward_bytes"], out.stdout
 
 out = ablation("no_such_term")
 assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)

@@ -129,7 +129,7 @@ int64_t minimum_budget(const CostModel& model) {
   return model.fixed_bytes + model.gradient_bytes +
          std::max(model.advance_transient(0, model.time_steps(), kAdvanceChunk) + state,
                   state + worst_step +
-                      (model.time_steps() > 1 ? model.accumulate_single_bytes : 0));
+                      (model.time_steps() > 1 ? model.backward_call_bytes(1, true) : 0));
 }
 
 namespace {
@@ -166,8 +166,8 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   d.p.resize(size_t(d.N + 1));
   for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
   d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
-  d.per_tape = model.backward_op_bytes + model.accumulate_bytes;
-  d.single_tape = model.accumulate_single_bytes;
+  d.per_tape = model.backward_call_bytes(2, true);
+  d.single_tape = model.backward_call_bytes(1, true);
   d.floor_tape = model.backward_floor_bytes;
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
   d.advance_transient = model.advance_transient(0, model.time_steps(), kAdvanceChunk);

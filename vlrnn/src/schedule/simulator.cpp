@@ -23,7 +23,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
   };
   int64_t live = model.fixed_bytes;
   int64_t tape_steps = 0;  // steps of tape alive
-  bool first_backward = false;  // true once a backward has run (its name: "first one done")
+  bool later = false;  // true once a backward has run: every call from then on is a later one
   p.peak_bytes = live;
   const auto candidate = [&](int64_t bytes, size_t op) {
     if (bytes > p.peak_bytes) {
@@ -58,15 +58,12 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         p.seconds += model.calls_seconds(a, b, b - a) + sums.backward_s(a, b) +
                      model.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a + 1) / 2);
-        if (!first_backward) live += model.gradient_bytes;
-        candidate(live + (b - a >= 2 ? model.backward_op_bytes : 0) +
-                      (!first_backward ? 0
-                       : b - a >= 2    ? model.accumulate_bytes
-                                       : model.accumulate_single_bytes) +
+        if (!later) live += model.gradient_bytes;
+        candidate(live + model.backward_call_bytes(b - a, later) +
                       sums.tape_transient_b(a, b), i);
         // NOTE [ A later backward's floor ] in cost_measurement.cpp.
-        if (first_backward && b - a >= 2) candidate(live + model.backward_floor_bytes, i);
-        first_backward = true;
+        if (later && b - a >= 2) candidate(live + model.backward_floor_bytes, i);
+        later = true;
         live -= sums.tape_b(a, b) + kept_state(b);
         break;
       case OpKind::kFree:

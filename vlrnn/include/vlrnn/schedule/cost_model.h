@@ -45,15 +45,17 @@ struct CostModel {
   // Per backward call of a tape of two or more steps, whatever its length: autograd sums a
   // weight's per-step gradients in buffers; a one-step tape has no sums and no such bytes.
   int64_t backward_op_bytes = 0;
-  // Extra bytes of every backward call after the first: parameter gradients exist by then,
-  // so autograd computes the new ones in buffers and adds them in (the first call hands its
-  // buffers over as the gradients). For one-step tapes and for longer ones.
-  int64_t accumulate_single_bytes = 0;
-  int64_t accumulate_bytes = 0;
+  // What a backward call after the first needs beyond its tape's transient, whatever the
+  // tape's length, its sums included: parameter gradients exist by then, so autograd
+  // computes the new ones in buffers and adds them in, where the first call hands its
+  // buffers over as the gradients (NOTE [ A later backward's bytes ] in
+  // cost_measurement.cpp). A later call of two steps or more needs the larger of this and
+  // backward_op_bytes.
+  int64_t later_backward_bytes = 0;
   // A backward call of a tape of two steps or more after the first needs at least this much
   // beyond its tape, however few its steps: its weights' per-step gradients summed, and the
   // sum added to the gradients (NOTE [ A later backward's floor ] in cost_measurement.cpp).
-  // Above it, the per-call and accumulated bytes and the tape's transient, as above.
+  // Above it, backward_call_bytes and the tape's transient, as above.
   int64_t backward_floor_bytes = 0;
   // Live for the whole iteration: parameter gradients, per-step losses, the dL/dx
   // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots,
@@ -108,6 +110,12 @@ struct CostModel {
   // (NOTE [ Chunked advance ]): the largest chunk's sum of advance_transient_bytes. The
   // simulator prices one advance with it; the planner bounds every advance by [0, T)'s.
   int64_t advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const;
+  // What a backward call of a tape of `steps` steps needs beyond its tape and transient: its
+  // sums, and when it is `later` than the first, the new gradients added in.
+  int64_t backward_call_bytes(int64_t steps, bool later) const {
+    const int64_t sums = steps >= 2 ? backward_op_bytes : 0;
+    return later ? std::max(sums, later_backward_bytes) : sums;
+  }
   // Whether for_batch(time_steps, active) can price another batch of the workload this
   // model was measured on, of `time_steps` steps whose steps have `active` sequences
   // ([time_steps]; empty: a batch without lengths, as this model's must then be). Its steps
@@ -149,8 +157,7 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("advance_transient_bytes", m.advance_transient_bytes);
   visit("state_bytes", m.state_bytes);
   visit("backward_op_bytes", m.backward_op_bytes);
-  visit("accumulate_single_bytes", m.accumulate_single_bytes);
-  visit("accumulate_bytes", m.accumulate_bytes);
+  visit("later_backward_bytes", m.later_backward_bytes);
   visit("backward_floor_bytes", m.backward_floor_bytes);
   visit("fixed_bytes", m.fixed_bytes);
   visit("fixed_step_bytes", m.fixed_step_bytes);

@@ -7,8 +7,9 @@
 //                          + state b; then state b is stored
 //   forward_grad(a, b):    live grows by the tape of [a, b), and by state b when a later op
 //                          starts from it (NOTE [ Kept tapes ])
-//   backward(a, b):        peak candidate live + backward_op_bytes (tapes of >= 2 steps)
-//                          + accumulate_(single_)bytes after the first backward
+//   backward(a, b):        peak candidate live + CostModel::backward_call_bytes (the
+//                          sums of a tape of >= 2 steps; after the first backward, the
+//                          larger of those and later_backward_bytes)
 //                          + the head's gradient over [a, b) + Σ transient over [a, b)
 //                            (+ a buffer of at most W steps: NOTE [ Backward windows ];
 //                            or, where sequences end inside it, the most any run between
