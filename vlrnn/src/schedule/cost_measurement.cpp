@@ -33,8 +33,8 @@ double median(std::vector<double> v) {
 
 // One length's measurements: seconds and bytes of each phase.
 struct Phase {
-  double advance_s = 0, forward_grad_s = 0, backward_s = 0, head_forward_s = 0, head_backward_s = 0;
-  int64_t advance_peak = 0, tape = 0, backward_peak = 0, head_tape = 0, head_backward_peak = 0;
+  double advance_s = 0, forward_grad_s = 0, backward_s = 0;
+  int64_t advance_peak = 0, tape = 0, backward_peak = 0, head_backward_peak = 0;
 };
 
 // NOTE [ One block, measured ]: block [t0, t0 + n) of `workload` run as the executor runs
@@ -101,7 +101,7 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
   const Workload sub{workload.model, workload.head, batch, workload.h0.detached(),
                      workload.reduction};
   Phase p;
-  std::vector<double> adv, fwd, bwd, hf, hb;
+  std::vector<double> adv, fwd, bwd;
   measure::DeviceTimer timer(device);
   for (int64_t r = 0; r < repeats + 1; ++r) {  // the first round warms up, untimed
     const BlockRun run = run_block(sub, batch.inputs, 0, n, sub.h0, timer);
@@ -113,33 +113,18 @@ Phase measure_length(const Workload& workload, int64_t n, int64_t repeats) {
       fwd.push_back(run.taped.forward_grad_s);
       bwd.push_back(run.taped.backward_s);
     }
-    {
-      // The head alone on outputs z [n, B, Z].
-      const auto z = torch::randn({n, batch.batch_size(), workload.model.output_size()},
-                                  batch.inputs.options()).requires_grad_(true);
-      measure::IterationMemoryScope scope(device);
-      timer.start();
-      auto head = head_loss(sub, z, 0, n);
-      const double s_fwd = timer.stop();
-      const auto taped = scope.finish();
-      p.head_tape = taped.end_bytes - taped.start_bytes;
-      measure::IterationMemoryScope back(device);
-      timer.start();
-      head.loss.backward();
-      const double s_bwd = timer.stop();
-      head = HeadLoss();
-      p.head_backward_peak = back.finish().iteration_peak_bytes;
-      if (r > 0) {
-        hf.push_back(s_fwd);
-        hb.push_back(s_bwd);
-      }
-    }
   }
   p.advance_s = median(adv);
   p.forward_grad_s = median(fwd);
   p.backward_s = median(bwd);
-  p.head_forward_s = median(hf);
-  p.head_backward_s = median(hb);
+  // The head alone on outputs z [n, B, Z]: its backward's peak (exact bytes, so once).
+  const auto z = torch::randn({n, batch.batch_size(), workload.model.output_size()},
+                              batch.inputs.options()).requires_grad_(true);
+  auto head = head_loss(sub, z, 0, n);
+  measure::IterationMemoryScope back(device);
+  head.loss.backward();
+  head = HeadLoss();
+  p.head_backward_peak = back.finish().iteration_peak_bytes;
   return p;
 }
 
@@ -178,8 +163,7 @@ int64_t executor_peak(const Workload& workload, int64_t n, int64_t k) {
 // Per-step and per-call costs of the fused path (every sequence active), from the first n1
 // and n2 steps (NOTE [ Fitting the cost model ]).
 struct PrefixFit {
-  double advance_s = 0, forward_grad_s = 0, backward_s = 0, head_forward_s = 0,
-         head_backward_s = 0;   // seconds per step
+  double advance_s = 0, forward_grad_s = 0, backward_s = 0;  // seconds per step
   double advance_b = 0, tape_b = 0, tape_op_b = 0;  // bytes per step; tape_op_b per tape
   double backward_peak_b = 0, backward_peak_op_b = 0;  // measure_length's backward peak
   double head_backward_peak_b = 0;  // the head's backward peak per step (its output gradient)
@@ -200,8 +184,6 @@ PrefixFit fit_prefix(const Workload& workload, const CostMeasureOptions& options
   f.advance_s = line(p1.advance_s, p2.advance_s).first;
   f.forward_grad_s = line(p1.forward_grad_s, p2.forward_grad_s).first;
   f.backward_s = line(p1.backward_s, p2.backward_s).first;
-  f.head_forward_s = line(p1.head_forward_s, p2.head_forward_s).first;
-  f.head_backward_s = line(p1.head_backward_s, p2.head_backward_s).first;
   f.advance_b = line(double(p1.advance_peak), double(p2.advance_peak)).first;
   std::tie(f.tape_b, f.tape_op_b) = line(double(p1.tape), double(p2.tape));
   std::tie(f.backward_peak_b, f.backward_peak_op_b) =
