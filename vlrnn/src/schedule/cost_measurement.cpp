@@ -442,7 +442,7 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
     fit_backward_transient(e, lengths, residuals);
     e.later = int64_t(std::max(0.0, residual(2, 1)));
   }
-  if (T >= 4) {
+  if (T >= 2 * kFloorTape) {
     e.floor = int64_t(std::max(0.0, residual(2 * kFloorTape, kFloorTape)));
   }
   return e;
@@ -472,15 +472,16 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 // to the sequences running at each step for one that runs only those (NOTE [ Runs,
 // measured ]), where a block holding an end would otherwise charge its steps before the end
 // too little and those after it too much. One extra pass over the batch, about one gradient
-// step, up to kLongestMeasuredTape steps; a longer batch is profiled in as many steps, 32
-// blocks spread evenly over it (profile_starts), and its steps priced from theirs through
-// the active counts, as another batch of the workload is (NOTE [ Other batches of the
-// workload ] in cost_model.cpp). So calibration stops growing with T there (LSTM, F = 32,
-// H = 128, B = 16, lengths in [T/5, T]: 1.4-1.5 s at T = 4000 and at T = 8000, where the
-// whole pass took 2.4-2.6 s and 3.8-4.3 s). A batch of 1600 steps priced so is held to the
-// same 5 % in blocks of 16, 4 and 1 steps
-// (Simulator.PricesALongVariableLengthBatchFromSpreadBlocks).
-constexpr int64_t kProfileBlock = 32;
+// step, up to kProfiledSteps steps; a longer batch is profiled in as many steps, blocks
+// spread evenly over it (profile_starts), and its steps priced from theirs through the active
+// counts, as another batch of the workload is (NOTE [ Other batches of the workload ] in
+// cost_model.cpp). So calibration stops growing with T there. A batch of 1600 steps priced so
+// is held to the same 5 % in blocks of 16, 4 and 1 steps
+// (Simulator.PricesALongVariableLengthBatchFromSpreadBlocks). kProfiledSteps was 1024, the
+// longest tape, until 512 moved no prediction of the simulator's tests by more than 1.5
+// points (gru_lstm, lengths, T = 1000, another batch priced, K = 16: +1.8 % to +3.3 %) and
+// halved the pass at T = 1000.
+constexpr int64_t kProfileBlock = 32, kProfiledSteps = 512;
 
 // What a profile block [a, a + n) costs in all, beyond the per-call costs.
 struct ProfileBlock {
@@ -489,16 +490,16 @@ struct ProfileBlock {
   double tape = 0, transient = 0, advance = 0;  // bytes
 };
 
-// Where the profile blocks start: every kProfileBlock steps up to kLongestMeasuredTape steps,
+// Where the profile blocks start: every kProfileBlock steps up to kProfiledSteps steps,
 // each from the last one's exit; on a longer batch, as many blocks spread evenly over it, each
 // from h0 (what a step costs does not depend on the state's values).
 std::vector<int64_t> profile_starts(int64_t T) {
   std::vector<int64_t> starts;
-  if (T <= kLongestMeasuredTape) {
+  if (T <= kProfiledSteps) {
     for (int64_t a = 0; a < T; a += kProfileBlock) starts.push_back(a);
     return starts;
   }
-  const int64_t blocks = kLongestMeasuredTape / kProfileBlock;
+  const int64_t blocks = kProfiledSteps / kProfileBlock;
   for (int64_t i = 0; i < blocks; ++i) {
     starts.push_back(i * (T - kProfileBlock) / (blocks - 1));
   }
@@ -513,7 +514,7 @@ std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& wor
   measure::DeviceTimer timer(x.device());
   std::vector<ProfileBlock> blocks;
   State entry = workload.h0.detached();
-  const bool chained = T <= kLongestMeasuredTape;
+  const bool chained = T <= kProfiledSteps;
   for (const int64_t a : profile_starts(T)) {
     const int64_t n = std::min(kProfileBlock, T - a);
     auto inputs = x.narrow(0, a, n);  // [n, B, F]
