@@ -14,6 +14,26 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The inner DP's split candidates for l steps (NOTE [ Planner DP ]): every split within
+// kExactSplits steps of the front, where the best split of a short reversal lies, and
+// kSplitGrid - 1 evenly spaced over the rest, so an entry costs a few dozen candidates
+// rather than l.
+constexpr int64_t kExactSplits = 16, kSplitGrid = 64;
+// The per-call seconds charged for reversing one super-step with the inner DP, in calls over
+// the whole super-step: the inner DP counts recomputed steps, not calls, so a fixed few
+// stand for its advances, tapes and backward calls (a whole tape is two). The simulator
+// prices the chosen schedule's calls exactly; this weighs only the DP's choice.
+constexpr int64_t kInnerReversalCalls = 4;
+// best_uniform tries every K on a chain of at most kEveryUniformK steps; on a longer one,
+// every K up to kDenseUniformK, then K growing by kUniformKGrowth (2 %): about 560
+// candidates at T = 1e5, each a simulation.
+constexpr int64_t kEveryUniformK = 4096;
+constexpr int64_t kDenseUniformK = 256;
+constexpr double kUniformKGrowth = 1.02;
+// Where nothing else fits, revolve with one slot (T²/2 steps recomputed) on a chain of at
+// most this many steps.
+constexpr int64_t kLongestQuadraticChain = 4096;
+
 int64_t max_of(const std::vector<int64_t>& v, size_t from = 0) {
   int64_t m = 0;
   for (size_t i = from; i < v.size(); ++i) m = std::max(m, v[i]);
@@ -55,8 +75,8 @@ class InnerDp {
             best_y = y;
           }
         };
-        for (int64_t y = 1; y <= std::min<int64_t>(16, l - 1); ++y) consider(y);
-        for (int64_t j = 1; j < 64; ++j) consider((l * j + 63) / 64);
+        for (int64_t y = 1; y <= std::min<int64_t>(kExactSplits, l - 1); ++y) consider(y);
+        for (int64_t j = 1; j < kSplitGrid; ++j) consider((l * j + kSplitGrid - 1) / kSplitGrid);
         consider(l - capacity_[size_t(c + 1)]);
         at(l, c) = best;
         split_at(l, c) = best_y;
@@ -305,7 +325,7 @@ void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
   } else if (j - i == 1 && std::isfinite(inner_.cost(b - a, inner_states(m)))) {
     best = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
            inner_.cost(b - a, inner_states(m)) / double(b - a) * sums_.forward_s(a, b) +
-           4 * model_.calls_seconds(a, b, b - a);
+           double(kInnerReversalCalls) * model_.calls_seconds(a, b, b - a);
     how = kInner;
   }
   const bool may_store = (m + 1) * d_.unit + d_.advance_transient <= d_.available;
@@ -355,11 +375,11 @@ Schedule dp_schedule(const CostModel& model, int64_t budget_bytes, bool keep_tap
 Plan best_uniform(const CostModel& model, int64_t budget_bytes) {
   const int64_t T = model.time_steps();
   std::vector<int64_t> ks;
-  if (T <= 4096) {
+  if (T <= kEveryUniformK) {
     for (int64_t k = 1; k <= T; ++k) ks.push_back(k);
   } else {
-    for (int64_t k = 1; k <= 256; ++k) ks.push_back(k);
-    for (double k = 256; k < double(T); k *= 1.02) ks.push_back(int64_t(k));
+    for (int64_t k = 1; k <= kDenseUniformK; ++k) ks.push_back(k);
+    for (double k = kDenseUniformK; k < double(T); k *= kUniformKGrowth) ks.push_back(int64_t(k));
     ks.push_back(T);
   }
   Plan best;
@@ -411,7 +431,7 @@ Plan plan(const CostModel& model, int64_t budget_bytes) {
   for (const int64_t slots : revolve_slot_counts(T)) {
     consider(revolve_schedule(T, slots), "revolve", slots);
   }
-  if (!std::isfinite(best.prediction.seconds) && T <= 4096) {
+  if (!std::isfinite(best.prediction.seconds) && T <= kLongestQuadraticChain) {
     consider(revolve_schedule(T, 1), "revolve", 1);  // quadratic, the last resort
   }
   TORCH_CHECK(std::isfinite(best.prediction.seconds), "planner budget: no schedule found within ",

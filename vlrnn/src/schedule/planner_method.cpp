@@ -33,6 +33,10 @@ namespace {
 // (measurement is not concurrent anyway: the peak counters it reads are process-wide).
 constexpr size_t kCostModelCacheSize = 16;
 
+// What a missed plan check adds to the planning margin beyond the miss it measured
+// (PlannerMethod::honoured_budget): 0.5 %.
+constexpr double kMarginStep = 0.005;
+
 struct CostModelCache {
   std::mutex mutex;
   std::list<std::pair<std::string, CostModel>> entries;  // most recently used first
@@ -230,12 +234,12 @@ int64_t PlannerMethod::honoured_budget(const Workload& workload, int64_t budget)
     if (checked_peak_ <= budget) return budget;
     // The miss over the prediction, and at least the overshoot over the budget on top of
     // the margin used (the planning budget then shrinks by the overshoot at least, even
-    // when the plan was predicted well below it); +0.5 %: a schedule planned for a smaller
-    // budget may miss by a little more.
+    // when the plan was predicted well below it); + kMarginStep: a schedule planned for a
+    // smaller budget may miss by a little more.
     margin_ = std::max({margin_,
                         double(checked_peak_) / double(plan_.prediction.peak_bytes) - 1.0,
                         (1.0 + margin_) * double(checked_peak_) / double(budget) - 1.0}) +
-              0.005;
+              kMarginStep;
   }
   TORCH_CHECK(false, "planner budget: ", budget, " bytes: after ", kPlanChecks, " plans the "
               "last one (", plan_.schedule.name, ") still measured ", checked_peak_,
