@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 
 namespace vlrnn::schedule {
 namespace {
@@ -322,7 +324,8 @@ struct EndToEnd {
 // it (the head's output gradient, dL/dx). A chord between two short tapes, extrapolated, then
 // over-predicts full BPTT's peak by half at T = 1024 (and percent=P lands well over P % of
 // full's measured peak). So the residual r(n) is measured on full tapes of n = 8, 32, 128,
-// 512 and 1024 steps (up to T). Where a segment grows by less than half the slope of the
+// 512 and 1024 steps (up to T; 512 only where the growth bends: NOTE [ Rungs where the
+// growth bends ]). Where a segment grows by less than half the slope of the
 // chord before it, the buffer is full: r(n) = call + grow · n + buffer · min(n, W) (NOTE [
 // Backward windows ] in cost_model.h), with call + (grow + buffer) · n the chord up to the
 // knee, grow the slope from the knee to the longest tape, and W what makes the longest tape's
@@ -382,6 +385,18 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
 // kShortSegment of the one before replaces it.
 constexpr int64_t kShortestLadderTape = 8, kLadderRatio = 4;
 constexpr double kShortSegment = 1.5;
+// NOTE [ Rungs where the growth bends ]: past a few dozen steps the residual of every model
+// but lstm_block grows on one line: measured (F = 32, H = 128, B = 16, tapes of 32, 128, 512
+// and 1024 steps), its growth per step from 128 to 512 steps and from 512 to 1024 equals its
+// growth from 32 to 128, to the byte, for lstm, gru, rnn, gru_lstm, gru_v1, gru_v4, mingru
+// and lru. A rung between the third (128 steps) and the longest then adds nothing the chord
+// does not know, and its tape (512 steps) took a third of the ladder's time. So the first
+// kFirstRungs rungs and the longest run first, and the rungs between only where the growth
+// from the third to the longest is below kSlowerGrowth of the growth from the second to the
+// third: lstm_block's 0.53 (its buffer fills at 512 steps), or any knee up to about 900
+// steps of a 1024-step longest. There the whole ladder is fitted, as before.
+constexpr size_t kFirstRungs = 3;
+constexpr double kSlowerGrowth = 0.9;
 // NOTE [ A later backward's bytes ]: a backward call after the first finds the parameter
 // gradients there, so autograd computes the new ones in buffers and adds them in, where the
 // first hands its buffers over as the gradients. A tape of two steps or more sums a weight's
@@ -437,9 +452,32 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
       lengths.back() = longest;
     }
     if (longest > lengths.back()) lengths.push_back(longest);
+    // NOTE [ Rungs where the growth bends ]: the first kFirstRungs and the longest, then the
+    // rest only where the growth slows between them.
+    std::map<int64_t, double> measured;  // rung -> its residual
+    const auto run = [&](int64_t n) { measured.emplace(n, residual(n, n)); };
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      if (i < kFirstRungs || i + 1 == lengths.size()) run(lengths[i]);
+    }
+    if (measured.size() < lengths.size()) {
+      const auto last = std::prev(measured.end()), before = std::prev(last),
+                 earlier = std::prev(before);
+      const auto growth = [](auto from, auto to) {
+        return (to->second - from->second) / double(to->first - from->first);
+      };
+      if (growth(before, last) < kSlowerGrowth * growth(earlier, before)) {
+        for (const int64_t n : lengths) {
+          if (measured.count(n) == 0) run(n);
+        }
+      }
+    }
+    std::vector<int64_t> rungs;
     std::vector<double> residuals;
-    for (const int64_t n : lengths) residuals.push_back(residual(n, n));
-    fit_backward_transient(e, lengths, residuals);
+    for (const auto& [n, r] : measured) {
+      rungs.push_back(n);
+      residuals.push_back(r);
+    }
+    fit_backward_transient(e, rungs, residuals);
     e.later = int64_t(std::max(0.0, residual(2, 1)));
   }
   if (T >= 2 * kFloorTape) {
@@ -631,8 +669,8 @@ void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workl
 
 // Long tapes (cost_model.h): what tapes from step 0 take per step beyond the model's
 // per-step and per-call seconds grows with the tape (by tape_growth_seconds per step of it).
-// The end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run full tapes of 128,
-// 512 and min(T, 1024) steps of this very batch, timed, every sequence running; the growth
+// The end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run full tapes of 128
+// and min(T, 1024) steps of this very batch (and of 512 where the growth bends), timed, every sequence running; the growth
 // is the least-squares slope over those of kShortGrowthTape steps or more, at no run more.
 // Over five calibrations of an LSTM (F = 32, H = 128, B = 16, T = 1000) it spread from 3.6e-8
 // to 5.8e-8 s, against 2.3e-8 to 5.1e-8 s for tapes of 64 and 1024 steps timed alternately
