@@ -234,9 +234,10 @@ double seconds_per_call(const Workload& workload, const PrefixFit& f, int64_t fr
   return std::max(0.0, median(per_call));
 }
 
-// `first_end`: the first step some sequence no longer has (T: none before T).
+// `first_end`: the first step some sequence no longer has (T: none before T); `active` [T]:
+// the sequences running at each step (active_sequences_of; empty without lengths).
 CallSeconds measure_call_seconds(const Workload& workload, const PrefixFit& f,
-                                 int64_t first_end) {
+                                 int64_t first_end, const std::vector<int64_t>& active) {
   const int64_t T = workload.batch.time_steps();
   const int64_t n = std::min(kCallSteps, T);
   if (n < 2) return {};
@@ -248,19 +249,13 @@ CallSeconds measure_call_seconds(const Workload& workload, const PrefixFit& f,
   c.op = seconds_per_call(workload, f, 0, n, with_lengths ? &entry : nullptr, 0, 0.0);
   if (first_end >= T) return c;
   // Past the first end: from the first step with no more sequences active than on average
-  // over the steps from the first end to the last. The count falls only where a sequence
-  // ends: from the i-th end (ascending) on, B - i - 1 are active.
-  const auto lengths = workload.batch.lengths.to(torch::kCPU, torch::kLong).contiguous();
-  std::vector<int64_t> ends(lengths.data_ptr<int64_t>(),
-                            lengths.data_ptr<int64_t>() + lengths.numel());  // [B]
-  std::sort(ends.begin(), ends.end());
-  const int64_t span = ends.back() - first_end;
-  int64_t active_sum = 0;  // sequence-steps active in [first_end, last)
-  for (const int64_t end : ends) active_sum += end - first_end;
-  int64_t at = ends.back();
-  for (size_t i = 0; i < ends.size(); ++i) {
-    if (int64_t(ends.size() - i - 1) * span <= active_sum) {
-      at = ends[i];
+  // over the steps from the first end to the last that any runs.
+  int64_t last = first_end, active_sum = 0;  // sequence-steps active in [first_end, last)
+  for (; last < T && active[size_t(last)] > 0; ++last) active_sum += active[size_t(last)];
+  int64_t at = last;
+  for (int64_t t = first_end; t < last; ++t) {
+    if (active[size_t(t)] * (last - first_end) <= active_sum) {
+      at = t;
       break;
     }
   }
@@ -760,10 +755,11 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   const EndToEnd e = calibrate_end_to_end(workload, f, fixed_per_step);
 
   CostModel m;
+  const auto active = active_sequences_of(workload.batch);  // [T], empty without lengths
   // The first end: the first step some sequence no longer has.
   const int64_t first_end =
       workload.batch.has_lengths() ? workload.batch.lengths.min().item<int64_t>() : T;
-  const CallSeconds calls = measure_call_seconds(workload, f, first_end);
+  const CallSeconds calls = measure_call_seconds(workload, f, first_end, active);
   m.op_seconds = calls.op;
   m.ended_call_seconds = calls.ended;
   m.backward_op_bytes = int64_t(e.backward_call);
@@ -774,7 +770,7 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
   if (workload.batch.has_lengths()) {
     // First: calls_seconds prices calls past the first end from the active counts.
-    m.active_sequences = active_sequences_of(workload.batch);
+    m.active_sequences = active;
     const auto blocks = profile_blocks(m, workload, f, e, state.exit);
     const CostModel by_active = spread_profile(m, blocks, true);
     m = spread_profile(m, blocks, false);
