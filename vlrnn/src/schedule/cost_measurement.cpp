@@ -380,16 +380,16 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
 // kShortSegment of the one before replaces it.
 constexpr int64_t kShortestLadderTape = 8, kLadderRatio = 4;
 constexpr double kShortSegment = 1.5;
-// NOTE [ Rungs where the growth bends ]: past a few dozen steps the residual of every model
-// but lstm_block grows on one line: measured (F = 32, H = 128, B = 16, tapes of 32, 128, 512
-// and 1024 steps), its growth per step from 128 to 512 steps and from 512 to 1024 equals its
-// growth from 32 to 128, to the byte, for lstm, gru, rnn, gru_lstm, gru_v1, gru_v4, mingru
-// and lru. A rung between the third (128 steps) and the longest then adds nothing the chord
-// does not know, and its tape (512 steps) took a third of the ladder's time. So the first
-// kFirstRungs rungs and the longest run first, and the rungs between only where the growth
-// from the third to the longest is below kSlowerGrowth of the growth from the second to the
-// third: lstm_block's 0.53 (its buffer fills at 512 steps), or any knee up to about 900
-// steps of a 1024-step longest. There the whole ladder is fitted, as before.
+// NOTE [ Rungs where the growth bends ]: past a few dozen steps the residual grows on one line
+// for every kind measured but lstm_block: at F = 32, H = 128, B = 16 (tapes of 32, 128, 512 and
+// 1024 steps), the growth per step from 128 to 512 steps and from 512 to 1024 equals the growth
+// from 32 to 128, to the byte, for lstm, gru, rnn, gru_lstm, gru_v1, gru_v4, mingru and lru. A
+// rung between the third (128 steps) and the longest then adds nothing the chord does not know,
+// and its tape (512 steps) took a third of the ladder's time. So the first kFirstRungs rungs
+// and the longest run first, and the rungs between only where the growth from the third to the
+// longest is below kSlowerGrowth of the growth from the second to the third: lstm_block's 0.53
+// (its buffer fills at 512 steps), or any knee up to about 900 steps of a 1024-step longest.
+// There the whole ladder is fitted, as before.
 constexpr size_t kFirstRungs = 3;
 constexpr double kSlowerGrowth = 0.9;
 // NOTE [ A later backward's bytes ]: a backward call after the first finds the parameter
@@ -662,16 +662,18 @@ void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workl
   m = std::move(runs);
 }
 
-// Long tapes (cost_model.h): what tapes from step 0 take per step beyond the model's
-// per-step and per-call seconds grows with the tape (by tape_growth_seconds per step of it).
-// The end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run full tapes of 128
-// and min(T, 1024) steps of this very batch (and of 512 where the growth bends), timed, every sequence running; the growth
-// is the least-squares slope over those of kShortGrowthTape steps or more, at no run more.
-// Over five calibrations of an LSTM (F = 32, H = 128, B = 16, T = 1000) it spread from 3.6e-8
-// to 5.8e-8 s, against 2.3e-8 to 5.1e-8 s for tapes of 64 and 1024 steps timed alternately
-// three times, which took 0.9 s of a 1.5 s calibration. A variable-length batch's steps are
-// the same model's, fewer sequences each, so its tapes grow as fast or slower: the slope
-// over full steps is a bound.
+// Long tapes (cost_model.h): what tapes from step 0 take per step beyond the model's per-step
+// and per-call seconds grows with the tape (by tape_growth_seconds per step of it). The
+// end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run full tapes of 128 and
+// min(T, 1024) steps of this very batch (and of 512 where the growth bends), timed, every
+// sequence running; the growth is the least-squares slope over those of kShortGrowthTape steps
+// or more, at no run more. Over five calibrations of an LSTM (F = 32, H = 128, B = 16,
+// T = 1000) it spread from 3.6e-8 to 5.8e-8 s, against 2.3e-8 to 5.1e-8 s for tapes of 64 and
+// 1024 steps timed alternately three times, which took 0.9 s of a 1.5 s calibration. Without
+// the 512-step tape, the slope over 128 and 1000 steps came within 10 % of the slope over all
+// three in each of ten calibrations that fitted both, whose run-to-run spread on a busy day was
+// far larger (-1.1e-7 to 1.5e-7 s). A variable-length batch's steps are the same model's, fewer
+// sequences each, so its tapes grow as fast or slower: the slope over full steps is a bound.
 constexpr int64_t kShortGrowthTape = 64;  // the shortest tape fitted
 
 double fit_tape_growth(const CostModel& m, const EndToEnd& e, const PrefixFit& f) {
