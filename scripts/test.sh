@@ -4,13 +4,24 @@
 # find_package(vlrnn) project built against a temporary install, scripts/test_client_project.sh;
 # the parsers under libFuzzer for a few seconds each, tests/fuzz/README.md),
 # then the sharded sweep on a real one-node Slurm (scripts/test_slurm.sh; VLRNN_SKIP_SLURM=1
-# skips it).
+# skips it). When it ends, passed or failed, it prints the seconds of each phase it finished:
+# where a slow machine's time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
-scripts/build.sh
-scripts/build_fuzzers.sh  # clang's libFuzzer targets (tests/fuzz/), run by ctest's fuzz.smoke
-cd build
-ctest --output-on-failure --timeout 600 -j "$(nproc)"
-cd ..
-scripts/test_slurm.sh
+
+finished=""  # "install 95 s, build 610 s, ..."
+trap 'echo "test.sh: ${finished}${SECONDS} s in all"' EXIT
+# Runs the rest of its arguments as the phase named by the first.
+phase() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  finished+="$name $((SECONDS - start)) s, "
+}
+run_ctest() { (cd build && ctest --output-on-failure --timeout 600 -j "$(nproc)"); }
+
+phase install scripts/install_deps.sh
+phase build scripts/build.sh
+phase fuzzers scripts/build_fuzzers.sh  # clang's libFuzzer targets (tests/fuzz/), run by fuzz.smoke
+phase ctest run_ctest
+phase slurm scripts/test_slurm.sh
