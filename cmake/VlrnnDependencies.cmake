@@ -17,6 +17,21 @@ elseif(NOT Torch_FOUND)
 endif()
 message(STATUS "VLRNN: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
 
+# NOTE [ OpenMP for our own loops ]: Debian's LibTorch parallelises with OpenMP, and its
+# at::parallel_for is a header template that splits the work only in a file compiled with
+# OpenMP (_OPENMP defined); elsewhere it runs the whole range on the calling thread. Our
+# cells' fused loops (lstm_block's gates, linear_scan's sequential kernel) call it, so the
+# library is compiled with OpenMP, and so is what links it: GCC's runtime, libgomp, the one
+# Debian's LibTorch already loads (a pip wheel's LibTorch carries its own copy of libgomp;
+# not tried here). A LibTorch with its own thread pool (AT_PARALLEL_NATIVE) does not need it
+# and is not harmed by it. Without OpenMP the library still builds; its loops then run on
+# one thread, whatever --threads says.
+find_package(OpenMP COMPONENTS CXX QUIET)
+if(NOT OpenMP_CXX_FOUND)
+  message(WARNING "VLRNN: this compiler has no OpenMP; the cells' own loops (lstm_block, "
+                  "linear_scan) will run on one thread whatever --threads says")
+endif()
+
 # fmt: the system package, or header-only from a carried include folder (VLRNN_FMT_INCLUDE).
 # The layer libraries link VLRNN_FMT_LINK privately: fmt::fmt (an installed consumer then
 # finds fmt too), or the header-only target, whose FMT_HEADER_ONLY stays in this build.

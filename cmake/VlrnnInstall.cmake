@@ -1,6 +1,7 @@
 # `cmake --install build --prefix P`: headers, the layer libraries and a CMake package, so
 # that another project writes find_package(vlrnn) and links vlrnn::vlrnn. Its dependencies
-# are LibTorch and (when it came as a package) fmt; not CLI11, json, GoogleTest, benchmark.
+# are LibTorch, OpenMP (when the compiler has it) and (when it came as a package) fmt; not
+# CLI11, json, GoogleTest, benchmark.
 
 include(CMakePackageConfigHelpers)
 
@@ -22,6 +23,11 @@ if(fmt_FOUND)
   set(VLRNN_CONFIG_FIND_FMT "find_dependency(fmt HINTS \"${fmt_DIR}\")")
 else()
   set(VLRNN_CONFIG_FIND_FMT "# fmt: header-only, compiled into the libraries")
+endif()
+if(OpenMP_CXX_FOUND)
+  set(VLRNN_CONFIG_FIND_OPENMP "find_dependency(OpenMP COMPONENTS CXX)")
+else()
+  set(VLRNN_CONFIG_FIND_OPENMP "# OpenMP: not used by this build")
 endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vlrnnConfig.cmake.in
   ${PROJECT_BINARY_DIR}/vlrnnConfig.cmake INSTALL_DESTINATION ${VLRNN_CMAKE_DIR})

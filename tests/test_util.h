@@ -98,6 +98,16 @@ inline Named run_and_backprop(const ForwardFn& forward, const torch::Tensor& x, 
   return out;
 }
 
+// LibTorch's intra-op pool on `threads` threads while it lives, then back to what it was
+// (ctest runs every test on one: NOTE [ One thread per test ] in tests/CMakeLists.txt).
+struct IntraOpThreads {
+  explicit IntraOpThreads(int threads) : saved(at::get_num_threads()) { at::set_num_threads(threads); }
+  ~IntraOpThreads() { at::set_num_threads(saved); }
+  IntraOpThreads(const IntraOpThreads&) = delete;
+  IntraOpThreads& operator=(const IntraOpThreads&) = delete;
+  int saved;
+};
+
 // A small model, head and batch for tests: F = 3, H = 4, classes = 3.
 struct SmallProblem {
   std::shared_ptr<RecurrentModule> model;

@@ -66,6 +66,24 @@ TEST(LinearScan, SequentialKernelEqualsTheStepLoopBitForBit) {
   }
 }
 
+TEST(LinearScan, SequentialKernelOnTwoThreadsEqualsTheStepLoopBitForBit) {
+  // The kernel splits the state's B · H elements into tasks of 4096: 8192 are two tasks, each
+  // its elements' own recurrence, so two threads still compute the loop's numbers exactly.
+  testing::IntraOpThreads two_threads(2);
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    torch::manual_seed(5);
+    const auto a = torch::sigmoid(2 * torch::randn({7, 8, 1024}, torch::dtype(dtype)));
+    const auto b = torch::randn({7, 8, 1024}, torch::dtype(dtype));
+    const auto h0 = torch::randn({8, 1024}, torch::dtype(dtype));
+    const auto seed = torch::randn({7, 8, 1024}, torch::dtype(dtype));
+    expect_equal_runs(run([](auto& x, auto& y, auto& z) {
+                        return linear_scan(x, y, z, ScanKernel::kSequential);
+                      }, a, b, h0, seed),
+                      run(linear_scan_loop, a, b, h0, seed), 0.0,
+                      "2 threads " + std::string(c10::toString(dtype)));
+  }
+}
+
 TEST(LinearScan, EqualsTheStepLoopForwardAndBackward) {
   // Tb = 1, a square Tb, Tb not a multiple of the chunk, a long block; and chunks of 1, 3, Tb
   // (0 = the default, ceil(sqrt(Tb))).

@@ -218,6 +218,29 @@ TEST(LstmBlock, BothSaveModesComputeTheSameNumbers) {
                1e-13, "lstm_block preactivations vs gates");
 }
 
+TEST(LstmBlock, GateLoopsOnTwoThreadsComputeTheSameNumbers) {
+  // The gate loops split the batch's rows into tasks of 16384 / H rows: B = 64 at H = 512 is
+  // two tasks, each its rows' own work, so two threads compute what one does. (LibTorch's own
+  // reductions may sum in another order on two threads: equal to rounding, not bit for bit.)
+  const int64_t hidden = 512, batch = 64;
+  std::vector<int64_t> lengths(batch, 6);
+  lengths[0] = 2;
+  lengths[batch - 1] = 0;
+  for (auto save : {LstmSave::kGates, LstmSave::kPreactivations}) {
+    const Data d(torch::kFloat64, 1, 2, lengths, 6, batch, 3, hidden);
+    torch::manual_seed(4);
+    BlockLstm model(3, hidden, 1, 0.0, save);
+    model.to(torch::kFloat64);
+    const auto run = [&] {
+      return run_and_backprop(forward_of(model, d.lengths), d.x, d.h0, d.seed_z, d.seed_h,
+                              parameters_by_name(model));
+    };
+    const auto one = run();
+    testing::IntraOpThreads two_threads(2);
+    expect_close(run(), one, 1e-13, "lstm_block on 2 threads vs 1");
+  }
+}
+
 TEST(LstmBlock, StateIsFrozenAndOutputIsZeroPastTheEnd) {
   const Data d(torch::kFloat64, 1, 2, {9, 4, 0, 1});
   BlockLstm model(3, 5);

@@ -1,8 +1,14 @@
+#include "test_util.h"
+
 #include "vlrnn/measure/environment.h"
 #include "vlrnn/measure/threads.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <ATen/Parallel.h>
+
+#include <atomic>
 
 namespace vlrnn::measure {
 namespace {
@@ -38,6 +44,17 @@ TEST(ThreadPolicy, OpenBlasIsControlled) {
   // or the policy silently does nothing there.
   if (detect_blas().vendor != "OpenBLAS") GTEST_SKIP() << "BLAS is " << detect_blas().vendor;
   EXPECT_EQ(current_threads().blas_control, "openblas_set_num_threads");
+}
+
+TEST(ThreadPolicy, IntraOpThreadsSplitTheLibrarysLoops) {
+  // NOTE [ OpenMP for our own loops ] (cmake/VlrnnDependencies.cmake): at::parallel_for is
+  // compiled into the file that calls it, and splits only where that file was compiled with
+  // LibTorch's threading. This file gets its flags from linking the library, as the
+  // library's own files (lstm_block, linear_scan) get theirs: two threads, two tasks.
+  testing::IntraOpThreads two(2);
+  std::atomic<int> tasks{0};
+  at::parallel_for(0, 8192, 4096, [&](int64_t, int64_t) { ++tasks; });
+  EXPECT_EQ(tasks.load(), 2) << "at::parallel_for ran as one task on 2 intra-op threads";
 }
 
 TEST(ThreadPolicy, RejectsBadCounts) {
