@@ -25,9 +25,12 @@ message(STATUS "VLRNN: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
 # Debian's LibTorch already loads (a pip wheel's LibTorch carries its own copy of libgomp;
 # not tried here). A LibTorch with its own thread pool (AT_PARALLEL_NATIVE) does not need it
 # and is not harmed by it. Without OpenMP the library still builds; its loops then run on
-# one thread, whatever --threads says.
-find_package(OpenMP COMPONENTS CXX QUIET)
-if(NOT OpenMP_CXX_FOUND)
+# one thread, whatever --threads says. VLRNN_OPENMP=OFF builds without it on purpose (the
+# fuzz build, which compiles no loop: scripts/build_fuzzers.sh).
+if(VLRNN_OPENMP)
+  find_package(OpenMP COMPONENTS CXX QUIET)
+endif()
+if(VLRNN_OPENMP AND NOT OpenMP_CXX_FOUND)
   message(WARNING "VLRNN: this compiler has no OpenMP; the cells' own loops (lstm_block, "
                   "linear_scan) will run on one thread whatever --threads says")
 endif()

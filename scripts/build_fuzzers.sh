@@ -27,6 +27,7 @@ if [[ ! -f build-fuzz/CMakeCache.txt || "$configured" != "$link_build" ]] || (($
   cmake -S . -B build-fuzz "${generator[@]}" "${launcher[@]}" -DCMAKE_CXX_COMPILER=clang++ \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVLRNN_BUILD_FUZZERS=ON -DVLRNN_BUILD_TOOLS=OFF \
         -DVLRNN_BUILD_TESTS=OFF -DVLRNN_BUILD_BENCHMARKS=OFF -DVLRNN_BUILD_EXAMPLES=OFF \
-        -DVLRNN_BUILD_PYTHON=OFF -DVLRNN_PCH=OFF -DVLRNN_FUZZ_LINK_BUILD="$link_build" "$@" >/dev/null
+        -DVLRNN_BUILD_PYTHON=OFF -DVLRNN_PCH=OFF -DVLRNN_OPENMP=OFF \
+        -DVLRNN_FUZZ_LINK_BUILD="$link_build" "$@" >/dev/null
 fi
 cmake --build build-fuzz --target vlrnn_fuzzers
