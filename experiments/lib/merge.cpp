@@ -57,7 +57,7 @@ std::vector<ShardFolder> read_folders(const MergeOptions& options, MergeReport& 
 }
 
 // Step 2: see NOTE [ What a merge checks ].
-void check_same_sweep(const std::vector<ShardFolder>& folders) {
+void check_shards_of_one_sweep(const std::vector<ShardFolder>& folders) {
   const auto& first = folders.front();
   for (const auto& f : folders) {
     for (const char* key : {"config_hash", "git_sha"}) {
@@ -168,7 +168,7 @@ int64_t MergeReport::missing_count() const {
 MergeReport merge_shards(const MergeOptions& options) {
   MergeReport report;
   const auto folders = read_folders(options, report);
-  check_same_sweep(folders);
+  check_shards_of_one_sweep(folders);
   const json& meta = folders.front().meta;
   const auto config = parse_sweep_config(meta["config"], meta.value("config_name", std::string("sweep")));
   TORCH_CHECK(config_hash(config) == meta["config_hash"].get<std::string>(), "merge: expected the config in ",

@@ -66,8 +66,8 @@ struct Plan {
 };
 
 // --resume into a folder of another config or shard would mix two sweeps in one file.
-void check_same_sweep(const json& previous, const std::string& hash, const ShardSpec& shard,
-                      const std::string& out_dir) {
+void check_resumable_folder(const json& previous, const std::string& hash, const ShardSpec& shard,
+                            const std::string& out_dir) {
   const std::string where = out_dir + "/meta.json";
   if (previous.contains("config_hash") && previous["config_hash"] != hash) {
     TORCH_CHECK(false, "--resume: expected a folder of this config (hash ", hash, "), got hash ",
@@ -89,7 +89,7 @@ Plan plan_run(const SweepConfig& config, const SweepOptions& options, ResultsSto
   std::set<std::string> done_keys;
   if (options.resume) {
     plan.previous_meta = store.read_meta();
-    check_same_sweep(plan.previous_meta, config_hash(config), options.shard, options.out_dir);
+    check_resumable_folder(plan.previous_meta, config_hash(config), options.shard, options.out_dir);
     done_keys = store.recorded_keys();
   } else if (store.has_records()) {
     store.move_to_previous();

@@ -20,34 +20,34 @@ std::vector<HeadEntry> builtin_heads() {
   };
 }
 
-std::vector<HeadEntry>& registry() {
+std::vector<HeadEntry>& mutable_heads() {
   static std::vector<HeadEntry> entries = builtin_heads();  // once, on first use
   return entries;
 }
 
 }  // namespace
 
-const std::vector<HeadEntry>& head_registry() { return registry(); }
+const std::vector<HeadEntry>& head_registry() { return mutable_heads(); }
 
 std::vector<std::string> head_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& entry : registry()) kinds.push_back(entry.kind);
+  for (const auto& entry : mutable_heads()) kinds.push_back(entry.kind);
   return kinds;
 }
 
 void add_head(const std::string& kind, const std::string& summary, HeadFactory make) {
   TORCH_CHECK(!kind.empty(), "add_head kind: expected a non-empty name, got \"\"");
   TORCH_CHECK(make, "add_head make: expected a factory for kind \"", kind, "\", got none");
-  for (const auto& entry : registry()) {
+  for (const auto& entry : mutable_heads()) {
     TORCH_CHECK(entry.kind != kind, "add_head kind: \"", kind,
                 "\" is already registered; known kinds: ",
                 fmt::format("{}", fmt::join(head_kinds(), ", ")));
   }
-  registry().push_back({kind, summary, std::move(make)});
+  mutable_heads().push_back({kind, summary, std::move(make)});
 }
 
 std::shared_ptr<OutputModule> make_head(const HeadConfig& config) {
-  for (const auto& entry : registry()) {
+  for (const auto& entry : mutable_heads()) {
     if (entry.kind == config.kind) return entry.make(config);
   }
   TORCH_CHECK(false, "head: unknown kind \"", config.kind, "\"; known kinds: ",

@@ -169,26 +169,26 @@ std::vector<MethodEntry> builtin_methods() {
   };
 }
 
-std::vector<MethodEntry>& registry() {
+std::vector<MethodEntry>& mutable_methods() {
   static std::vector<MethodEntry> entries = builtin_methods();  // the built-ins, on first use
   return entries;
 }
 
 }  // namespace
 
-const std::vector<MethodEntry>& method_registry() { return registry(); }
+const std::vector<MethodEntry>& method_registry() { return mutable_methods(); }
 
 void add_method(const std::string& name, const std::string& summary, MethodFactory make) {
   TORCH_CHECK(!name.empty() && name.find_first_of(":,= ") == std::string::npos,
               "add_method name: expected a non-empty name without ':', ',', '=' or spaces "
               "(it appears in specs like \"name:key=value\"), got \"", name, "\"");
   TORCH_CHECK(make, "add_method make: expected a factory for method \"", name, "\", got none");
-  for (const auto& entry : registry()) {
+  for (const auto& entry : mutable_methods()) {
     TORCH_CHECK(entry.name != name, "add_method name: \"", name,
                 "\" is already registered; known methods: ",
                 fmt::format("{}", fmt::join(method_names(), ", ")));
   }
-  registry().push_back({name, summary, std::move(make)});
+  mutable_methods().push_back({name, summary, std::move(make)});
 }
 
 std::vector<std::string> method_names() {

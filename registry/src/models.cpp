@@ -93,35 +93,35 @@ std::vector<ModelEntry> builtin_models() {
   return entries;
 }
 
-std::vector<ModelEntry>& registry() {
+std::vector<ModelEntry>& mutable_models() {
   static std::vector<ModelEntry> entries = builtin_models();  // the built-ins, on first use
   return entries;
 }
 
 }  // namespace
 
-const std::vector<ModelEntry>& model_registry() { return registry(); }
+const std::vector<ModelEntry>& model_registry() { return mutable_models(); }
 
 std::vector<std::string> model_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& entry : registry()) kinds.push_back(entry.kind);
+  for (const auto& entry : mutable_models()) kinds.push_back(entry.kind);
   return kinds;
 }
 
 void add_model(const std::string& kind, const std::string& summary, ModelFactory make) {
   TORCH_CHECK(!kind.empty(), "add_model kind: expected a non-empty name, got \"\"");
   TORCH_CHECK(make, "add_model make: expected a factory for kind \"", kind, "\", got none");
-  for (const auto& entry : registry()) {
+  for (const auto& entry : mutable_models()) {
     TORCH_CHECK(entry.kind != kind, "add_model kind: \"", kind,
                 "\" is already registered; known kinds: ",
                 fmt::format("{}", fmt::join(model_kinds(), ", ")));
   }
-  registry().push_back({kind, summary, std::move(make)});
+  mutable_models().push_back({kind, summary, std::move(make)});
 }
 
 void check_model_kind(const std::string& kind) {
   const auto registered = [](const std::string& name) {
-    const auto& entries = registry();
+    const auto& entries = mutable_models();
     return std::any_of(entries.begin(), entries.end(),
                        [&](const ModelEntry& entry) { return entry.kind == name; });
   };
@@ -140,7 +140,7 @@ void check_model_kind(const std::string& kind) {
 
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
   check_model_kind(config.kind);
-  for (const auto& entry : registry()) {
+  for (const auto& entry : mutable_models()) {
     if (entry.kind == config.kind) return entry.make(config);
   }
   const std::string prefix = kBidirectionalPrefix;

@@ -25,8 +25,6 @@ using testing::expect_close;
 using testing::Named;
 using testing::rel_diff;
 
-double tolerance(torch::ScalarType dtype) { return verify::tolerance_for(dtype); }
-
 // Everything one block produces: outputs and the gradient of every input.
 struct Problem {
   torch::Tensor x, h0, mask, seed_z, seed_h;  // [Tb, B, F], [1, B, H], [Tb, B], [Tb, B, H], [1, B, H]
@@ -54,7 +52,7 @@ using BlockFn = std::function<std::pair<torch::Tensor, torch::Tensor>(
     const torch::Tensor&)>;
 
 // Runs `fn` on fresh leaves of `p` and back-propagates L = Σ z ⊙ seed_z + Σ h_exit ⊙ seed_h.
-Named run(const BlockFn& fn, GruVariant variant, const Problem& p) {
+Named run_gru(const BlockFn& fn, GruVariant variant, const Problem& p) {
   auto leaf = [](const torch::Tensor& t) { return t.detach().clone().requires_grad_(true); };
   auto x = leaf(p.x), h0 = leaf(p.h0);
   GruWeights w{leaf(p.w.w_ih), leaf(p.w.w_hh), leaf(p.w.b_ih), leaf(p.w.b_hh)};
@@ -76,26 +74,27 @@ const BlockFn kReference = [](GruVariant v, const torch::Tensor& x, const torch:
 
 // ---- hand-written backward == autograd of the same formula ----------------------------------
 
-struct Case {
+struct GruCase {
   GruVariant variant;
   torch::ScalarType dtype;
   bool variable_lengths;
 };
 
-class GruVariantGradients : public ::testing::TestWithParam<Case> {};
+class GruVariantGradients : public ::testing::TestWithParam<GruCase> {};
 
 TEST_P(GruVariantGradients, EqualAutogradOfTheSameFormula) {
   const auto c = GetParam();
   // Lengths: full, none, partial, one short of full.
   const Problem p(c.dtype, c.variable_lengths ? std::vector<int64_t>{7, 0, 3, 6}
                                               : std::vector<int64_t>{});
-  expect_close(run(kHandWritten, c.variant, p), run(kReference, c.variant, p), tolerance(c.dtype),
+  expect_close(run_gru(kHandWritten, c.variant, p), run_gru(kReference, c.variant, p),
+               verify::tolerance_for(c.dtype),
                "GRU " + to_string(c.variant) + (c.dtype == torch::kFloat64 ? " f64" : " f32") +
                    (c.variable_lengths ? " lengths" : " full") + " vs autograd");
 }
 
-std::vector<Case> all_cases() {
-  std::vector<Case> cases;
+std::vector<GruCase> all_cases() {
+  std::vector<GruCase> cases;
   for (auto v : all_gru_variants()) {
     for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
       for (bool lengths : {false, true}) cases.push_back({v, dtype, lengths});
@@ -114,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, GruVariantGradients, ::testing::ValuesIn(all_
 TEST(GruVariants, OneStepBlocksAndABatchOfOneWork) {
   for (auto v : all_gru_variants()) {
     const Problem p(torch::kFloat64, {}, /*steps=*/1, /*batch=*/1);
-    expect_close(run(kHandWritten, v, p), run(kReference, v, p), 1e-10,
+    expect_close(run_gru(kHandWritten, v, p), run_gru(kReference, v, p), 1e-10,
                  "GRU " + to_string(v) + " f64 Tb = B = 1 vs autograd");
   }
 }
@@ -158,7 +157,7 @@ TEST_P(LibTorchGru, V3AndV4EqualTorchNnGruWithTheSameWeights) {
         return std::make_pair(z, h[0]);
       },
       {w.w_ih, w.w_hh, w.b_ih, w.b_hh});
-  expect_close(got, ref, tolerance(dtype),
+  expect_close(got, ref, verify::tolerance_for(dtype),
                "GRU " + to_string(variant) + (dtype == torch::kFloat64 ? " f64" : " f32") +
                    " vs torch::nn::GRU");
 }
@@ -169,17 +168,17 @@ INSTANTIATE_TEST_SUITE_P(V3V4, LibTorchGru,
 
 TEST(GruVariants, V1AndV2AreOneFunctionAndDifferFromV3) {
   const Problem p(torch::kFloat64, {7, 2, 5, 7});
-  const auto v1 = run(kHandWritten, GruVariant::kV1, p);
-  expect_close(run(kHandWritten, GruVariant::kV2, p), v1, 1e-10, "v2 vs v1");
+  const auto v1 = run_gru(kHandWritten, GruVariant::kV1, p);
+  expect_close(run_gru(kHandWritten, GruVariant::kV2, p), v1, 1e-10, "v2 vs v1");
   // The reset gate's place matters: v3 is another function of the same weights (so the
   // comparisons above could fail).
-  EXPECT_GT(rel_diff(run(kHandWritten, GruVariant::kV3, p).at("z"), v1.at("z")), 1e-3);
+  EXPECT_GT(rel_diff(run_gru(kHandWritten, GruVariant::kV3, p).at("z"), v1.at("z")), 1e-3);
 }
 
 TEST(GruVariants, V3AndV4ComputeTheSameForward) {
   const Problem p(torch::kFloat64);
-  const auto v3 = run(kHandWritten, GruVariant::kV3, p);
-  expect_close(run(kHandWritten, GruVariant::kV4, p), v3, 1e-12, "v4 vs v3");
+  const auto v3 = run_gru(kHandWritten, GruVariant::kV3, p);
+  expect_close(run_gru(kHandWritten, GruVariant::kV4, p), v3, 1e-12, "v4 vs v3");
 }
 
 // ---- variable lengths: a batch equals each sequence run alone ------------------------------
@@ -248,8 +247,8 @@ TEST_P(GruVariantLengths, PaddingNeverReachesAnActivationOrGradient) {
   const Problem clean(torch::kFloat64, {5, 1, 7, 0});
   Problem dirty = clean;
   dirty.x = clean.x.masked_fill(clean.mask.logical_not().unsqueeze(2), NAN);
-  const auto want = run(kHandWritten, GetParam(), clean);
-  const auto got = run(kHandWritten, GetParam(), dirty);
+  const auto want = run_gru(kHandWritten, GetParam(), clean);
+  const auto got = run_gru(kHandWritten, GetParam(), dirty);
   for (const auto& [name, t] : got) {
     EXPECT_TRUE(torch::isfinite(t).all().item<bool>()) << name;
     EXPECT_TRUE(torch::equal(t, want.at(name))) << name;
@@ -307,7 +306,7 @@ struct LayeredData {
       x = x.masked_fill(step_mask(lengths, 8, torch::kCPU).logical_not().unsqueeze(2), NAN);
     }
   }
-  Named run(RecurrentModule& model) const {
+  Named run_gru(RecurrentModule& model) const {
     return run_and_backprop(
         [&](const torch::Tensor& xl, const State& h) {
           torch::manual_seed(6);  // the same dropout draws for every model
@@ -348,9 +347,9 @@ TEST_P(MultiLayerGru, V3AndV4EqualTheBuiltInGruKind) {
   builtin->to(c.dtype);
   auto block = make_like("gru_" + to_string(c.variant), *builtin, c.layers, c.dropout, c.dtype);
   const LayeredData d(c.dtype, c.layers, c.lengths ? std::vector<int64_t>{8, 3, 0, 7} : std::vector<int64_t>{});
-  const auto got = d.run(*block);
+  const auto got = d.run_gru(*block);
   for (const auto& [name, t] : got) EXPECT_TRUE(torch::isfinite(t).all().item<bool>()) << name;
-  expect_close(got, d.run(*builtin), tolerance(c.dtype),
+  expect_close(got, d.run_gru(*builtin), verify::tolerance_for(c.dtype),
                "GRU " + to_string(c.variant) + " L=" + std::to_string(c.layers) +
                    (c.dropout > 0 ? " dropout" : "") +
                    (c.dtype == torch::kFloat64 ? " f64" : " f32") +
@@ -385,7 +384,7 @@ TEST(GruVariants, MultiLayerV1AndV2AreOneFunction) {
   v1->to(torch::kFloat64);
   auto v2 = make_like("gru_v2", *v1, 3, 0.25, torch::kFloat64);
   const LayeredData d(torch::kFloat64, 3, {8, 1, 5, 0});
-  expect_close(d.run(*v2), d.run(*v1), 1e-10, "GRU v2 vs v1, L=3, dropout, lengths");
+  expect_close(d.run_gru(*v2), d.run_gru(*v1), 1e-10, "GRU v2 vs v1, L=3, dropout, lengths");
 }
 
 TEST(GruVariants, MultiLayerVlrnnEqualsFullBpttWithDropout) {

@@ -26,11 +26,11 @@ LinearRecurrence& as_linear(RecurrentModule& model) {
 }
 
 // x [T, B, F] NaN-padded past `lengths`, h0 and seeds of L = Σ z ⊙ seed_z + Σ h ⊙ seed_h.
-struct Data {
+struct ScanData {
   torch::Tensor x, seed_z, lengths;
   State h0;
   std::vector<torch::Tensor> seed_h;
-  Data(const RecurrentModule& model, std::vector<int64_t> lens, int64_t steps = 13) {
+  ScanData(const RecurrentModule& model, std::vector<int64_t> lens, int64_t steps = 13) {
     torch::manual_seed(23);
     const int64_t batch = 4;
     const auto o = torch::dtype(torch::kFloat64);
@@ -49,7 +49,7 @@ struct Data {
   }
 };
 
-testing::Named run_form(RecurrentModule& model, RecurrenceForm form, const Data& d) {
+testing::Named run_form(RecurrentModule& model, RecurrenceForm form, const ScanData& d) {
   as_linear(model).set_form(form);
   return run_and_backprop(
       [&](const torch::Tensor& x, const State& h0) {
@@ -72,7 +72,7 @@ TEST_P(LinearKinds, ScanEqualsLoopForwardAndBackward) {
     torch::manual_seed(2);
     auto model = make_model({GetParam(), 3, 5, layers, dropout});
     model->to(torch::kFloat64);
-    const Data d(*model, lens);
+    const ScanData d(*model, lens);
     const auto ref = run_form(*model, RecurrenceForm::kLoop, d);
     const auto got = run_form(*model, RecurrenceForm::kScan, d);
     expect_close(got, ref, 1e-12, GetParam() + " L=" + std::to_string(layers) + " scan vs loop");
@@ -83,7 +83,7 @@ TEST_P(LinearKinds, PastItsEndASequenceKeepsItsStateAndEmitsZeros) {
   torch::manual_seed(2);
   auto model = make_model({GetParam(), 3, 5, 1});
   model->to(torch::kFloat64);
-  const Data d(*model, {13, 5, 0, 9});
+  const ScanData d(*model, {13, 5, 0, 9});
   torch::NoGradGuard no_grad;
   auto [z, h] = model->forward(d.x, d.h0, d.lengths);
   EXPECT_TRUE(torch::isfinite(z).all().item<bool>());

@@ -18,8 +18,8 @@ struct ScanRun {
 
 // Runs `scan` on fresh leaves and back-propagates L = Re Σ h ⊙ seed.
 template <typename Scan>
-ScanRun run(const Scan& scan, const torch::Tensor& a, const torch::Tensor& b,
-            const torch::Tensor& h0, const torch::Tensor& seed) {
+ScanRun run_scan(const Scan& scan, const torch::Tensor& a, const torch::Tensor& b,
+                 const torch::Tensor& h0, const torch::Tensor& seed) {
   auto al = a.detach().clone().requires_grad_(true);
   auto bl = b.detach().clone().requires_grad_(true);
   auto hl = h0.detach().clone().requires_grad_(true);
@@ -54,10 +54,10 @@ TEST(LinearScan, SequentialKernelEqualsTheStepLoopBitForBit) {
       const auto b = torch::randn({steps, 3, 5}, torch::dtype(dtype));
       const auto h0 = torch::randn({3, 5}, torch::dtype(dtype));
       const auto seed = torch::randn({steps, 3, 5}, torch::dtype(dtype));
-      const auto ref = run(linear_scan_loop, a, b, h0, seed);
-      const auto got = run([](auto& x, auto& y, auto& z) {
-        return linear_scan(x, y, z, ScanKernel::kSequential);
-      }, a, b, h0, seed);
+      const auto ref = run_scan(linear_scan_loop, a, b, h0, seed);
+      const auto got = run_scan(
+          [](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, ScanKernel::kSequential); },
+          a, b, h0, seed);
       // Complex: c10::complex's product against ATen's vectorised one, a few ulps apart.
       const double tol = dtype == torch::kComplexFloat ? 1e-6 : 0.0;
       expect_equal_runs(got, ref, tol, "Tb=" + std::to_string(steps) + " " +
@@ -76,11 +76,12 @@ TEST(LinearScan, SequentialKernelOnTwoThreadsEqualsTheStepLoopBitForBit) {
     const auto b = torch::randn({7, 8, 1024}, torch::dtype(dtype));
     const auto h0 = torch::randn({8, 1024}, torch::dtype(dtype));
     const auto seed = torch::randn({7, 8, 1024}, torch::dtype(dtype));
-    expect_equal_runs(run([](auto& x, auto& y, auto& z) {
-                        return linear_scan(x, y, z, ScanKernel::kSequential);
-                      }, a, b, h0, seed),
-                      run(linear_scan_loop, a, b, h0, seed), 0.0,
-                      "2 threads " + std::string(c10::toString(dtype)));
+    expect_equal_runs(
+        run_scan(
+            [](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, ScanKernel::kSequential); },
+            a, b, h0, seed),
+        run_scan(linear_scan_loop, a, b, h0, seed), 0.0,
+        "2 threads " + std::string(c10::toString(dtype)));
   }
 }
 
@@ -94,9 +95,11 @@ TEST(LinearScan, EqualsTheStepLoopForwardAndBackward) {
       const auto b = torch::randn({steps, 3, 5}, torch::kFloat64);
       const auto h0 = torch::randn({3, 5}, torch::kFloat64);
       const auto seed = torch::randn({steps, 3, 5}, torch::kFloat64);
-      const auto ref = run(linear_scan_loop, a, b, h0, seed);
-      const auto got = run([chunk](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, ScanKernel::kChunked, chunk); },
-                           a, b, h0, seed);
+      const auto ref = run_scan(linear_scan_loop, a, b, h0, seed);
+      const auto chunked = [chunk](auto& x, auto& y, auto& z) {
+        return linear_scan(x, y, z, ScanKernel::kChunked, chunk);
+      };
+      const auto got = run_scan(chunked, a, b, h0, seed);
       expect_equal_runs(got, ref, 1e-12, "Tb=" + std::to_string(steps) + " chunk=" + std::to_string(chunk));
     }
   }
@@ -113,10 +116,11 @@ TEST(LinearScan, ComplexDecaysEqualTheStepLoop) {
   const auto h0 = torch::complex(torch::randn({3, 5}, torch::kFloat64), torch::randn({3, 5}, torch::kFloat64));
   const auto seed = torch::complex(torch::randn({steps, 3, 5}, torch::kFloat64),
                                    torch::randn({steps, 3, 5}, torch::kFloat64));
-  const auto ref = run(linear_scan_loop, a, b, h0, seed);
+  const auto ref = run_scan(linear_scan_loop, a, b, h0, seed);
   for (auto kernel : {ScanKernel::kSequential, ScanKernel::kChunked}) {
-    const auto got = run([kernel](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, kernel); },
-                         a, b, h0, seed);
+    const auto got =
+        run_scan([kernel](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, kernel); }, a, b,
+                 h0, seed);
     expect_equal_runs(got, ref, 1e-12, "complex");
   }
 }
@@ -132,11 +136,12 @@ TEST(LinearScan, TinyAndZeroDecaysStayFiniteAndEqualTheLoop) {
   const auto b = torch::randn({steps, 3, 5});
   const auto h0 = torch::randn({3, 5});
   const auto seed = torch::randn({steps, 3, 5});
-  const auto ref = run(linear_scan_loop, a.to(torch::kFloat64), b.to(torch::kFloat64),
-                       h0.to(torch::kFloat64), seed.to(torch::kFloat64));
+  const auto ref = run_scan(linear_scan_loop, a.to(torch::kFloat64), b.to(torch::kFloat64),
+                            h0.to(torch::kFloat64), seed.to(torch::kFloat64));
   for (auto kernel : {ScanKernel::kSequential, ScanKernel::kChunked}) {
-    const auto got = run([kernel](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, kernel); },
-                         a, b, h0, seed);
+    const auto got =
+        run_scan([kernel](auto& x, auto& y, auto& z) { return linear_scan(x, y, z, kernel); }, a, b,
+                 h0, seed);
     expect_equal_runs(got, ref, 1e-5, "float32 with tiny decays");
   }
 }

@@ -18,18 +18,17 @@ using testing::parameters_by_name;
 using testing::rel_diff;
 using testing::run_and_backprop;
 
-double tolerance(torch::ScalarType dtype) { return verify::tolerance_for(dtype); }
 std::string dtype_name(torch::ScalarType dtype) { return dtype == torch::kFloat64 ? "f64" : "f32"; }
 
 // Inputs of one comparison: x [T, B, F], (h0, c0) [L, B, H], seeds of L.
-struct Data {
+struct LstmData {
   torch::Tensor x, seed_z;
   State h0;
   std::vector<torch::Tensor> seed_h;
   torch::Tensor lengths;  // [B] or undefined
 
-  Data(torch::ScalarType dtype, int64_t layers, int64_t states, std::vector<int64_t> lens = {},
-       int64_t steps = 9, int64_t batch = 4, int64_t input = 3, int64_t hidden = 5) {
+  LstmData(torch::ScalarType dtype, int64_t layers, int64_t states, std::vector<int64_t> lens = {},
+           int64_t steps = 9, int64_t batch = 4, int64_t input = 3, int64_t hidden = 5) {
     torch::manual_seed(31);
     const auto o = torch::dtype(dtype);
     x = torch::randn({steps, batch, input}, o);
@@ -80,7 +79,7 @@ TEST_P(LibTorchLstm, OutputsStatesAndEveryGradientEqual) {
   BlockLstm block(3, 5, layers, 0.0, save);
   block.to(dtype);
   block.copy_weights_from(lstm);
-  const Data d(dtype, layers, 2);
+  const LstmData d(dtype, layers, 2);
   Named lstm_params;
   for (const auto& [name, p] : parameters_by_name(*lstm)) lstm_params["lstm." + name] = p;
   const auto ref = run_and_backprop(
@@ -92,7 +91,7 @@ TEST_P(LibTorchLstm, OutputsStatesAndEveryGradientEqual) {
   const auto got = run_and_backprop(forward_of(block, {}), d.x, d.h0, d.seed_z, d.seed_h,
                                     parameters_by_name(block));
   EXPECT_EQ(ref.size(), got.size());  // same names: every parameter compared
-  expect_close(got, ref, tolerance(dtype),
+  expect_close(got, ref, verify::tolerance_for(dtype),
                "lstm_block L=" + std::to_string(layers) + " " + dtype_name(dtype) + " " +
                    to_string(save) + " vs torch::nn::LSTM");
 }
@@ -126,7 +125,8 @@ TEST_P(BuiltInLstm, EqualsTheBuiltInLstmKind) {
   block->to(c.dtype);
   copy_by_name(*builtin, *block);
   // Lengths: full, ends inside, 0 steps, 1 step.
-  const Data d(c.dtype, c.layers, 2, c.lengths ? std::vector<int64_t>{9, 4, 0, 1} : std::vector<int64_t>{});
+  const LstmData d(c.dtype, c.layers, 2,
+                   c.lengths ? std::vector<int64_t>{9, 4, 0, 1} : std::vector<int64_t>{});
   const auto ref = run_and_backprop(forward_of(*builtin, d.lengths), d.x, d.h0, d.seed_z,
                                     d.seed_h, parameters_by_name(*builtin));
   const auto got = run_and_backprop(forward_of(*block, d.lengths), d.x, d.h0, d.seed_z, d.seed_h,
@@ -134,7 +134,7 @@ TEST_P(BuiltInLstm, EqualsTheBuiltInLstmKind) {
   for (const auto& [name, t] : got) {
     EXPECT_TRUE(torch::isfinite(t).all().item<bool>()) << name << " holds nan or inf";
   }
-  expect_close(got, ref, tolerance(c.dtype),
+  expect_close(got, ref, verify::tolerance_for(c.dtype),
                "lstm_block L=" + std::to_string(c.layers) + " dropout " +
                    std::to_string(c.dropout) + " " + dtype_name(c.dtype) +
                    (c.lengths ? " lengths" : " full") + " vs built-in lstm");
@@ -204,7 +204,7 @@ TEST(LstmBlock, TheSameSeedGivesTheBuiltInModelsWeights) {
 }
 
 TEST(LstmBlock, BothSaveModesComputeTheSameNumbers) {
-  const Data d(torch::kFloat64, 2, 2, {9, 3, 7, 0});
+  const LstmData d(torch::kFloat64, 2, 2, {9, 3, 7, 0});
   torch::manual_seed(4);
   BlockLstm gates(3, 5, 2, 0.0, LstmSave::kGates);
   BlockLstm pre(3, 5, 2, 0.0, LstmSave::kPreactivations);
@@ -227,7 +227,7 @@ TEST(LstmBlock, GateLoopsOnTwoThreadsComputeTheSameNumbers) {
   lengths[0] = 2;
   lengths[batch - 1] = 0;
   for (auto save : {LstmSave::kGates, LstmSave::kPreactivations}) {
-    const Data d(torch::kFloat64, 1, 2, lengths, 6, batch, 3, hidden);
+    const LstmData d(torch::kFloat64, 1, 2, lengths, 6, batch, 3, hidden);
     torch::manual_seed(4);
     BlockLstm model(3, hidden, 1, 0.0, save);
     model.to(torch::kFloat64);
@@ -242,7 +242,7 @@ TEST(LstmBlock, GateLoopsOnTwoThreadsComputeTheSameNumbers) {
 }
 
 TEST(LstmBlock, StateIsFrozenAndOutputIsZeroPastTheEnd) {
-  const Data d(torch::kFloat64, 1, 2, {9, 4, 0, 1});
+  const LstmData d(torch::kFloat64, 1, 2, {9, 4, 0, 1});
   BlockLstm model(3, 5);
   model.to(torch::kFloat64);
   auto [z, h] = model.forward(d.x, d.h0, d.lengths);

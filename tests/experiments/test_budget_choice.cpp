@@ -17,14 +17,15 @@ namespace {
 
 using testing::expect_error_mentions;
 
-constexpr int64_t kT = 120;
+constexpr int64_t kChoiceSteps = 120;
 
 // A synthetic length: no problem (the planner is not asked for), a uniform cost model.
 BudgetLength synthetic_length() {
   BudgetLength at;
-  at.T = kT;
-  at.model = schedule::CostModel::uniform(kT, 1.0, 1.5, 2.5, 1000, 150, 5000);
-  at.full_predicted = schedule::simulate(schedule::uniform_schedule(kT, kT), at.model);
+  at.T = kChoiceSteps;
+  at.model = schedule::CostModel::uniform(kChoiceSteps, 1.0, 1.5, 2.5, 1000, 150, 5000);
+  at.full_predicted =
+      schedule::simulate(schedule::uniform_schedule(kChoiceSteps, kChoiceSteps), at.model);
   at.full_peak = at.full_predicted.peak_bytes;
   at.minimum = schedule::minimum_budget(at.model);
   return at;
@@ -47,12 +48,12 @@ TEST(BudgetChoice, PointsAreFractionsOfFullOrBytes) {
 TEST(BudgetChoice, RevolveCurvePricesEverySlotCountWorthTrying) {
   const auto at = synthetic_length();
   const auto curve = revolve_curve(at.model);
-  const auto slots = schedule::revolve_slot_counts(kT);
+  const auto slots = schedule::revolve_slot_counts(kChoiceSteps);
   ASSERT_EQ(curve.size(), slots.size());
   for (size_t i = 0; i < curve.size(); ++i) {
     EXPECT_EQ(curve[i].slots, slots[i]);
-    EXPECT_EQ(curve[i].recompute_steps, schedule::binomial_forward_steps(kT, slots[i]));
-    const auto p = schedule::simulate(schedule::revolve_schedule(kT, slots[i]), at.model);
+    EXPECT_EQ(curve[i].recompute_steps, schedule::binomial_forward_steps(kChoiceSteps, slots[i]));
+    const auto p = schedule::simulate(schedule::revolve_schedule(kChoiceSteps, slots[i]), at.model);
     EXPECT_EQ(curve[i].predicted.peak_bytes, p.peak_bytes);
     EXPECT_DOUBLE_EQ(curve[i].predicted.seconds, p.seconds);
   }
@@ -70,12 +71,12 @@ TEST(BudgetChoice, UniformIsTheFastestBlockLengthInsideTheMargin) {
     ASSERT_EQ(spec.rfind("vlrnn:block=", 0), 0u) << spec;
     EXPECT_EQ(choices.label_of_spec.at(spec), "uniform");
     const int64_t K = std::stoll(spec.substr(std::string("vlrnn:block=").size()));
-    const auto chosen = schedule::simulate(schedule::uniform_schedule(kT, K), at.model);
+    const auto chosen = schedule::simulate(schedule::uniform_schedule(kChoiceSteps, K), at.model);
     const auto& predicted = choices.chosen.at("uniform").at("predicted");
     EXPECT_EQ(predicted.at("peak_bytes").get<int64_t>(), chosen.peak_bytes);
     EXPECT_LE(double(chosen.peak_bytes), kPlanningMargin * double(budget));
-    for (int64_t k = 1; k <= kT; ++k) {
-      const auto p = schedule::simulate(schedule::uniform_schedule(kT, k), at.model);
+    for (int64_t k = 1; k <= kChoiceSteps; ++k) {
+      const auto p = schedule::simulate(schedule::uniform_schedule(kChoiceSteps, k), at.model);
       if (double(p.peak_bytes) <= kPlanningMargin * double(budget)) {
         EXPECT_GE(p.seconds, chosen.seconds) << "K=" << k << " is faster and fits";
       }
@@ -87,7 +88,7 @@ TEST(BudgetChoice, UniformIsTheFastestBlockLengthInsideTheMargin) {
 // a longer block recomputes less, so without the margin K = 10 itself would win.)
 TEST(BudgetChoice, KeepsThePlanningMargin) {
   const auto at = synthetic_length();
-  const auto exactly = schedule::simulate(schedule::uniform_schedule(kT, 10), at.model);
+  const auto exactly = schedule::simulate(schedule::uniform_schedule(kChoiceSteps, 10), at.model);
   const auto choices = choose({"uniform"}, false, at, exactly.peak_bytes);
   ASSERT_TRUE(choices.chosen.at("uniform").contains("predicted")) << choices.chosen.dump();
   EXPECT_LE(choices.chosen.at("uniform").at("predicted").at("peak_bytes").get<double>(),
@@ -136,10 +137,10 @@ TEST(BudgetChoice, SpecsRunFullFirstThenTheMethodsInOrder) {
   EXPECT_EQ(choices.specs[0], "full");
   EXPECT_EQ(choices.specs[1].rfind("vlrnn:block=", 0), 0u);
   EXPECT_EQ(choices.specs[2].rfind("revolve:slots=", 0), 0u);
-  EXPECT_EQ(choices.specs[3], "vlrnn:blocks=" + std::to_string(sqrt_steps(kT)));
+  EXPECT_EQ(choices.specs[3], "vlrnn:blocks=" + std::to_string(sqrt_steps(kChoiceSteps)));
   EXPECT_EQ(choices.label_of_spec.at(choices.specs[3]), "sqrt");
   const auto sqrt_peak =
-      schedule::simulate(schedule::sqrt_checkpoint_schedule(kT), at.model).peak_bytes;
+      schedule::simulate(schedule::sqrt_checkpoint_schedule(kChoiceSteps), at.model).peak_bytes;
   EXPECT_EQ(choices.chosen.at("sqrt").at("predicted").at("peak_bytes").get<int64_t>(), sqrt_peak);
   EXPECT_EQ(choose({"sqrt"}, false, at, 1).specs.size(), 1u);  // no budget applies to it
 }

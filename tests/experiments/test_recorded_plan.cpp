@@ -21,9 +21,9 @@ namespace {
 using nlohmann::json;
 using testing::expect_error_mentions;
 
-constexpr int64_t kT = 40;
+constexpr int64_t kPlanSteps = 40;
 
-Problem small_problem(int64_t T = kT) {
+Problem plan_problem(int64_t T = kPlanSteps) {
   ProblemSpec spec;
   spec.model = "lstm";
   spec.input_size = 3;
@@ -41,11 +41,11 @@ Problem small_problem(int64_t T = kT) {
 schedule::PlannerMethod recomputing_planner() {
   schedule::PlannerOptions options;
   options.budget_bytes = 100'000'000;
-  options.cost_model = schedule::CostModel::uniform(kT, 1.0, 1.2, 2.0, 10'000'000, 1'000);
+  options.cost_model = schedule::CostModel::uniform(kPlanSteps, 1.0, 1.2, 2.0, 10'000'000, 1'000);
   return schedule::PlannerMethod(options);
 }
 
-std::vector<torch::Tensor> gradients(const Problem& problem, GradientMethod& method) {
+std::vector<torch::Tensor> gradients_of(const Problem& problem, GradientMethod& method) {
   for (auto& p : problem.model->parameters()) p.mutable_grad() = torch::Tensor();
   for (auto& p : problem.head->parameters()) p.mutable_grad() = torch::Tensor();
   method.compute(problem.workload());
@@ -55,55 +55,57 @@ std::vector<torch::Tensor> gradients(const Problem& problem, GradientMethod& met
   return out;
 }
 
-std::string write_file(const std::string& name, const std::string& text) {
+std::string write_temp_file(const std::string& name, const std::string& text) {
   const auto path = (std::filesystem::temp_directory_path() / name).string();
   std::ofstream(path) << text;
   return path;
 }
 
 TEST(RecordedPlan, RecordHoldsTheOpsAndTheCostsTheyWereChosenFrom) {
-  const auto problem = small_problem();
+  const auto problem = plan_problem();
   auto planner = recomputing_planner();
   planner.prepare(problem.workload());
   const auto record = plan_json(planner);
   ASSERT_TRUE(record.is_object());
-  EXPECT_EQ(record["time_steps"], kT);
+  EXPECT_EQ(record["time_steps"], kPlanSteps);
   EXPECT_EQ(record["ops"].size(), planner.current_plan().schedule.ops.size());
   EXPECT_GT(record["predicted"]["forward_no_grad_steps"].get<int64_t>(), 0);  // it recomputes
   EXPECT_EQ(record["budget_bytes"], 100'000'000);
   // Per-step vectors run-length encoded: every step costs the same, so one run of T.
-  EXPECT_EQ(record["cost_model"]["tape_bytes"], json::array({json::array({10'000'000, kT})}));
+  EXPECT_EQ(record["cost_model"]["tape_bytes"],
+            json::array({json::array({10'000'000, kPlanSteps})}));
   EXPECT_EQ(record["cost_model"]["op_seconds"], 0.0);
 }
 
 TEST(RecordedPlan, RepeatsAPlannerRunWithIdenticalGradients) {
-  const auto problem = small_problem();
+  const auto problem = plan_problem();
   auto planner = recomputing_planner();
-  const auto planned = gradients(problem, planner);
+  const auto planned = gradients_of(problem, planner);
   // Through the record's text, as a file would carry it.
   const auto text = json{{"records", {{{"method", "planner"}, {"plan", plan_json(planner)}}}}}.dump();
-  const auto path = write_file("vlrnn_test_recorded_plan.json", text);
+  const auto path = write_temp_file("vlrnn_test_recorded_plan.json", text);
   RecordedPlanMethod replay(read_plan_file(path), path);
   EXPECT_EQ(replay.plan().ops, planner.current_plan().schedule.ops);
-  const auto repeated = gradients(problem, replay);
+  const auto repeated = gradients_of(problem, replay);
   ASSERT_EQ(planned.size(), repeated.size());
   for (size_t i = 0; i < planned.size(); ++i) EXPECT_TRUE(torch::equal(planned[i], repeated[i])) << i;
   std::remove(path.c_str());
 }
 
 TEST(RecordedPlan, ReadsAPlanFromAnyRecordFile) {
-  const auto problem = small_problem();
+  const auto problem = plan_problem();
   auto planner = recomputing_planner();
   planner.prepare(problem.workload());
   const auto plan = plan_json(planner);
   // A results.jsonl: one record per line, the same plan in two of them.
-  const auto jsonl = write_file("vlrnn_test_plan.jsonl", json{{"plan", plan}}.dump() + "\n" +
-                                                             json{{"method", "full"}}.dump() +
-                                                             "\n\n" + json{{"plan", plan}}.dump() + "\n");
+  const auto jsonl =
+      write_temp_file("vlrnn_test_plan.jsonl", json{{"plan", plan}}.dump() + "\n" +
+                                                   json{{"method", "full"}}.dump() + "\n\n" +
+                                                   json{{"plan", plan}}.dump() + "\n");
   EXPECT_EQ(read_plan_file(jsonl).ops, planner.current_plan().schedule.ops);
   // A bare plan object.
-  const auto bare = write_file("vlrnn_test_plan_bare.json", plan.dump());
-  EXPECT_EQ(read_plan_file(bare).time_steps, kT);
+  const auto bare = write_temp_file("vlrnn_test_plan_bare.json", plan.dump());
+  EXPECT_EQ(read_plan_file(bare).time_steps, kPlanSteps);
   std::remove(jsonl.c_str());
   std::remove(bare.c_str());
 }
@@ -111,31 +113,34 @@ TEST(RecordedPlan, ReadsAPlanFromAnyRecordFile) {
 TEST(RecordedPlan, NamesWhatIsWrongWithAPlanFile) {
   expect_error_mentions([] { read_plan_file("/nonexistent/plan.json"); },
                         {"--plan /nonexistent/plan.json", "cannot read"});
-  const auto none = write_file("vlrnn_test_plan_none.json", R"json({"records": [{"method": "full"}]})json");
+  const auto none =
+      write_temp_file("vlrnn_test_plan_none.json", R"json({"records": [{"method": "full"}]})json");
   expect_error_mentions([&] { read_plan_file(none); }, {"--plan", "found none"});
-  const auto two = write_file(
+  const auto two = write_temp_file(
       "vlrnn_test_plan_two.jsonl",
       R"json({"plan": {"time_steps": 2, "ops": ["forward_grad(0, 2)", "backward(0, 2)"]}})json"
       "\n"
       R"json({"plan": {"time_steps": 3, "ops": ["forward_grad(0, 3)", "backward(0, 3)"]}})json"
       "\n");
   expect_error_mentions([&] { read_plan_file(two); }, {"expected one plan, found 2"});
-  const auto bad_op = write_file("vlrnn_test_plan_bad_op.json",
-                                 R"json({"time_steps": 2, "ops": ["forward_grad(0, 2)", "back(0, 2)"]})json");
+  const auto bad_op =
+      write_temp_file("vlrnn_test_plan_bad_op.json",
+                      R"json({"time_steps": 2, "ops": ["forward_grad(0, 2)", "back(0, 2)"]})json");
   expect_error_mentions([&] { read_plan_file(bad_op); }, {"ops[1]", "\"back(0, 2)\""});
-  const auto invalid = write_file("vlrnn_test_plan_invalid.json",
-                                  R"json({"time_steps": 2, "ops": ["forward_grad(0, 2)"]})json");
+  const auto invalid =
+      write_temp_file("vlrnn_test_plan_invalid.json",
+                      R"json({"time_steps": 2, "ops": ["forward_grad(0, 2)"]})json");
   expect_error_mentions([&] { read_plan_file(invalid); }, {"never back-propagated"});
   for (const auto& path : {none, two, bad_op, invalid}) std::remove(path.c_str());
 }
 
 TEST(RecordedPlan, RunsOnlyOnItsOwnLength) {
   schedule::Schedule plan;
-  plan.time_steps = kT;
+  plan.time_steps = kPlanSteps;
   plan.name = "whole";
-  plan.ops = {schedule::Op::forward_grad(0, kT), schedule::Op::backward(0, kT)};
+  plan.ops = {schedule::Op::forward_grad(0, kPlanSteps), schedule::Op::backward(0, kPlanSteps)};
   RecordedPlanMethod method(plan, "test");
-  const auto longer = small_problem(kT + 1);
+  const auto longer = plan_problem(kPlanSteps + 1);
   expect_error_mentions([&] { method.compute(longer.workload()); },
                         {"recorded for T = 40", "T = 41"});
 }
@@ -145,17 +150,17 @@ TEST(RecordedPlan, RunsOnlyOnItsOwnLength) {
 // does (tests/registry/test_add.cpp), and reports what failed on stderr.
 TEST(RecordedPlanDeathTest, RunsAsMethodPlanAndIsRecorded) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto problem = small_problem();
+  const auto problem = plan_problem();
   auto planner = recomputing_planner();
   planner.prepare(problem.workload());
-  const auto path = write_file("vlrnn_test_plan_method.json", plan_json(planner).dump());
+  const auto path = write_temp_file("vlrnn_test_plan_method.json", plan_json(planner).dump());
   EXPECT_EXIT(
       {
         std::string failed;
         const auto expect = [&](bool ok, const char* what) {
           if (!ok) failed += std::string(what) + "; ";
         };
-        expect(add_plan_method(path).time_steps == kT, "the plan's T");
+        expect(add_plan_method(path).time_steps == kPlanSteps, "the plan's T");
         try {
           add_plan_method(path);
           expect(false, "a second plan refused");

@@ -28,7 +28,7 @@ TEST(Shard, BadTextNamesTheArgumentWhatWasExpectedAndWhatCame) {
 
 // 8 grid groups of 2 points whose costs go 1 : 2 : 4 : ... : 128 (T x B), plus 2 max_batch
 // points when asked.
-SweepConfig config(bool max_batch = true) {
+SweepConfig shard_config(bool max_batch = true) {
   auto text = json::parse(R"({"hidden": 4, "input": 2, "classes": 2, "block": [4],
     "experiments": [
       {"name": "a", "methods": ["full", "vlrnn"], "T": [16, 64, 256, 1024], "batch": [1, 2]},
@@ -38,7 +38,7 @@ SweepConfig config(bool max_batch = true) {
 }
 
 TEST(Shard, ThePartitionIsDisjointCompleteDeterministicAndKeepsGroupsTogether) {
-  const auto c = config();
+  const auto c = shard_config();
   const auto points = expand_points(c);
   for (int64_t n : {1, 2, 3, 5, 40}) {
     const auto shards = assign_shards(c, points, n);
@@ -60,7 +60,7 @@ TEST(Shard, ThePartitionIsDisjointCompleteDeterministicAndKeepsGroupsTogether) {
 }
 
 TEST(Shard, BalancedByPredictedCostNotByCount) {
-  const auto c = config(/*max_batch=*/false);
+  const auto c = shard_config(/*max_batch=*/false);
   const auto points = expand_points(c);
   const auto shards = assign_shards(c, points, 2);
   std::vector<double> load(2, 0.0);

@@ -9,7 +9,7 @@ using json = nlohmann::json;
 
 // Grid "a": 2 T x 2 batches, full + vlrnn at K = 4 and 8 -> 4 groups of 3 points; "b": one
 // max_batch point per method -> 2 groups of 1.
-SweepConfig config() {
+SweepConfig plan_config() {
   return parse_sweep_config(json::parse(R"({"hidden": 4, "input": 2, "classes": 2, "block": [4, 8],
     "experiments": [
       {"name": "a", "methods": ["full", "vlrnn"], "T": [16, 64], "batch": [1, 2]},
@@ -24,7 +24,7 @@ std::vector<const SweepPoint*> pointers(const std::vector<SweepPoint>& points) {
 }
 
 TEST(SweepPlan, GroupsArePointsOfOneGridProblemAndMaxBatchPointsAlone) {
-  const auto c = config();
+  const auto c = plan_config();
   const auto points = expand_points(c);
   ASSERT_EQ(points.size(), 14u);
   const auto groups = group_points(pointers(points), c);
@@ -37,7 +37,7 @@ TEST(SweepPlan, GroupsArePointsOfOneGridProblemAndMaxBatchPointsAlone) {
 }
 
 TEST(SweepPlan, CostGrowsWithTheStepsRun) {
-  const auto c = config();
+  const auto c = plan_config();
   const auto points = expand_points(c);
   const auto& e = c.experiments[0];
   // points[0]: T = 16, B = 1; points[3]: T = 16, B = 2; points[6]: T = 64, B = 1.

@@ -16,18 +16,19 @@ double gemm_flops_from_weights(torch::nn::Module& module) {
   return flops;
 }
 
-struct Case {
+struct FlopCase {
   std::string kind;
   int64_t layers;
 };
 
 TEST(FlopModel, GemmFlopsMatchTheModulesWeightShapes) {
-  for (const auto& c : {Case{"rnn", 1}, Case{"rnn", 2}, Case{"gru", 1}, Case{"gru", 3},
-                        Case{"lstm", 1}, Case{"lstm", 3}, Case{"gru_lstm", 1},
-                        Case{"lstm_block", 1}, Case{"lstm_block", 3}, Case{"gru_v3", 2},
-                        Case{"bilstm", 1}, Case{"bilstm", 3}, Case{"bigru", 2},
-                        Case{"bi:lstm", 2}, Case{"bi:gru_v3", 1}, Case{"mingru", 2},
-                        Case{"minlstm", 1}, Case{"bi:mingru", 2}}) {
+  for (const auto& c :
+       {FlopCase{"rnn", 1}, FlopCase{"rnn", 2}, FlopCase{"gru", 1}, FlopCase{"gru", 3},
+        FlopCase{"lstm", 1}, FlopCase{"lstm", 3}, FlopCase{"gru_lstm", 1},
+        FlopCase{"lstm_block", 1}, FlopCase{"lstm_block", 3}, FlopCase{"gru_v3", 2},
+        FlopCase{"bilstm", 1}, FlopCase{"bilstm", 3}, FlopCase{"bigru", 2}, FlopCase{"bi:lstm", 2},
+        FlopCase{"bi:gru_v3", 1}, FlopCase{"mingru", 2}, FlopCase{"minlstm", 1},
+        FlopCase{"bi:mingru", 2}}) {
     const ModelConfig config{c.kind, 5, 7, c.layers};
     auto model = make_model(config);
     auto head = make_head("ce", model->output_size(), 11);

@@ -33,7 +33,8 @@ TEST(WorkloadBytes, CountsParametersAndDataOnce) {
 
 // Iteration peak of `spec` on a model of `kind` (an LSTM by default) with F = 8, H = 32,
 // C = 8, B = 4, T steps, float32 (the head reads the model's output: 2H when bidirectional).
-int64_t iteration_peak(const std::string& spec, int64_t steps, const std::string& kind = "lstm") {
+int64_t spec_iteration_peak(const std::string& spec, int64_t steps,
+                            const std::string& kind = "lstm") {
   torch::manual_seed(3);
   auto model = make_model({kind, 8, 32, 1});
   auto head = make_head("ce", model->output_size(), 8);
@@ -57,10 +58,10 @@ int64_t iteration_peak(const std::string& spec, int64_t steps, const std::string
 TEST(IterationMemory, VlrnnPeakIsFlatInTWhileFullBpttGrowsLinearly) {
   for (const std::string kind : {"lstm", "mingru", "minlstm", "lru", "ssm", "bilstm"}) {
     const std::string block = kind == "bilstm" ? "bivlrnn:block=16" : "vlrnn:block=16";
-    const double vlrnn_growth = double(iteration_peak(block, 1024, kind)) /
-                                double(iteration_peak(block, 256, kind));
-    const double full_growth =
-        double(iteration_peak("full", 1024, kind)) / double(iteration_peak("full", 256, kind));
+    const double vlrnn_growth = double(spec_iteration_peak(block, 1024, kind)) /
+                                double(spec_iteration_peak(block, 256, kind));
+    const double full_growth = double(spec_iteration_peak("full", 1024, kind)) /
+                               double(spec_iteration_peak("full", 256, kind));
     std::printf("%s: iteration peak T=1024 / T=256: %s %.3f, full %.3f\n", kind.c_str(),
                 block.c_str(), vlrnn_growth, full_growth);
     EXPECT_LE(vlrnn_growth, 1.5) << kind;

@@ -13,8 +13,8 @@ struct Gradients {
   std::vector<torch::Tensor> tensors;  // parameter gradients, then dL/dx when asked for
 };
 
-Gradients gradients(const std::string& spec, RecurrentModule& model, OutputModule& head,
-                    const SequenceBatch& batch) {
+Gradients spec_gradients(const std::string& spec, RecurrentModule& model, OutputModule& head,
+                         const SequenceBatch& batch) {
   for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
   for (auto& p : head.parameters()) p.mutable_grad() = torch::Tensor();
   if (batch.inputs.requires_grad()) batch.inputs.mutable_grad() = torch::Tensor();
@@ -53,13 +53,13 @@ TEST(PaddedTail, EveryMethodRunsAndExactOnesEqualFull) {
     batch.targets = torch::randn({12, 3, 2}, torch::kFloat64);
     batch.lengths = torch::tensor({5, 3, 6}, torch::kLong);
     if (inputs_grad) batch.inputs.requires_grad_(true);
-    const auto reference = gradients("full", *model, *head, batch);
+    const auto reference = spec_gradients("full", *model, *head, batch);
     for (const std::string spec : {"vlrnn:block=4", "vlrnn:block=1", "vlrnn", "checkpoint:segments=4",
                                    "checkpoint:segments=3,head_inside=0", "revolve:slots=2",
                                    "planner:percent=5", "tbptt:k=12", "tbptt:k=4"}) {
       const std::string label = spec + (inputs_grad ? " (inputs require grad)" : "");
       Gradients got;
-      ASSERT_NO_THROW(got = gradients(spec, *model, *head, batch)) << label;
+      ASSERT_NO_THROW(got = spec_gradients(spec, *model, *head, batch)) << label;
       if (make_method_from_spec(spec)->is_exact() || spec == "tbptt:k=12") {
         expect_equal(got, reference, label);
       }
@@ -134,11 +134,11 @@ TEST(PaddedTail, NanPaddingNeverReachesAGradientOfAUserModel) {
   for (bool inputs_grad : {false, true}) {
     clean.inputs = clean.inputs.detach().requires_grad_(inputs_grad);
     dirty.inputs = dirty.inputs.detach().requires_grad_(inputs_grad);
-    const auto reference = gradients("full", *model, *head, clean);
+    const auto reference = spec_gradients("full", *model, *head, clean);
     for (const std::string spec : {"full", "vlrnn:block=3", "checkpoint:segments=2",
                                    "checkpoint:segments=2,head_inside=0", "revolve:slots=2",
                                    "tbptt:k=10"}) {
-      expect_equal(gradients(spec, *model, *head, dirty), reference,
+      expect_equal(spec_gradients(spec, *model, *head, dirty), reference,
                    spec + " with nan padding" + (inputs_grad ? ", inputs require grad" : ""));
     }
   }
@@ -158,11 +158,11 @@ TEST(PaddedTail, NanPaddingNeverReachesAGradientOfTheBuiltInModels) {
     for (bool inputs_grad : {false, true}) {
       clean.inputs = clean.inputs.detach().requires_grad_(inputs_grad);
       dirty.inputs = dirty.inputs.detach().requires_grad_(inputs_grad);
-      const auto reference = gradients("full", *model, *head, clean);
+      const auto reference = spec_gradients("full", *model, *head, clean);
       for (const std::string spec : {"full", "vlrnn:block=3", "vlrnn:block=64"}) {
-        expect_equal(gradients(spec, *model, *head, dirty), reference,
-                     kind + " " + spec + " with nan padding" +
-                         (inputs_grad ? ", inputs require grad" : ""));
+        expect_equal(
+            spec_gradients(spec, *model, *head, dirty), reference,
+            kind + " " + spec + " with nan padding" + (inputs_grad ? ", inputs require grad" : ""));
       }
     }
   }

@@ -51,7 +51,7 @@ CaseInjection masked(bool per_call) {
 }
 
 // A float64 LSTM case cut into blocks of 7, on variable lengths.
-VerifyCase lstm_case() {
+VerifyCase variable_length_lstm_case() {
   VerifyCase c;
   c.model = "lstm";
   c.head = "mse";
@@ -62,7 +62,7 @@ VerifyCase lstm_case() {
 }
 
 TEST(CutDependence, PerCallMasksAreFoundWhateverTheGeneratorsLayout) {
-  const auto c = lstm_case();
+  const auto c = variable_length_lstm_case();
   const double tolerance = tolerance_for(c.dtype);
   const auto cut = case_cut_dependence(c, masked(/*per_call=*/true));
   EXPECT_EQ(cut.cut, 14);
@@ -86,7 +86,7 @@ TEST(CutDependence, PerCallMasksAreFoundWhateverTheGeneratorsLayout) {
 }
 
 TEST(CutDependence, PerStepMasksAreNotFlagged) {
-  const auto c = lstm_case();
+  const auto c = variable_length_lstm_case();
   const double tolerance = tolerance_for(c.dtype);
   const auto cut = case_cut_dependence(c, masked(/*per_call=*/false));
   // The observer saw the draws (the check is not vacuous) and the shifts cancelled.
@@ -98,7 +98,7 @@ TEST(CutDependence, PerStepMasksAreNotFlagged) {
 }
 
 TEST(CutDependence, BuiltInDropoutBetweenLayersIsNotFlagged) {
-  VerifyCase c = lstm_case();
+  VerifyCase c = variable_length_lstm_case();
   c.num_layers = 3;
   c.dropout = 0.3;
   const auto cut = case_cut_dependence(c);
@@ -107,7 +107,7 @@ TEST(CutDependence, BuiltInDropoutBetweenLayersIsNotFlagged) {
 }
 
 TEST(CutDependence, AModelWithoutDrawsIsNotFlaggedAndLeavesTheGeneratorAlone) {
-  const auto c = lstm_case();
+  const auto c = variable_length_lstm_case();
   const auto cut = case_cut_dependence(c);
   EXPECT_EQ(cut.random_ops, 0);
   EXPECT_LE(cut.any_layout, tolerance_for(c.dtype));

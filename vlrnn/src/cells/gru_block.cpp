@@ -151,14 +151,14 @@ Activations forward_v4(const BlockInput& blk, const GruWeights& w) {
 
 // ---- backward (the forward in reverse) ----------------------------------------------------
 
-struct Grads {
+struct GruGrads {
   torch::Tensor dx;                        // [Tb, B, F]
   torch::Tensor dh0;                       // [1, B, H]
   torch::Tensor dw_ih, dw_hh, db_ih, db_hh;  // [3H, F], [3H, H], [3H], [3H]
 };
 
 // Which gradients the caller wants (AutogradContext::needs_input_grad).
-struct Needs {
+struct GruNeeds {
   bool x = true, w_ih = true, w_hh = true, b_ih = true, b_hh = true;
 };
 
@@ -193,9 +193,9 @@ torch::Tensor reverse_steps(const BlockInput& blk, const torch::Tensor& hs, cons
 
 // v1 and v2: δG [Tb, B, 3H] = (δr_pre, δu_pre, δn_pre) is the gradient of both gx and the
 // recurrent pre-activations (b_ih and b_hh enter each gate the same way).
-Grads backward_v1_v2(GruVariant variant, const BlockInput& blk, const GruWeights& w,
-                     const Activations& s, const torch::Tensor& dz, const torch::Tensor& dh_exit,
-                     const Needs& needs) {
+GruGrads backward_v1_v2(GruVariant variant, const BlockInput& blk, const GruWeights& w,
+                        const Activations& s, const torch::Tensor& dz, const torch::Tensor& dh_exit,
+                        const GruNeeds& needs) {
   const int64_t H = blk.hidden, rows = blk.steps * blk.batch;
   const auto opts = blk.x.options();
   auto dg = torch::empty({blk.steps, blk.batch, 3 * H}, opts);  // [Tb, B, 3H]
@@ -205,7 +205,7 @@ Grads backward_v1_v2(GruVariant variant, const BlockInput& blk, const GruWeights
   const auto w_hr = w.w_hh.narrow(0, 0, H), w_hu = w.w_hh.narrow(0, H, H);  // [H, H]
   const auto w_hru = w.w_hh.narrow(0, 0, 2 * H);                            // [2H, H]
   const auto w_hn = w.w_hh.narrow(0, 2 * H, H);                             // [H, H]
-  Grads g;
+  GruGrads g;
   auto dh0 = reverse_steps(blk, s.hs, dz, dh_exit,
                            [&](int64_t t, const torch::Tensor& h_prev, const torch::Tensor& dh,
                                torch::Tensor& dh_prev) {
@@ -262,9 +262,9 @@ Grads backward_v1_v2(GruVariant variant, const BlockInput& blk, const GruWeights
 // copy per backward). v3 reads r, u, n and ghn from what forward saved; v4 recomputes r, u, n
 // from the saved pre-activations, and ghn = W_hn h_{t-1} + b_hn for all steps with one GEMM
 // into D's δghn columns, which each step overwrites with δghn once it has used ghn.
-Grads backward_v3_v4(GruVariant variant, const BlockInput& blk, const GruWeights& w,
-                     const Activations& s, const torch::Tensor& dz, const torch::Tensor& dh_exit,
-                     const Needs& needs) {
+GruGrads backward_v3_v4(GruVariant variant, const BlockInput& blk, const GruWeights& w,
+                        const Activations& s, const torch::Tensor& dz, const torch::Tensor& dh_exit,
+                        const GruNeeds& needs) {
   const bool recompute = variant == GruVariant::kV4;
   const int64_t H = blk.hidden, rows = blk.steps * blk.batch;
   const auto opts = blk.x.options();
@@ -283,7 +283,7 @@ Grads backward_v3_v4(GruVariant variant, const BlockInput& blk, const GruWeights
   auto n_scratch = recompute ? torch::empty({blk.batch, H}, opts) : torch::Tensor();       // [B, H]
   auto dh_direct = torch::empty({blk.batch, H}, opts);  // [B, H] δh_{t-1} via u
   auto dn = torch::empty({blk.batch, H}, opts);         // [B, H] δn
-  Grads g;
+  GruGrads g;
   auto dh0 = reverse_steps(blk, s.hs, dz, dh_exit,
                            [&](int64_t t, const torch::Tensor& h_prev, const torch::Tensor& dh,
                                torch::Tensor& dh_prev) {
@@ -372,13 +372,13 @@ struct GruBlockFunction : public torch::autograd::Function<GruBlockFunction> {
     const Activations s{saved[kHs], saved[kA], saved[kB], saved[kC]};
     const auto& dz = grad_outputs[0];       // [Tb, B, H]
     const auto& dh_exit = grad_outputs[1];  // [1, B, H]
-    Needs needs;
+    GruNeeds needs;
     needs.x = ctx->needs_input_grad(0);
     needs.w_ih = ctx->needs_input_grad(2);
     needs.w_hh = ctx->needs_input_grad(3);
     needs.b_ih = ctx->needs_input_grad(4);
     needs.b_hh = ctx->needs_input_grad(5);
-    Grads g;
+    GruGrads g;
     switch (variant) {
       case GruVariant::kV1:
       case GruVariant::kV2: g = backward_v1_v2(variant, blk, w, s, dz, dh_exit, needs); break;

@@ -43,8 +43,8 @@ struct Forward {
   torch::Tensor a;   // [Tb, B, 4H] gates (kGates) or pre-activations (kPreactivations)
 };
 
-Forward forward_block(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
-                      LstmSave save) {
+Forward lstm_block_forward(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
+                           LstmSave save) {
   const int64_t H = blk.hidden, B = blk.batch;
   const auto opts = blk.x.options();
   Forward s;
@@ -104,13 +104,13 @@ Forward forward_block(const BlockInput& blk, const torch::Tensor& c0, const Lstm
 
 // ---- backward (the forward in reverse) ----------------------------------------------------
 
-struct Grads {
+struct LstmGrads {
   torch::Tensor dx;                          // [Tb, B, F]
   torch::Tensor dh0, dc0;                    // [1, B, H]
   torch::Tensor dw_ih, dw_hh, db_ih, db_hh;  // [4H, F], [4H, H], [4H], [4H]
 };
 
-struct Needs {
+struct LstmNeeds {
   bool x = true, w_ih = true, w_hh = true, b_ih = true, b_hh = true;
 };
 
@@ -192,7 +192,7 @@ void backward_step(const BlockInput& blk, const torch::Tensor& c0, const LstmWei
 // [n, B, 4H]: one GEMM each over the chunk's n*B rows (NOTE [ lstm_block backward in
 // chunks ]). db accumulates Σ D.
 void chunk_gradients(const BlockInput& blk, const LstmWeights& w, const Forward& s,
-                     const torch::Tensor& d, int64_t t0, const Needs& needs, Grads& g,
+                     const torch::Tensor& d, int64_t t0, const LstmNeeds& needs, LstmGrads& g,
                      torch::Tensor& db) {
   const int64_t H = blk.hidden, B = blk.batch, F = blk.input, n = d.size(0);
   const auto d2 = d.view({n * B, 4 * H});  // [n*B, 4H]
@@ -223,10 +223,10 @@ void chunk_gradients(const BlockInput& blk, const LstmWeights& w, const Forward&
 // chunk's gate gradients D_c [n, B, 4H]; then the chunk's share of every weight gradient is
 // one GEMM over its n*B rows, accumulated: dW_hh += D_c^T [h_{t0-1} .. h_{t0+n-2}],
 // dW_ih += D_c^T x_c, db += Σ D_c, and dx_c = D_c W_ih.
-Grads backward_block(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
-                     const Forward& s, LstmSave save, const torch::Tensor& dz_in,
-                     const torch::Tensor& dh_exit, const torch::Tensor& dc_exit,
-                     const Needs& needs) {
+LstmGrads lstm_block_backward(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
+                              const Forward& s, LstmSave save, const torch::Tensor& dz_in,
+                              const torch::Tensor& dh_exit, const torch::Tensor& dc_exit,
+                              const LstmNeeds& needs) {
   const int64_t H = blk.hidden, B = blk.batch, F = blk.input;
   const auto opts = blk.x.options();
   const auto dz = dz_in.contiguous();                                    // [Tb, B, H]
@@ -238,7 +238,7 @@ Grads backward_block(const BlockInput& blk, const torch::Tensor& c0, const LstmW
   carry.dc = dc_exit.select(0, 0).clone(at::MemoryFormat::Contiguous);   // [B, H]
   carry.tc = torch::empty({B, H}, opts);                                 // [B, H]
   if (save == LstmSave::kPreactivations) carry.gates = torch::empty({B, 4 * H}, opts);
-  Grads g;
+  LstmGrads g;
   if (needs.x) g.dx = torch::empty({blk.steps, B, F}, opts);             // [Tb, B, F]
   if (needs.w_ih) g.dw_ih = torch::zeros({4 * H, F}, opts);              // [4H, F]
   if (needs.w_hh) g.dw_hh = torch::zeros({4 * H, H}, opts);              // [4H, H]
@@ -273,7 +273,7 @@ struct LstmBlockFunction : public torch::autograd::Function<LstmBlockFunction> {
     const torch::Tensor mask_2d = mask.has_value() ? *mask : torch::Tensor();  // [Tb, B]
     const BlockInput blk(x, h_entry, mask_2d, w.hidden_size(), /*zero_padding=*/true);
     const auto c0 = c_entry.select(0, 0).contiguous();  // [B, H]
-    auto s = forward_block(blk, c0, w, save);
+    auto s = lstm_block_forward(blk, c0, w, save);
     auto z = blk.output(s.hs);                                    // [Tb, B, H]
     auto h_exit = s.hs[blk.steps - 1].unsqueeze(0).clone();                      // [1, B, H]
     auto c_exit = s.cs[blk.steps - 1].unsqueeze(0).clone();                      // [1, B, H]
@@ -294,14 +294,14 @@ struct LstmBlockFunction : public torch::autograd::Function<LstmBlockFunction> {
                          /*zero_padding=*/false);
     const Forward s{saved[kHs], saved[kCs], saved[kA]};
     const auto c0 = saved[kC0].select(0, 0).contiguous();  // [B, H]
-    Needs needs;
+    LstmNeeds needs;
     needs.x = ctx->needs_input_grad(0);
     needs.w_ih = ctx->needs_input_grad(3);
     needs.w_hh = ctx->needs_input_grad(4);
     needs.b_ih = ctx->needs_input_grad(5);
     needs.b_hh = ctx->needs_input_grad(6);
-    const auto g = backward_block(blk, c0, w, s, save, grad_outputs[0], grad_outputs[1],
-                                  grad_outputs[2], needs);
+    const auto g = lstm_block_backward(blk, c0, w, s, save, grad_outputs[0], grad_outputs[1],
+                                       grad_outputs[2], needs);
     return {g.dx,    g.dh0,   g.dc0,   g.dw_ih,         g.dw_hh,
             g.db_ih, g.db_hh, torch::Tensor(), torch::Tensor()};
   }

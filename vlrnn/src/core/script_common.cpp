@@ -1,5 +1,8 @@
 #include "script_common.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -44,6 +47,10 @@ std::string first_error_line(const std::string& what) {
 std::string error_line(const std::exception& error) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
   return first_error_line(c10_error ? c10_error->what_without_backtrace() : error.what());
+}
+
+std::string shape_string(const torch::Tensor& t) {
+  return fmt::format("[{}]", fmt::join(t.sizes().vec(), ", "));
 }
 
 }  // namespace vlrnn

@@ -24,4 +24,7 @@ std::string first_error_line(const std::string& what);
 // interpreter's std::runtime_error.
 std::string error_line(const std::exception& error);
 
+// A tensor's shape as an error message shows it: "[3, 4]".
+std::string shape_string(const torch::Tensor& t);
+
 }  // namespace vlrnn

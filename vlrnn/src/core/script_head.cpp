@@ -11,11 +11,7 @@
 namespace vlrnn {
 namespace {
 
-constexpr const char* kForwardSignature = "forward(self, z: Tensor, y: Tensor) -> Tensor";
-
-std::string shape_string(const torch::Tensor& t) {
-  return fmt::format("[{}]", fmt::join(t.sizes().vec(), ", "));
-}
+constexpr const char* kHeadForwardSignature = "forward(self, z: Tensor, y: Tensor) -> Tensor";
 
 // An int attribute's value, or none.
 c10::optional<int64_t> int_attribute(const torch::jit::Module& module, const std::string& name) {
@@ -60,15 +56,17 @@ void ScriptHead::check_signature() {
   if (!forward_method) {
     std::vector<std::string> names;
     for (const auto& m : module_.get_methods()) names.push_back(m.name());
-    TORCH_CHECK(false, origin_, ": expected a method ", kForwardSignature, ", found none (methods: ",
-                fmt::format("{}", fmt::join(names, ", ")), ")");
+    TORCH_CHECK(false, origin_, ": expected a method ", kHeadForwardSignature,
+                ", found none (methods: ", fmt::format("{}", fmt::join(names, ", ")), ")");
   }
   const auto& schema = forward_method->function().getSchema();
   std::ostringstream found;
   found << schema;
   const size_t arity = schema.arguments().size() - 1;  // without self
-  TORCH_CHECK(arity == 2, origin_, ": expected ", kForwardSignature, " (2 arguments: z [T, B, Z] "
-              "and the targets y), found ", found.str(), " (", arity, ")");
+  TORCH_CHECK(arity == 2, origin_, ": expected ", kHeadForwardSignature,
+              " (2 arguments: z [T, B, Z] "
+              "and the targets y), found ",
+              found.str(), " (", arity, ")");
   const auto input_size = int_attribute(module_, "input_size");
   TORCH_CHECK(input_size, origin_, ": expected an int attribute input_size (Z, the features of z "
               "per step: self.input_size = Z in __init__), found ",

@@ -12,13 +12,9 @@
 namespace vlrnn {
 namespace {
 
-constexpr const char* kForwardSignature =
+constexpr const char* kModelForwardSignature =
     "forward(self, x: Tensor, state: Tuple[Tensor, ...], lengths: Tensor) -> "
     "Tuple[Tensor, Tuple[Tensor, ...]]";
-
-std::string shape_string(const torch::Tensor& t) {
-  return fmt::format("[{}]", fmt::join(t.sizes().vec(), ", "));
-}
 
 std::string type_string(const c10::IValue& value) { return value.type()->str(); }
 
@@ -117,7 +113,7 @@ void ScriptModel::check_signature() {
   if (!forward_method) {
     std::vector<std::string> names;
     for (const auto& m : module_.get_methods()) names.push_back(m.name());
-    TORCH_CHECK(false, origin_, ": expected a method ", kForwardSignature,
+    TORCH_CHECK(false, origin_, ": expected a method ", kModelForwardSignature,
                 " (or a scripted stock torch.nn.LSTM / GRU / RNN), found none (methods: ",
                 fmt::format("{}", fmt::join(names, ", ")), ")");
   }
@@ -125,7 +121,7 @@ void ScriptModel::check_signature() {
   std::ostringstream found;
   found << schema;
   const size_t arity = schema.arguments().size() - 1;  // without self
-  TORCH_CHECK(arity == 3, origin_, ": expected ", kForwardSignature, " (3 arguments), found ",
+  TORCH_CHECK(arity == 3, origin_, ": expected ", kModelForwardSignature, " (3 arguments), found ",
               found.str(), " (", arity, ")");
   const auto& state_type = schema.arguments()[2].type();
   TORCH_CHECK(state_type->kind() == c10::TypeKind::TupleType, origin_,

@@ -24,15 +24,14 @@ uint64_t next(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// The value at fraction q (0..1) of sorted `v`, interpolated linearly.
-double quantile(const std::vector<double>& v, double q) {
-  const double at = q * double(v.size() - 1);
-  const size_t i = size_t(std::floor(at));
-  const size_t j = std::min(i + 1, v.size() - 1);
-  return v[i] + (at - double(i)) * (v[j] - v[i]);
-}
-
 }  // namespace
+
+double sorted_quantile(const std::vector<double>& sorted, double q) {
+  const double at = q * double(sorted.size() - 1);
+  const size_t i = size_t(std::floor(at));
+  const size_t j = std::min(i + 1, sorted.size() - 1);
+  return sorted[i] + (at - double(i)) * (sorted[j] - sorted[i]);
+}
 
 double MedianInterval::relative_half_width() const {
   if (median == 0.0) return INFINITY;
@@ -63,8 +62,8 @@ MedianInterval median_interval(const std::vector<double>& samples, double confid
   }
   std::sort(medians.begin(), medians.end());
   const double tail = (1.0 - confidence) / 2.0;
-  out.low = std::min(out.median, quantile(medians, tail));
-  out.high = std::max(out.median, quantile(medians, 1.0 - tail));
+  out.low = std::min(out.median, sorted_quantile(medians, tail));
+  out.high = std::max(out.median, sorted_quantile(medians, 1.0 - tail));
   return out;
 }
 

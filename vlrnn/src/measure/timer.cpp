@@ -1,5 +1,7 @@
 #include "vlrnn/measure/timer.h"
 
+#include "vlrnn/measure/confidence.h"
+
 #ifdef VLRNN_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #endif
@@ -69,19 +71,6 @@ double DeviceTimer::stop() {
   return std::chrono::duration<double>(t1 - impl_->t0).count();
 }
 
-namespace {
-
-// The q-quantile of sorted values, interpolating linearly between order statistics.
-double quantile(const std::vector<double>& sorted, double q) {
-  const double position = q * double(sorted.size() - 1);
-  const auto lo = static_cast<size_t>(position);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  const double frac = position - double(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
-}
-
-}  // namespace
-
 TimingStats summarize(std::vector<double> seconds) {
   TORCH_CHECK(!seconds.empty(), "summarize seconds: expected at least one timing, got none");
   std::sort(seconds.begin(), seconds.end());
@@ -89,9 +78,9 @@ TimingStats summarize(std::vector<double> seconds) {
   stats.samples = int64_t(seconds.size());
   stats.min = seconds.front();
   stats.max = seconds.back();
-  stats.median = quantile(seconds, 0.5);
-  stats.q1 = quantile(seconds, 0.25);
-  stats.q3 = quantile(seconds, 0.75);
+  stats.median = sorted_quantile(seconds, 0.5);
+  stats.q1 = sorted_quantile(seconds, 0.25);
+  stats.q3 = sorted_quantile(seconds, 0.75);
   stats.mean = std::accumulate(seconds.begin(), seconds.end(), 0.0) / double(seconds.size());
   return stats;
 }

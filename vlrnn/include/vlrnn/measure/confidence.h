@@ -33,4 +33,8 @@ struct MedianInterval {
 MedianInterval median_interval(const std::vector<double>& samples, double confidence = 0.95,
                                int64_t resamples = 2000);
 
+// The value at fraction q (0..1) of non-empty `sorted`, interpolated linearly between the
+// two nearest order statistics (timing summaries and the bootstrap's percentiles).
+double sorted_quantile(const std::vector<double>& sorted, double q);
+
 }  // namespace vlrnn::measure
