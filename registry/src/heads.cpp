@@ -31,14 +31,14 @@ const std::vector<HeadEntry>& head_registry() { return mutable_heads(); }
 
 std::vector<std::string> head_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& entry : mutable_heads()) kinds.push_back(entry.kind);
+  for (const auto& entry : head_registry()) kinds.push_back(entry.kind);
   return kinds;
 }
 
 void add_head(const std::string& kind, const std::string& summary, HeadFactory make) {
   TORCH_CHECK(!kind.empty(), "add_head kind: expected a non-empty name, got \"\"");
   TORCH_CHECK(make, "add_head make: expected a factory for kind \"", kind, "\", got none");
-  for (const auto& entry : mutable_heads()) {
+  for (const auto& entry : head_registry()) {
     TORCH_CHECK(entry.kind != kind, "add_head kind: \"", kind,
                 "\" is already registered; known kinds: ",
                 fmt::format("{}", fmt::join(head_kinds(), ", ")));
@@ -47,7 +47,7 @@ void add_head(const std::string& kind, const std::string& summary, HeadFactory m
 }
 
 std::shared_ptr<OutputModule> make_head(const HeadConfig& config) {
-  for (const auto& entry : mutable_heads()) {
+  for (const auto& entry : head_registry()) {
     if (entry.kind == config.kind) return entry.make(config);
   }
   TORCH_CHECK(false, "head: unknown kind \"", config.kind, "\"; known kinds: ",

@@ -183,7 +183,7 @@ void add_method(const std::string& name, const std::string& summary, MethodFacto
               "add_method name: expected a non-empty name without ':', ',', '=' or spaces "
               "(it appears in specs like \"name:key=value\"), got \"", name, "\"");
   TORCH_CHECK(make, "add_method make: expected a factory for method \"", name, "\", got none");
-  for (const auto& entry : mutable_methods()) {
+  for (const auto& entry : method_registry()) {
     TORCH_CHECK(entry.name != name, "add_method name: \"", name,
                 "\" is already registered; known methods: ",
                 fmt::format("{}", fmt::join(method_names(), ", ")));

@@ -104,14 +104,14 @@ const std::vector<ModelEntry>& model_registry() { return mutable_models(); }
 
 std::vector<std::string> model_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& entry : mutable_models()) kinds.push_back(entry.kind);
+  for (const auto& entry : model_registry()) kinds.push_back(entry.kind);
   return kinds;
 }
 
 void add_model(const std::string& kind, const std::string& summary, ModelFactory make) {
   TORCH_CHECK(!kind.empty(), "add_model kind: expected a non-empty name, got \"\"");
   TORCH_CHECK(make, "add_model make: expected a factory for kind \"", kind, "\", got none");
-  for (const auto& entry : mutable_models()) {
+  for (const auto& entry : model_registry()) {
     TORCH_CHECK(entry.kind != kind, "add_model kind: \"", kind,
                 "\" is already registered; known kinds: ",
                 fmt::format("{}", fmt::join(model_kinds(), ", ")));
@@ -121,7 +121,7 @@ void add_model(const std::string& kind, const std::string& summary, ModelFactory
 
 void check_model_kind(const std::string& kind) {
   const auto registered = [](const std::string& name) {
-    const auto& entries = mutable_models();
+    const auto& entries = model_registry();
     return std::any_of(entries.begin(), entries.end(),
                        [&](const ModelEntry& entry) { return entry.kind == name; });
   };
@@ -140,7 +140,7 @@ void check_model_kind(const std::string& kind) {
 
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
   check_model_kind(config.kind);
-  for (const auto& entry : mutable_models()) {
+  for (const auto& entry : model_registry()) {
     if (entry.kind == config.kind) return entry.make(config);
   }
   const std::string prefix = kBidirectionalPrefix;

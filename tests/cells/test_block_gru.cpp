@@ -306,7 +306,7 @@ struct LayeredData {
       x = x.masked_fill(step_mask(lengths, 8, torch::kCPU).logical_not().unsqueeze(2), NAN);
     }
   }
-  Named run_gru(RecurrentModule& model) const {
+  Named run(RecurrentModule& model) const {
     return run_and_backprop(
         [&](const torch::Tensor& xl, const State& h) {
           torch::manual_seed(6);  // the same dropout draws for every model
@@ -347,9 +347,9 @@ TEST_P(MultiLayerGru, V3AndV4EqualTheBuiltInGruKind) {
   builtin->to(c.dtype);
   auto block = make_like("gru_" + to_string(c.variant), *builtin, c.layers, c.dropout, c.dtype);
   const LayeredData d(c.dtype, c.layers, c.lengths ? std::vector<int64_t>{8, 3, 0, 7} : std::vector<int64_t>{});
-  const auto got = d.run_gru(*block);
+  const auto got = d.run(*block);
   for (const auto& [name, t] : got) EXPECT_TRUE(torch::isfinite(t).all().item<bool>()) << name;
-  expect_close(got, d.run_gru(*builtin), verify::tolerance_for(c.dtype),
+  expect_close(got, d.run(*builtin), verify::tolerance_for(c.dtype),
                "GRU " + to_string(c.variant) + " L=" + std::to_string(c.layers) +
                    (c.dropout > 0 ? " dropout" : "") +
                    (c.dtype == torch::kFloat64 ? " f64" : " f32") +
@@ -384,7 +384,7 @@ TEST(GruVariants, MultiLayerV1AndV2AreOneFunction) {
   v1->to(torch::kFloat64);
   auto v2 = make_like("gru_v2", *v1, 3, 0.25, torch::kFloat64);
   const LayeredData d(torch::kFloat64, 3, {8, 1, 5, 0});
-  expect_close(d.run_gru(*v2), d.run_gru(*v1), 1e-10, "GRU v2 vs v1, L=3, dropout, lengths");
+  expect_close(d.run(*v2), d.run(*v1), 1e-10, "GRU v2 vs v1, L=3, dropout, lengths");
 }
 
 TEST(GruVariants, MultiLayerVlrnnEqualsFullBpttWithDropout) {

@@ -64,9 +64,8 @@ void ScriptHead::check_signature() {
   found << schema;
   const size_t arity = schema.arguments().size() - 1;  // without self
   TORCH_CHECK(arity == 2, origin_, ": expected ", kHeadForwardSignature,
-              " (2 arguments: z [T, B, Z] "
-              "and the targets y), found ",
-              found.str(), " (", arity, ")");
+              " (2 arguments: z [T, B, Z] and the targets y), found ", found.str(), " (", arity,
+              ")");
   const auto input_size = int_attribute(module_, "input_size");
   TORCH_CHECK(input_size, origin_, ": expected an int attribute input_size (Z, the features of z "
               "per step: self.input_size = Z in __init__), found ",
