@@ -20,7 +20,6 @@ namespace vlrnn::experiments {
 namespace {
 
 using json = nlohmann::json;
-using namespace json_fields;
 
 // SplitMix64's finaliser: decorrelates the seeds of neighbouring batch indices.
 uint64_t mix(uint64_t x) {
@@ -305,6 +304,9 @@ const std::vector<std::string> kTextKeys = {"kind", "path", "steps", "min_length
 const std::vector<std::string> kFashionMnistKeys = {"kind", "path", "permuted"};
 
 double min_length_of(const json& config) {
+  // In the function, not the file: this file shares a unity-build unit with others (NOTE [
+  // Unity builds ]), which a file-scope directive would reach too.
+  using namespace json_fields;
   return config.contains("min_length")
              ? read_number(config["min_length"], "task.min_length", 1e-9, 1.0)
              : 1.0;
@@ -351,6 +353,7 @@ std::vector<int64_t> pixel_permutation(int64_t size) {
 }
 
 std::unique_ptr<Task> make_task(const json& config) {
+  using namespace json_fields;  // as in min_length_of
   if (!config.is_object()) fail("task", "expected an object with a \"kind\", got " + type_of(config));
   TORCH_CHECK(config.contains("kind"), "config task.kind: missing; known kinds: ",
               fmt::format("{}", fmt::join(task_kinds(), ", ")));
