@@ -35,7 +35,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch.nn.utils.rnn import PackedSequence
 
-from ._sequences import packed_rows
+from ._sequences import packed_lengths, packed_rows, unpacked_rows
 
 BATCH_DIM = 1  # of every state tensor: [layers, B, ...]
 
@@ -112,6 +112,21 @@ def split_result(result, module_name):
     return result[0], result[1]
 
 
+def call_leaving_inputs(function, args, inputs, what):
+    """function(*args), raising ValueError when it changed one of `inputs` ((name, tensor)
+    pairs) in place: the engine calls a module again on the same block's tensors when it
+    recomputes the block, and keeps the state it passed in as a checkpoint, so a change to
+    them would silently change the gradient."""
+    before = [t._version for _, t in inputs]
+    result = function(*args)
+    for (name, t), version in zip(inputs, before):
+        if t._version != version:
+            raise ValueError(f"{what}: changed its input {name} in place; the engine calls it "
+                             "again on the same tensors when it recomputes a block, so it must "
+                             "leave them as it got them (change a copy: t = t.clone())")
+    return result
+
+
 class BlockFunction:
     """The engine's block function over the user's module (the module docstring)."""
 
@@ -125,16 +140,40 @@ class BlockFunction:
     def __call__(self, x, state, lengths):
         if self.packed:
             return self._packed(x, state, lengths)
-        z, h = split_result(self.rnn(x.transpose(0, 1), self.layout.to_module(state)), self.name)
+        z, h = self._call_rnn(x.transpose(0, 1), x.transpose(0, 1), state)
         if not isinstance(z, torch.Tensor):
             raise TypeError(f"{self.name}.forward: expected z, a tensor [B, T, Z], got {_kind(z)}")
         batch, steps = x.shape[1], x.shape[0]
         if z.dim() != 3 or z.shape[0] != batch or z.shape[1] != steps:
             raise ValueError(f"{self.name}.forward: expected z of shape [B, T, Z] = "
                              f"[{batch}, {steps}, Z] (batch-first), got {list(z.shape)}")
-        h = as_state_tuple(h, f"{self.name}.forward's h")
-        self.layout.check(h, batch, f"{self.name}.forward's h")
-        return z.transpose(0, 1), h
+        self._check_device(z, x, "z")
+        return z.transpose(0, 1), self._checked_state(h, state)
+
+    def _call_rnn(self, x, x_data, state):
+        """rnn(x, h) -> (z, h), x_data the tensor x holds; x and the state left unchanged."""
+        inputs = [("x", x_data)] + [(f"h[{i}]", t) for i, t in enumerate(state)]
+        result = call_leaving_inputs(self.rnn, (x, self.layout.to_module(state)), inputs,
+                                     f"{self.name}.forward")
+        return split_result(result, self.name)
+
+    def _check_device(self, z, x, what):
+        if z.device != x.device:
+            raise ValueError(f"{self.name}.forward: expected {what} on {x.device} (x's device), "
+                             f"got {z.device}")
+
+    def _checked_state(self, h, entry):
+        """The returned state as a tuple, checked against the entry state it replaces: its
+        layout, and each tensor's dtype and device (the engine carries it to the next block
+        and seeds its gradient in the entry's dtype)."""
+        what = f"{self.name}.forward's h"
+        h = as_state_tuple(h, what)
+        self.layout.check(h, entry[0].shape[BATCH_DIM], what)
+        for i, (got, want) in enumerate(zip(h, entry)):
+            if got.dtype != want.dtype or got.device != want.device:
+                raise ValueError(f"{what}[{i}]: expected {want.dtype} on {want.device} (the "
+                                 f"state it was given), got {got.dtype} on {got.device}")
+        return h
 
     def _packed(self, x, state, lengths):
         steps, batch = x.shape[0], x.shape[1]
@@ -148,24 +187,28 @@ class BlockFunction:
                        < block_lengths.unsqueeze(0)).sum(1)
         rows, sequences = packed_rows(batch_sizes, running)
         device = x.device
-        rows_d, sequences_d = rows.to(device), sequences.to(device)
         sorted_indices = torch.searchsorted(members, running)
-        packed = PackedSequence(x[rows_d, sequences_d], batch_sizes,
+        packed = PackedSequence(x[rows.to(device), sequences.to(device)], batch_sizes,
                                 sorted_indices.to(device),
                                 torch.argsort(sorted_indices).to(device))
         members_d = members.to(device)
-        h_in = [t.index_select(BATCH_DIM, members_d) for t in state]
-        z, h = split_result(self.rnn(packed, self.layout.to_module(h_in)), self.name)
+        h_in = tuple(t.index_select(BATCH_DIM, members_d) for t in state)
+        z, h = self._call_rnn(packed, packed.data, h_in)
         if not isinstance(z, PackedSequence):
             raise TypeError(f"{self.name}.forward: given a PackedSequence, expected z as a "
                             f"PackedSequence, got {_kind(z)}")
-        if not torch.equal(z.batch_sizes, batch_sizes) or z.data.shape[0] != rows.shape[0]:
-            raise ValueError(f"{self.name}.forward: expected z packed as its input (batch sizes "
-                             f"{batch_sizes.tolist()}), got batch sizes {z.batch_sizes.tolist()}")
-        h = as_state_tuple(h, f"{self.name}.forward's h")
-        self.layout.check(h, len(members), f"{self.name}.forward's h")
+        z_lengths = packed_lengths(z)  # [R] in z's own batch order: members' order
+        if not torch.equal(z_lengths, lengths[members]):
+            raise ValueError(f"{self.name}.forward: expected z with the lengths of its input, "
+                             f"{lengths[members].tolist()} in the input's batch order, got "
+                             f"{z_lengths.tolist()} (read through z's own sorted_indices)")
+        self._check_device(z.data, x, "z")
+        h = self._checked_state(h, h_in)
+        # z is read through its own indices: a module that packs its output itself may order
+        # sequences of equal length otherwise than its input was packed.
+        z_steps, z_sequences = unpacked_rows(z, members)
         z_full = z.data.new_zeros((steps, batch) + tuple(z.data.shape[1:]))
-        z_full = z_full.index_put((rows_d, sequences_d), z.data)  # [Tb, B, Z]
+        z_full = z_full.index_put((z_steps.to(device), z_sequences.to(device)), z.data)
         exit_state = tuple(t.index_copy(BATCH_DIM, members_d, h_new)
                            for t, h_new in zip(state, h))
         return z_full, exit_state

@@ -25,8 +25,8 @@ class Batch(NamedTuple):
 
     def sort_order(self):
         """[B] sequences by length, longest first, in the order the caller's x was packed."""
-        if self.packed is not None and self.packed.sorted_indices is not None:
-            return self.packed.sorted_indices.cpu()
+        if self.packed is not None:
+            return packed_order(self.packed)
         return torch.arange(self.batch_size)
 
 
@@ -76,11 +76,35 @@ def packed_rows(batch_sizes, order):
     return steps, order[rank]
 
 
+def packed_order(packed):
+    """[B'] the packed batch's elements, longest first, as its own sorted_indices say (the
+    identity when it was packed sorted), on the CPU."""
+    if packed.sorted_indices is None:
+        return torch.arange(int(packed.batch_sizes[0]))
+    return packed.sorted_indices.cpu()
+
+
+def unpacked_rows(packed, members):
+    """Where each data row of a PackedSequence belongs, read through its own indices:
+    (steps [N], sequences [N]) with data = padded[steps, sequences], where the packed
+    batch's element i is the sequence members[i]. A PackedSequence's data means nothing
+    without its sorted_indices: two packings of one batch may order sequences of equal
+    length differently."""
+    return packed_rows(packed.batch_sizes, members[packed_order(packed)])
+
+
+def packed_lengths(packed):
+    """[B'] each element's length, in the packed batch's own (unsorted) order."""
+    sizes = packed.batch_sizes
+    by_rank = (sizes.unsqueeze(1) > torch.arange(int(sizes[0])).unsqueeze(0)).sum(0)
+    lengths = torch.empty_like(by_rank)
+    lengths[packed_order(packed)] = by_rank
+    return lengths
+
+
 def pack_like(padded, like):
     """padded [T, B, ...] (time-major, the caller's sequence order) packed as `like` is."""
-    order = like.sorted_indices.cpu() if like.sorted_indices is not None \
-        else torch.arange(int(like.batch_sizes[0]))
-    steps, sequences = packed_rows(like.batch_sizes, order)
+    steps, sequences = packed_rows(like.batch_sizes, packed_order(like))
     data = padded[steps.to(padded.device), sequences.to(padded.device)]
     return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
 

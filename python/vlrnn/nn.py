@@ -40,7 +40,7 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import EngineModel, stacked_directions
 from ._cpp_rnn import LRU, MinGRU, MinLSTM, SelectiveSSM
-from ._sequences import packed_rows, rnn_input, rnn_output
+from ._sequences import packed_order, packed_rows, rnn_input, rnn_output
 
 __all__ = ["LSTM", "GRU", "MinGRU", "MinLSTM", "LRU", "SelectiveSSM"]
 
@@ -284,9 +284,7 @@ class _BlockRNN(nn.Module):
             rows = like.new_empty(int(sizes.sum()), *shape)  # packed rows, step by step
             for start, size in zip((torch.cumsum(sizes, 0) - sizes).tolist(), sizes.tolist()):
                 rows[start:start + size].bernoulli_(keep)
-            order = packed.sorted_indices.cpu() if packed.sorted_indices is not None \
-                else torch.arange(batch)
-            step_of, sequence_of = packed_rows(sizes, order)
+            step_of, sequence_of = packed_rows(sizes, packed_order(packed))
             masks = like.new_zeros(steps, batch, *shape)
             masks[step_of.to(like.device), sequence_of.to(like.device)] = rows
         return masks.transpose(1, 2).div_(keep)
