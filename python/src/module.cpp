@@ -27,6 +27,7 @@
 
 #include <dlfcn.h>
 
+#include <optional>
 #include <sstream>
 
 namespace vlrnn::python {
@@ -77,10 +78,14 @@ std::shared_ptr<GradientMethod> method_from_spec(const std::string& spec) {
 // planner's cost model and plan) is then learned once, as in `vlrnn compare`.
 py::dict compute(GradientMethod& method, RecurrentModule& model, OutputModule& head,
                  const torch::Tensor& inputs, const torch::Tensor& targets,
-                 const py::object& lengths, const py::object& h0, const std::string& reduction) {
+                 const py::object& lengths, const py::object& h0, const std::string& reduction,
+                 const py::object& progress, double progress_interval) {
   const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction);
   GradientResult result;
   {
+    std::optional<PythonProgress> sink;
+    if (!progress.is_none()) sink.emplace(progress.cast<py::function>(), progress_interval);
+    const ScopedProgressSink reporting(sink ? &*sink : nullptr);
     py::gil_scoped_release release;  // the engine runs without it; callbacks take it
     result = method.compute(workload);
   }
@@ -166,6 +171,28 @@ py::dict verify_methods(RecurrentModule& model, OutputModule& head, const torch:
   out["table"] = table.str();
   out["summary"] = verify::summary_line(outcomes);
   out["warning"] = warning;
+  return out;
+}
+
+// The cut-dependence check of `vlrnn verify` (NOTE [ Cut dependence, whatever the
+// generator's layout ]) on its own: VLRNN's first-call check runs it on a short prefix.
+py::dict cut_dependence(RecurrentModule& model, OutputModule& head, const torch::Tensor& inputs,
+                        const torch::Tensor& targets, const py::object& lengths,
+                        const py::object& h0, uint64_t seed) {
+  const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, "sum");
+  verify::CutDependence cut;
+  {
+    py::gil_scoped_release release;
+    cut = verify::measure_cut_dependence(workload, seed);
+  }
+  const double tolerance = verify::tolerance_for(inputs.scalar_type());
+  py::dict out;
+  out["cut"] = cut.cut;
+  out["here"] = cut.here;
+  out["any_layout"] = cut.any_layout;
+  out["random_ops"] = cut.random_ops;
+  out["diagnosis"] = verify::cut_dependence_diagnosis(cut, inputs.size(0), tolerance);
+  out["warning"] = verify::per_call_draws_warning(cut, tolerance);
   return out;
 }
 
@@ -287,13 +314,21 @@ PYBIND11_MODULE(_C, m) {
         "A gradient method from a registry spec ('vlrnn:block=64'); ValueError if unknown.");
   m.def("compute", &compute, py::arg("method"), py::arg("model"), py::arg("head"),
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
-        py::arg("reduction"),
+        py::arg("reduction"), py::arg("progress") = py::none(),
+        py::arg("progress_interval") = 0.25,
         "Runs a gradient method (a registry spec) on time-major inputs [T, B, F]; "
         "accumulates .grad and returns the detached loss, per-step losses [T, B], the final "
-        "state and the step counters.");
+        "state and the step counters. progress: None, or a callable told the schedule's "
+        "size and then its advance, at most every progress_interval seconds (NOTE "
+        "[ Progress of a long call ]).");
   m.def("verify", &verify_methods, py::arg("model"), py::arg("head"), py::arg("inputs"),
         py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),
         py::arg("methods"), py::arg("seed"), py::arg("label"), py::arg("head_label"));
+  m.def("cut_dependence", &cut_dependence, py::arg("model"), py::arg("head"),
+        py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
+        py::arg("seed"),
+        "Whether the model's outputs depend on where the sequence is cut: {cut, here, "
+        "any_layout, random_ops, diagnosis, warning} (vlrnn/verify/cut_dependence.h)");
   m.def("methods", [] {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& entry : method_registry()) out.emplace_back(entry.name, entry.summary);

@@ -40,6 +40,25 @@ void register_python_parameters(torch::nn::Module& module, const NamedTensors& p
   }
 }
 
+PythonProgress::~PythonProgress() {
+  py::gil_scoped_acquire gil;
+  progress_ = py::function();
+}
+
+void PythonProgress::planned(const std::string& schedule, int64_t time_steps,
+                             int64_t forward_steps) {
+  py::gil_scoped_acquire gil;
+  call_python(progress_, py::make_tuple("planned", schedule, time_steps, forward_steps));
+}
+
+void PythonProgress::advanced(int64_t forward_steps_done) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_ < interval_) return;
+  last_ = now;
+  py::gil_scoped_acquire gil;
+  call_python(progress_, py::make_tuple("advanced", forward_steps_done));
+}
+
 PythonModel::PythonModel(py::function block, int64_t input_size, int64_t output_size,
                          const std::vector<std::vector<int64_t>>& state_shapes,
                          int64_t batch_dim, const NamedTensors& parameters,

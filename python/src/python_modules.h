@@ -23,10 +23,12 @@
 
 #include "vlrnn/core/output_module.h"
 #include "vlrnn/core/recurrent_module.h"
+#include "vlrnn/methods/progress.h"
 
 #include <torch/extension.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +79,24 @@ class PythonHead : public OutputModule {
  private:
   py::function head_;
   int64_t input_size_;
+};
+
+// A schedule's progress (NOTE [ Progress of a long call ]) as calls of a Python callable:
+// progress("planned", schedule, T, forward_steps) once, then progress("advanced", done) at
+// most every `interval` seconds (the GIL and a Python call per chunk of steps would cost),
+// each with the GIL taken for it.
+class PythonProgress : public ProgressSink {
+ public:
+  PythonProgress(py::function progress, double interval)
+      : progress_(std::move(progress)), interval_(interval) {}
+  ~PythonProgress() override;
+  void planned(const std::string& schedule, int64_t time_steps, int64_t forward_steps) override;
+  void advanced(int64_t forward_steps_done) override;
+
+ private:
+  py::function progress_;
+  std::chrono::duration<double> interval_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
 // Set when a KeyboardInterrupt passes through a callback: a caller that turns exceptions into

@@ -33,7 +33,9 @@ from .modules import OutputModule, PlainRNN, RNNModule, VLRNN
 from .verification import BIDIRECTIONAL_METHODS, DEFAULT_METHODS, VerifyReport, VerifyRow, \
     assert_exact, verify
 
-__all__ = ["RNNModule", "OutputModule", "PlainRNN", "VLRNN", "verify", "assert_exact",
+__version__ = "0.1.0"  # the CMake project's VERSION (tests/python/test_api_docs.py checks)
+
+__all__ = ["__version__", "RNNModule", "OutputModule", "PlainRNN", "VLRNN", "verify", "assert_exact",
            "VerifyReport", "VerifyRow", "DEFAULT_METHODS", "BIDIRECTIONAL_METHODS", "methods",
            "nn", "ModelFile", "CppModel", "load_plugin", "model_kinds"]
 

@@ -35,7 +35,8 @@ from typing import Callable, NamedTuple
 import torch
 from torch.nn.utils.rnn import PackedSequence
 
-from ._sequences import packed_lengths, packed_rows, unpacked_rows
+from ._compat import add_note
+from ._sequences import packed_lengths, packed_order, packed_rows, unpacked_rows
 
 BATCH_DIM = 1  # of every state tensor: [layers, B, ...]
 
@@ -112,14 +113,33 @@ def split_result(result, module_name):
     return result[0], result[1]
 
 
-def call_leaving_inputs(function, args, inputs, what):
-    """function(*args), raising ValueError when it changed one of `inputs` ((name, tensor)
-    pairs) in place: the engine calls a module again on the same block's tensors when it
-    recomputes the block, and keeps the state it passed in as a checkpoint, so a change to
-    them would silently change the gradient."""
-    before = [t._version for _, t in inputs]
-    result = function(*args)
-    for (name, t), version in zip(inputs, before):
+def _grad_marks(parameters):
+    """Which .grad each parameter holds, and its version: changed by a backward() call."""
+    return [None if p.grad is None else (id(p.grad), p.grad._version) for p in parameters]
+
+
+def call_user(function, args, watched, what, where, parameters):
+    """function(*args): the user's module, called with what the package checks around it.
+    - It must leave `watched` ((name, tensor) pairs: its inputs) as it got them: the engine
+      calls a module again on the same block's tensors when it recomputes the block, and
+      keeps the state it passed in as a checkpoint (ValueError otherwise).
+    - It must not call backward() itself: the engine back-propagates, and a backward inside
+      the call frees the block's graph or counts its gradient twice (ValueError when a
+      parameter's .grad changed during the call).
+    - An exception it raises reaches the caller unchanged, with a note saying `where` it was
+      called: its shapes are a block's, which the user never wrote down."""
+    versions = [t._version for _, t in watched]
+    grads = _grad_marks(parameters)
+    try:
+        result = function(*args)
+    except Exception as error:
+        add_note(error, f"vlrnn: raised by {what} {where}")
+        raise
+    if _grad_marks(parameters) != grads:
+        raise ValueError(f"{what}: called backward() itself (a parameter's .grad changed during "
+                         "the call); VLRNN computes the gradients: return the per-step loss and "
+                         "let VLRNN back-propagate it")
+    for (name, t), version in zip(watched, versions):
         if t._version != version:
             raise ValueError(f"{what}: changed its input {name} in place; the engine calls it "
                              "again on the same tensors when it recomputes a block, so it must "
@@ -127,20 +147,31 @@ def call_leaving_inputs(function, args, inputs, what):
     return result
 
 
+def block_place(steps, time_steps, shapes):
+    """Where a callback ran, for a note on its error: `shapes` a dict of name -> tensor."""
+    listed = ", ".join(f"{name} {list(t.shape)}" for name, t in shapes.items())
+    return (f"on a block of {steps} of the sequence's {time_steps} steps ({listed}): VLRNN "
+            "calls it block by block, so the shapes in the message are the block's")
+
+
 class BlockFunction:
     """The engine's block function over the user's module (the module docstring)."""
 
-    def __init__(self, rnn, layout, sort_order, packed):
+    def __init__(self, rnn, layout, sort_order, packed, time_steps, parameters):
         self.rnn = rnn
         self.layout = layout
         self.sort_order = sort_order  # [B] longest first (the caller's packing order)
         self.packed = packed
         self.name = type(rnn).__name__
+        self.time_steps = time_steps  # T of the whole batch, for notes on errors
+        self.parameters = parameters  # the rnn's and the head's (call_user)
+        # What this module was seen doing that verify names beside a failing row.
+        self.observations = set()
 
     def __call__(self, x, state, lengths):
         if self.packed:
             return self._packed(x, state, lengths)
-        z, h = self._call_rnn(x.transpose(0, 1), x.transpose(0, 1), state)
+        z, h = self._call_rnn(x.transpose(0, 1), x.transpose(0, 1), x.shape[0], state)
         if not isinstance(z, torch.Tensor):
             raise TypeError(f"{self.name}.forward: expected z, a tensor [B, T, Z], got {_kind(z)}")
         batch, steps = x.shape[1], x.shape[0]
@@ -150,11 +181,12 @@ class BlockFunction:
         self._check_device(z, x, "z")
         return z.transpose(0, 1), self._checked_state(h, state)
 
-    def _call_rnn(self, x, x_data, state):
-        """rnn(x, h) -> (z, h), x_data the tensor x holds; x and the state left unchanged."""
-        inputs = [("x", x_data)] + [(f"h[{i}]", t) for i, t in enumerate(state)]
-        result = call_leaving_inputs(self.rnn, (x, self.layout.to_module(state)), inputs,
-                                     f"{self.name}.forward")
+    def _call_rnn(self, x, x_data, steps, state):
+        """rnn(x, h) -> (z, h) through call_user; x_data the tensor x holds, steps its Tb."""
+        watched = [("x", x_data)] + [(f"h[{i}]", t) for i, t in enumerate(state)]
+        where = block_place(steps, self.time_steps, {"x": x_data})
+        result = call_user(self.rnn, (x, self.layout.to_module(state)), watched,
+                           f"{self.name}.forward", where, self.parameters)
         return split_result(result, self.name)
 
     def _check_device(self, z, x, what):
@@ -193,7 +225,7 @@ class BlockFunction:
                                 torch.argsort(sorted_indices).to(device))
         members_d = members.to(device)
         h_in = tuple(t.index_select(BATCH_DIM, members_d) for t in state)
-        z, h = self._call_rnn(packed, packed.data, h_in)
+        z, h = self._call_rnn(packed, packed.data, steps, h_in)
         if not isinstance(z, PackedSequence):
             raise TypeError(f"{self.name}.forward: given a PackedSequence, expected z as a "
                             f"PackedSequence, got {_kind(z)}")
@@ -206,6 +238,11 @@ class BlockFunction:
         h = self._checked_state(h, h_in)
         # z is read through its own indices: a module that packs its output itself may order
         # sequences of equal length otherwise than its input was packed.
+        if not torch.equal(packed_order(z), sorted_indices):
+            self.observations.add(
+                "the module's output PackedSequence is packed in another order than its input "
+                "(sequences of equal length swapped); VLRNN reads it through the output's own "
+                "sorted_indices")
         z_steps, z_sequences = unpacked_rows(z, members)
         z_full = z.data.new_zeros((steps, batch) + tuple(z.data.shape[1:]))
         z_full = z_full.index_put((z_steps.to(device), z_sequences.to(device)), z.data)
@@ -234,12 +271,17 @@ class EngineLayoutBlock:
 class HeadFunction:
     """The engine's head function over the user's head (the module docstring)."""
 
-    def __init__(self, out):
+    def __init__(self, out, time_steps, parameters):
         self.out = out
         self.name = type(out).__name__
+        self.time_steps = time_steps  # T of the whole batch, for notes on errors
+        self.parameters = parameters  # the rnn's and the head's (call_user)
 
     def __call__(self, z, y):
-        loss = self.out(z.transpose(0, 1), y.transpose(0, 1))
+        z_first, y_first = z.transpose(0, 1), y.transpose(0, 1)  # [B, Tb, Z], [B, Tb, ...]
+        where = block_place(z.shape[0], self.time_steps, {"z": z_first, "y": y_first})
+        loss = call_user(self.out, (z_first, y_first), [("z", z), ("y", y)],
+                         f"{self.name}.forward", where, self.parameters)
         if isinstance(loss, (tuple, list)) and loss:
             loss = loss[0]  # (loss, extras...) as the original allows
         if not isinstance(loss, torch.Tensor):
@@ -248,5 +290,10 @@ class HeadFunction:
         steps, batch = z.shape[0], z.shape[1]
         if list(loss.shape) != [batch, steps]:
             raise ValueError(f"{self.name}.forward: expected the per-step loss of shape [B, T] "
-                             f"= [{batch}, {steps}], got {list(loss.shape)}")
+                             f"= [{batch}, {steps}], got {list(loss.shape)} (a block of "
+                             f"{steps} of the sequence's {self.time_steps} steps)")
+        if torch.is_grad_enabled() and z.requires_grad and not loss.requires_grad:
+            raise ValueError(f"{self.name}.forward: returned a per-step loss that does not "
+                             "depend on z (it has no grad_fn: detached, .item(), or computed "
+                             "under torch.no_grad()); VLRNN back-propagates the loss itself")
         return loss.transpose(0, 1)

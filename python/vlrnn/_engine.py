@@ -10,8 +10,9 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
+from ._compat import add_note
 from ._sequences import batch_from
-from .nn import stock_engine_block, stock_engine_model
+from .nn import _BlockRNN, stock_engine_block, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
 
@@ -50,17 +51,46 @@ def _first_step(batch):
                           order.to(x0.device), torch.argsort(order).to(x0.device))
 
 
+@contextlib.contextmanager
+def buffers_kept(modules):
+    """Runs the body and puts every buffer of `modules` ((prefix, module) pairs) back as it
+    was; yields the list it fills with the names of those the body changed (in place, or
+    replaced)."""
+    saved = [(prefix, module, name, b, b._version, b.clone())
+             for prefix, module in modules for name, b in module.named_buffers()]
+    changed = []
+    try:
+        yield changed
+    finally:
+        for prefix, module, name, buffer, version, copy in saved:
+            owner_path, _, leaf = name.rpartition(".")
+            owner = module.get_submodule(owner_path) if owner_path else module
+            if owner._buffers.get(leaf) is not buffer:
+                owner._buffers[leaf] = buffer
+            elif buffer._version == version and torch.equal(buffer, copy):
+                continue  # (an op's own in-place update, BatchNorm's, moves no version)
+            with torch.no_grad():
+                buffer.copy_(copy)
+            changed.append(f"{prefix}.{name}")
+
+
 def probe(rnn, batch, h0):
     """Calls the module on one step without gradients: its output size Z and its state's
-    layout, learned from what it returns given h = None (given h0 when it needs a state)."""
+    layout, learned from what it returns given h = None (given h0 when it needs a state).
+    Nothing it draws or changes stays: the generators and its buffers are put back."""
     name = type(rnn).__name__
     with torch.no_grad(), _rng_kept(batch.inputs.device):
+        first = _first_step(batch)
         try:
-            result = rnn(_first_step(batch), None)
-        except Exception:
+            result = rnn(first, None)
+        except Exception as error:
             if h0 is None:
+                shape = list((first.data if isinstance(first, PackedSequence) else first).shape)
+                add_note(error, f"vlrnn: raised by rnn.forward(x, None) on the first step of "
+                         f"every sequence (x {shape}), called to learn its output size and "
+                         "state layout")
                 raise
-            result = rnn(_first_step(batch), h0)
+            result = rnn(first, h0)
         z, h = split_result(result, name)
     if isinstance(z, PackedSequence):
         z = z.data
@@ -71,6 +101,27 @@ def probe(rnn, batch, h0):
         raise TypeError(f"{name}.forward: returned no state (h is None); the engine carries "
                         "the state from block to block")
     return z.shape[-1], StateLayout(h, batch.batch_size, f"{name}.forward's h")
+
+
+def probe_head(out, batch, z_size):
+    """Calls the head on one step of zeros: with the rnn's probe, what lets a call see which
+    buffers the modules change as they run (EngineCall.changed_buffers)."""
+    with torch.no_grad(), _rng_kept(batch.inputs.device):
+        z = batch.inputs.new_zeros(batch.batch_size, 1, z_size)  # [B, 1, Z]
+        try:
+            out(z, batch.targets[:1].transpose(0, 1))
+        except Exception:  # the engine's own call raises it again, with its note
+            pass
+
+
+def check_features(rnn, batch):
+    """x's features against a torch.nn-style RNN's input_size (torch.nn's RNNs and vlrnn.nn's
+    declare it), before its own error names a block's shapes."""
+    expected = getattr(rnn, "input_size", None)
+    if isinstance(rnn, (torch.nn.RNNBase, _BlockRNN)) and isinstance(expected, int) \
+            and batch.inputs.shape[2] != expected:
+        raise ValueError(f"x: expected {expected} features per step ({type(rnn).__name__}'s "
+                         f"input_size), got {batch.inputs.shape[2]}")
 
 
 def check_dtypes(modules, batch):
@@ -155,8 +206,33 @@ def check_method_fits(method, model):
                          "or another for this left-to-right rnn")
 
 
+def inexact_parts(rnn, out):
+    """Why a block method cannot be exact for these modules, as far as the package can see
+    from their structure: the parts of them that compute something else when the sequence is
+    cut into blocks. [] when it sees none (verify and the first-call check see the rest)."""
+    reasons = []
+    for prefix, module in (("rnn", rnn), ("out", out)):
+        for path, part in module.named_modules(prefix=prefix):
+            if isinstance(part, torch.nn.RNNBase) and part.training and part.dropout > 0 \
+                    and part.num_layers > 1:
+                reasons.append(
+                    f"{path} is a torch.nn.{type(part).__name__} in training mode with dropout "
+                    f"{part.dropout} between its {part.num_layers} layers: torch.nn draws those "
+                    "masks once per call, so a call per block draws other masks than one call "
+                    f"on the whole sequence (use vlrnn.nn.{type(part).__name__} instead, same "
+                    "arguments and state_dict, whose masks are drawn one step at a time)"
+                    if type(part).__name__ in ("LSTM", "GRU") else
+                    f"{path} is a torch.nn.{type(part).__name__} in training mode with dropout "
+                    f"{part.dropout} between its {part.num_layers} layers: torch.nn draws those "
+                    "masks once per call, so a call per block draws other masks than one call "
+                    "on the whole sequence")
+    return reasons
+
+
 class EngineCall:
-    """The user's modules and batch, as the engine's model, head and tensors."""
+    """The user's modules and batch, as the engine's model, head and tensors.
+    changed_buffers: the buffers a call of the modules changes (BatchNorm's running
+    statistics, spectral_norm's power iteration), put back after the probe."""
 
     def __init__(self, rnn, out, x, y, h0, fast_cells=True):
         check_module(rnn, "rnn")
@@ -166,28 +242,38 @@ class EngineCall:
                              "its rnn batch-first (x [B, T, F]); construct it with "
                              "batch_first=True")
         self.batch = batch_from(x, y)
+        check_features(rnn, self.batch)
         check_dtypes((("rnn", rnn), ("out", out)), self.batch)
-        z_size, self.layout = probe(rnn, self.batch, h0)
+        with buffers_kept((("rnn", rnn), ("out", out))) as self.changed_buffers:
+            z_size, self.layout = probe(rnn, self.batch, h0)
+            probe_head(out, self.batch, z_size)
+        self.out, self.z_size = out, z_size
         self.h0 = check_h0(h0, self.layout, self.batch)
         rnn_parameters = [("rnn." + n, p) for n, p in rnn.named_parameters()]
+        parameters = [p for _, p in rnn_parameters] + list(out.parameters())
         self.engine = engine_model_of(rnn, fast_cells)
+        self.block = None  # the adapter calling the user's rnn, when one does
         if self.engine is not None:
             self.model = self.engine.model
         else:
             stock = stock_engine_block(rnn) if fast_cells else None
             if hasattr(rnn, "engine_block"):
                 block = EngineLayoutBlock(rnn.engine_block(), self.layout, type(rnn).__name__)
+                self.block = block
             elif stock is not None:
                 block = EngineLayoutBlock(stock, self.layout, type(rnn).__name__)
             else:
                 block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
-                                      self.batch.packed is not None)
+                                      self.batch.packed is not None, self.batch.time_steps,
+                                      parameters)
+                self.block = block
             shapes = " ".join(f"{n}{list(p.shape)}" for n, p in rnn_parameters)
             self.model = _C.PythonModel(block, self.batch.inputs.shape[2], z_size,
                                         self.layout.shapes_for(self.batch.batch_size),
                                         BATCH_DIM, rnn_parameters,
                                         f"python:{type(rnn).__qualname__} {shapes}")
-        self.head = _C.PythonHead(HeadFunction(out), z_size,
+        self.head_function = HeadFunction(out, self.batch.time_steps, parameters)
+        self.head = _C.PythonHead(self.head_function, z_size,
                                   [("out." + n, p) for n, p in out.named_parameters()])
         inputs = x.data if isinstance(x, PackedSequence) else x
         self.grad_tensors = ([p for _, p in rnn_parameters] + list(out.parameters())
@@ -217,6 +303,16 @@ class EngineCall:
             if leaf.is_leaf and leaf.requires_grad:
                 leaf.grad = grad if leaf.grad is None else leaf.grad + grad
 
+    @property
+    def calls_user_code(self):
+        """Whether the engine calls the user's rnn itself (not a C++ model or the cells
+        computing a stock module's function), so its cuts are the module's business."""
+        return self.block is not None
+
+    def observations(self):
+        """What the user's rnn was seen doing, in plain words (BlockFunction.observations)."""
+        return sorted(getattr(self.block, "observations", ()))
+
     def engine_args(self):
         b = self.batch
         return dict(model=self.model, head=self.head, inputs=b.inputs, targets=b.targets,
@@ -226,3 +322,55 @@ class EngineCall:
         if self.engine is not None:
             tensors = self.engine.from_engine(tensors)
         return self.layout.to_module(tensors)
+
+
+# Steps VLRNN's first-call check runs (check_cuts): two pieces of several steps each, and a
+# cost beside the call's own of a few steps' forward passes.
+CUT_CHECK_STEPS = 32
+
+
+def _relative(got, want):
+    return ((got - want).abs().max() / want.abs().max().clamp_min(1e-300)).item()
+
+
+def _head_cut_dependence(call, steps, seed, tolerance):
+    """The head's share of the check: its per-step losses on z [steps, B, Z] in one call
+    and in two, from one generator state; a diagnosis when they differ, else ''."""
+    b, cut = call.batch, steps // 2
+    z = torch.randn(steps, b.batch_size, call.z_size, dtype=b.inputs.dtype,
+                    generator=torch.Generator().manual_seed(seed)).to(b.inputs.device)
+    y = b.targets[:steps]  # [steps, B, ...]
+    losses = call.head_function  # time-major, its result checked
+    with torch.no_grad(), _rng_kept(b.inputs.device):
+        torch.manual_seed(seed)
+        whole = losses(z, y)
+        torch.manual_seed(seed)
+        pieces = torch.cat([losses(z[:cut], y[:cut]), losses(z[cut:], y[cut:])])
+    by = _relative(pieces, whole)
+    if not by > tolerance:
+        return ""
+    return (f"the head's per-step losses depend on where the sequence is cut into blocks: "
+            f"from the same generator state, one call on steps [0, {steps}) and two on "
+            f"[0, {cut}) and [{cut}, {steps}) differ by {by:.2e} (relative); if it draws random "
+            "numbers (dropout), draw them one step at a time")
+
+
+def cut_dependence(call, seed=0):
+    """VLRNN's first-call check (check_cuts) on the batch's first CUT_CHECK_STEPS steps:
+    vlrnn verify's cut-dependence test of the model, and the same of the head. Returns
+    {'diagnosis': why the outputs depend on the cut, 'warning': a pass that holds only for
+    this generator's layout}, empty strings when neither."""
+    b = call.batch
+    found = {"diagnosis": "", "warning": ""}
+    steps = min(b.time_steps, CUT_CHECK_STEPS)
+    if steps < 2:
+        return found
+    if call.calls_user_code:  # else the rnn is C++ or the cells: exact under any cut
+        lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
+        h0 = None if call.engine_h0 is None else [t.detach() for t in call.engine_h0]
+        found = _C.cut_dependence(model=call.model, head=call.head,
+                                  inputs=b.inputs[:steps].detach(), targets=b.targets[:steps],
+                                  lengths=lengths, h0=h0, seed=seed)
+    tolerance = 1e-10 if b.inputs.dtype == torch.float64 else 1e-5
+    diagnosis = found["diagnosis"] or _head_cut_dependence(call, steps, seed, tolerance)
+    return {"diagnosis": diagnosis, "warning": found["warning"]}

@@ -20,8 +20,10 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from . import _C
-from ._engine import EngineCall, check_method_fits, check_module, grads_kept_on_error, \
-    reduction_of
+from ._compat import warn_caller
+from ._engine import EngineCall, check_method_fits, check_module, cut_dependence, \
+    grads_kept_on_error, inexact_parts, reduction_of
+from ._progress import progress_args
 from ._sequences import from_time_major, pack_like
 
 
@@ -65,7 +67,11 @@ def _check_method(method):
 
 
 class PlainRNN(nn.Module):
-    """Full backpropagation through time in plain PyTorch: the reference VLRNN matches."""
+    """Full backpropagation through time in plain PyTorch: the reference VLRNN matches.
+
+    PlainRNN(rnn, out, loss_scaling='MEAN'): rnn(x, h) -> (z, h) and out(z, y) -> per-step
+    loss [B, T] as in the module docstring of vlrnn.modules; loss_scaling 'MEAN' or 'SUM'.
+    """
 
     def __init__(self, rnn, out, loss_scaling="MEAN"):
         super().__init__()
@@ -75,6 +81,13 @@ class PlainRNN(nn.Module):
         self.rnn, self.out, self.loss_scaling = rnn, out, loss_scaling
 
     def forward(self, x, y, h0=None):
+        """(loss, loss_seq, h) of one call of rnn on the whole sequence and out on its output;
+        the caller back-propagates: loss.backward().
+
+        x: batch-first [B, T, F], or a PackedSequence; y: [B, T, ...] targets, or a
+        PackedSequence with x's lengths; h0: None, or the rnn's state (a tensor or a tuple of
+        tensors [layers, B, ...]). Returns loss (a scalar, with its graph), loss_seq (the
+        per-step losses [B, T], packed as x when x is packed) and h (the final state)."""
         z, h = self.rnn(x, h0)[:2]
         if isinstance(x, PackedSequence):
             if not isinstance(y, PackedSequence):
@@ -102,32 +115,67 @@ class PlainRNN(nn.Module):
 class VLRNN(PlainRNN):
     """Exact BPTT in blocks, computed inside the call by VLRNN's C++ engine.
 
-    N: the number of blocks, the sequence cut along time as torch.chunk(x, N, dim=1) cuts
-    it (blocks of ceil(T / N) steps). method: any gradient method spec instead
-    ('vlrnn:block=128', 'planner:percent=10', 'planner:budget=BYTES', 'checkpoint',
-    'revolve:slots=8', 'tbptt:k=100', 'full'; vlrnn.methods() lists them). With neither,
-    blocks of ceil(sqrt(T)) steps. A bidirectional rnn (bidirectional=True, or a bidirectional
-    C++ kind) runs the bidirectional block method, 'bivlrnn' (N= cuts its blocks), or
-    'checkpoint' / 'full'; any other method is refused with a ValueError.
+    The gradients are those of PlainRNN's loss.backward() (to 1e-10 in float64), but the
+    call computes them itself: it accumulates them into .grad (of the parameters, and of
+    h0 and x when they require grad) and returns the loss detached. Memory holds one
+    block's activations and one state per block, not the whole sequence's.
 
-    fast_cells: an unmodified torch.nn.LSTM / GRU (batch_first=True) is run by VLRNN's
-    hand-written cells (the same function of its own parameters: vlrnn.nn), without a Python
-    call per block; False calls the module itself (not possible for a bidirectional one,
-    which runs only by the cells). Either way, modules that are not stock torch.nn.LSTM / GRU
-    are called as they are, and C++-backed ones (vlrnn.nn.MinGRU, ..., vlrnn.CppModel,
-    bidirectional vlrnn.nn.LSTM / GRU) are run by the engine with no Python call per block.
+    What a module may return, and what the call checks (ValueError / TypeError naming it):
+    rnn(x_block, h) -> (z, h) with z batch-first [B, Tb, Z] (or a PackedSequence of the
+    block's sequences: any packing of them, read through its own sorted_indices) and h in
+    the layout it was given (same dtype and device); it must not change x or h in place,
+    nor call backward(); out(z, y) -> per-step loss [B, Tb] that depends on z. A module
+    whose output depends on where the sequence is cut is refused (below); vlrnn.verify
+    shows the gradients' error for any module.
     """
 
-    def __init__(self, rnn, out, loss_scaling="MEAN", N=None, method=None, fast_cells=True):
+    def __init__(self, rnn, out, loss_scaling="MEAN", N=None, method=None, fast_cells=True,
+                 check_cuts=True, progress=True):
+        """rnn, out: the recurrent module and the head, as for PlainRNN. loss_scaling: 'SUM'
+        sums every valid step's loss; 'MEAN' averages each sequence over its own valid steps,
+        then over the batch.
+
+        N: the number of blocks, the sequence cut along time as torch.chunk(x, N, dim=1) cuts
+        it (blocks of ceil(T / N) steps). method: any gradient method spec instead
+        ('vlrnn:block=128', 'planner:percent=10', 'planner:budget=BYTES', 'checkpoint',
+        'revolve:slots=8', 'tbptt:k=100', 'full'; vlrnn.methods() lists them). With neither,
+        blocks of ceil(sqrt(T)) steps. A bidirectional rnn (bidirectional=True, or a
+        bidirectional C++ kind) runs the bidirectional block method, 'bivlrnn' (N= cuts its
+        blocks), or 'checkpoint' / 'full'; any other method is refused with a ValueError.
+
+        fast_cells: an unmodified torch.nn.LSTM / GRU (batch_first=True) is run by VLRNN's
+        hand-written cells (the same function of its own parameters: vlrnn.nn), without a
+        Python call per block; False calls the module itself (not possible for a
+        bidirectional one, which runs only by the cells). Either way, modules that are not
+        stock torch.nn.LSTM / GRU are called as they are, and C++-backed ones
+        (vlrnn.nn.MinGRU, ..., vlrnn.CppModel, bidirectional vlrnn.nn.LSTM / GRU) are run by
+        the engine with no Python call per block.
+
+        check_cuts: on the first call in each training mode, run the rnn (and the head) on
+        the first steps whole and cut in two, from one generator state, and refuse a module
+        whose outputs differ (dropout drawn once per call: no block method can be exact for
+        it); a module that passes here only thanks to this CPU generator's layout gets a
+        RuntimeWarning. A few steps' forward passes without gradients, once. Modules the
+        package recognises as cut-dependent (torch.nn's multi-layer LSTM / GRU / RNN with
+        dropout while training; parts that change buffers as they run, such as BatchNorm or
+        spectral_norm while training) are refused whatever this says, unless method='full'.
+
+        progress: warn (RuntimeWarning) before a schedule whose recomputation grows faster
+        than T, and print a line on stderr every 10 s once a call has run for 10 s.
+        """
         super().__init__(rnn, out, loss_scaling)
         self.N = _check_blocks(N)
         self.method = _check_method(method)
-        if not isinstance(fast_cells, bool):
-            raise TypeError(f"fast_cells: expected True or False, got {fast_cells!r}")
+        for name, value in (("fast_cells", fast_cells), ("check_cuts", check_cuts),
+                            ("progress", progress)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name}: expected True or False, got {value!r}")
         self.fast_cells = fast_cells
+        self.check_cuts = check_cuts
+        self.progress = progress
         self.last_counters = None  # steps run by the last call (forward, no-grad, backward)
         self._methods = {}  # spec -> the engine's method, kept: the planner plans once
-
+        self._cuts_checked = set()  # (rnn.training, out.training) of the checks passed
     def _wants_gradients(self, x, h0):
         if not torch.is_grad_enabled():
             return False
@@ -142,6 +190,12 @@ class VLRNN(PlainRNN):
         state = self.__dict__.copy()
         state["_methods"] = {}
         return state
+
+    def __setstate__(self, state):
+        state.setdefault("check_cuts", True)  # pickled before these existed
+        state.setdefault("progress", True)
+        state.setdefault("_cuts_checked", set())
+        super().__setstate__(state)
 
     def method_for(self, N=None, method=None):
         """The spec a call runs: method= first, then N= (the call's, then the object's)."""
@@ -158,6 +212,18 @@ class VLRNN(PlainRNN):
         return f"{base}:blocks={N}" if N is not None else base
 
     def forward(self, x, y, h0=None, N=None, method=None):
+        """(loss, loss_seq, h): the gradients computed and accumulated into .grad.
+
+        x: batch-first [B, T, F], or a PackedSequence; y: targets [B, T, ...], or a
+        PackedSequence with x's lengths; h0: None (the rnn's own initial state) or its state,
+        a tensor or tuple of tensors [layers, B, ...] (its .grad gets dL/dh0 when it requires
+        grad). N / method: this call's, instead of the constructor's (not both).
+
+        Returns loss, the scalar loss detached (its gradients are already in .grad: do not
+        call loss.backward()); loss_seq, the per-step losses [B, T] (packed as x when x is
+        packed; 0 past a sequence's end); h, the final state in the rnn's layout. Under
+        torch.no_grad(), or when nothing requires grad, it computes the loss alone in one
+        pass, as PlainRNN does."""
         spec = self.method_for(N, method)
         if not self._wants_gradients(x, h0):
             # Evaluation (torch.no_grad(), or nothing requires grad): the loss alone, in one
@@ -167,11 +233,42 @@ class VLRNN(PlainRNN):
         call = EngineCall(self.rnn, self.out, x, y, h0, self.fast_cells)
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)
-        check_method_fits(self._methods[spec], call.model)
+        method = self._methods[spec]
+        check_method_fits(method, call.model)
+        if method.name != "full":  # one call on the whole sequence cuts nothing
+            self._refuse_cut_dependence(call, spec)
         with grads_kept_on_error(call.grad_tensors):
-            result = _C.compute(self._methods[spec], reduction=reduction_of(self.loss_scaling),
-                                **call.engine_args())
+            result = _C.compute(method, reduction=reduction_of(self.loss_scaling),
+                                **progress_args(spec, self.progress), **call.engine_args())
             call.accumulate_h0_grad()
         self.last_counters = result["counters"]
         loss_seq = from_time_major(result["step_losses"], call.batch)
         return result["loss"], loss_seq, call.final_state(result["final_state"])
+
+    def _refuse_cut_dependence(self, call, spec):
+        """ValueError when the modules compute something else cut into blocks: what the
+        package recognises, then (once per training mode) check_cuts' measurement."""
+        reasons = inexact_parts(self.rnn, self.out)
+        if call.changed_buffers:
+            reasons.append(
+                f"{', '.join(call.changed_buffers)} changed when the modules ran: VLRNN runs "
+                "them per block, and each block twice (once without gradients, once to "
+                "back-propagate it), so a buffer updated per call (BatchNorm's running "
+                "statistics, spectral_norm's power iteration, while training) ends up "
+                "elsewhere than after one call, and what depends on it differs (put that part "
+                "in eval() mode)")
+        if reasons:
+            raise ValueError(f"{spec}: refused, its gradient would not be exact: "
+                             + "; ".join(reasons) + ". method='full' runs it as one call")
+        key = (self.rnn.training, self.out.training)
+        if not self.check_cuts or key in self._cuts_checked:
+            return
+        found = cut_dependence(call)
+        if found["diagnosis"]:
+            raise ValueError(f"{spec}: refused, its gradient would not be exact: "
+                             f"{found['diagnosis']} (VLRNN's first-call check, check_cuts; "
+                             "vlrnn.verify shows the gradients' error). method='full' runs it "
+                             "as one call")
+        if found["warning"]:
+            warn_caller(f"vlrnn: {found['warning']}", RuntimeWarning)
+        self._cuts_checked.add(key)

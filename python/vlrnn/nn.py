@@ -39,6 +39,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
 from ._adapters import EngineModel, stacked_directions
+from ._compat import autocast_enabled
 from ._cpp_rnn import LRU, MinGRU, MinLSTM, SelectiveSSM
 from ._sequences import packed_order, packed_rows, rnn_input, rnn_output
 
@@ -60,6 +61,11 @@ def _layer_weights(module, layer, suffix=""):
 def _run_cell(cell, x, entry, weights, mask):
     """One layer by a hand-written cell: x [T, B, I], entry (h, c) or (h,) each [1, B, H]
     -> (z [T, B, H], the exit state as a tuple of [1, B, H])."""
+    if autocast_enabled():
+        raise ValueError("vlrnn.nn.LSTM / GRU: torch.autocast is not supported by the "
+                         "hand-written cells (they compute in the parameters' dtype); call them "
+                         "outside autocast, with the module in the dtype you want, or use "
+                         "torch.nn.LSTM / GRU")
     if cell == "lstm":
         z, h, c = _C.lstm_block(x, entry[0], entry[1], *weights, mask)
         return z, (h, c)
@@ -137,6 +143,8 @@ def _why_not_stock(rnn):
     if rnn.training and rnn.dropout > 0 and rnn.num_layers > 1:
         return ("dropout between layers while training (torch.nn draws those masks once per "
                 "call; vlrnn.nn's modules draw them per step)")
+    if autocast_enabled():
+        return "torch.autocast is on (the cells compute in the parameters' dtype)"
     hooks = torch.nn.modules.module
     if rnn._forward_hooks or rnn._forward_pre_hooks or hooks._global_forward_hooks \
             or hooks._global_forward_pre_hooks:

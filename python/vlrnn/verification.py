@@ -16,6 +16,7 @@ to a GPU.
 from typing import List, NamedTuple
 
 from . import _C
+from ._compat import warn_caller
 from ._engine import EngineCall, reduction_of
 
 # Blocks of every size class (2 and 7 blocks, one step), checkpointing, revolve and the
@@ -43,13 +44,28 @@ class VerifyRow(NamedTuple):
 
 
 class VerifyReport(list):
-    """The rows, with the table `vlrnn verify` prints as str(). `warning` is non-empty when
-    the module passes here but draws its random numbers once per call: the pass does not
-    carry over to a GPU or an MKL build, whose generators lay out one call's draw otherwise."""
+    """What vlrnn.verify found: a list of VerifyRow, one per (case, method).
 
-    def __init__(self, rows, table, summary, warning=""):
+    Each row: case and method (the spec run); max_abs / max_rel, the largest difference from
+    full BPTT over the loss, per-step losses, final state and every gradient (max_rel
+    relative to each tensor's largest entry) and worst, the tensor where max_rel is; the
+    tolerance it was held to (1e-10 in float64, 1e-5 in float32); exact (False for an
+    approximation such as tbptt, reported but never failed); passed; error (the method's
+    exception, when it raised); diagnosis (on a failure, the likely cause in plain words);
+    grad_rel_error and grad_cosine (all gradients as one vector against full BPTT's).
+
+    passed: every exact row passed; failures(): the exact rows that did not; assert_exact():
+    AssertionError with the table when any failed; str(report): the table `vlrnn verify`
+    prints, its summary line, and the warning and notes below.
+    warning: non-empty when the module passes here but draws its random numbers once per
+    call: the pass does not carry over to a GPU or an MKL build, whose generators lay out one
+    call's draw otherwise (also issued as a RuntimeWarning). notes: what the module was seen
+    doing that may explain a failure (e.g. packing its output in another order)."""
+
+    def __init__(self, rows, table, summary, warning="", notes=()):
         super().__init__(rows)
         self.table, self.summary, self.warning = table, summary, warning
+        self.notes = list(notes)
 
     @property
     def passed(self):
@@ -64,7 +80,8 @@ class VerifyReport(list):
 
     def __str__(self):
         warning = f"WARNING: {self.warning}\n" if self.warning else ""
-        return warning + self.table + self.summary + "\n"
+        notes = "".join(f"note: {note}\n" for note in self.notes)
+        return warning + self.table + self.summary + "\n" + notes
 
 
 def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,
@@ -87,7 +104,15 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
                        label=type(rnn).__name__, head_label=type(out).__name__,
                        **call.engine_args())
     rows = [VerifyRow(**row) for row in result["rows"]]
-    return VerifyReport(rows, result["table"], result["summary"], result["warning"])
+    notes = call.observations()
+    if notes:  # beside a failure, what the module was seen doing may be its cause
+        rows = [row if row.passed or not row.exact else
+                row._replace(diagnosis="; ".join(filter(None, [row.diagnosis, *notes])))
+                for row in rows]
+    report = VerifyReport(rows, result["table"], result["summary"], result["warning"], notes)
+    if report.warning:
+        warn_caller(f"vlrnn.verify: {report.warning}", RuntimeWarning)
+    return report
 
 
 def assert_exact(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,

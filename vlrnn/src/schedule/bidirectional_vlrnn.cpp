@@ -6,6 +6,7 @@
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/core/rng.h"
 #include "vlrnn/methods/block.h"
+#include "vlrnn/methods/progress.h"
 #include "vlrnn/schedule/cost_model_cache.h"
 #include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedulers.h"
@@ -407,6 +408,7 @@ std::vector<int64_t> BidirectionalVlrnn::backward_direction_sweep(int64_t num_bl
 
 // NOTE [ Choosing K under a budget ] in the header.
 void BidirectionalVlrnn::prepare_impl(const Workload& workload) {
+  const PausedProgress paused;  // its measurements are its own runs
   if (!options_.budgeted()) return;
   checked_model(workload);
   const auto sig = schedule::workload_signature(workload);

@@ -3,6 +3,7 @@
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/iteration_memory.h"
+#include "vlrnn/methods/progress.h"
 #include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/cost_model_cache.h"
 #include "vlrnn/schedule/schedule_method.h"
@@ -248,6 +249,7 @@ int64_t PlannerMethod::honoured_budget(const Workload& workload, int64_t budget)
 }
 
 void PlannerMethod::prepare_impl(const Workload& workload) {
+  const PausedProgress paused;  // calibration and the budget check are its own runs
   const auto sig = workload_signature(workload);
   if (sig == signature_) return;
   signature_.clear();  // a failed plan leaves nothing behind

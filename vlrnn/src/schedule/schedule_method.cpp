@@ -2,6 +2,7 @@
 
 #include "vlrnn/core/rng.h"
 #include "vlrnn/methods/block.h"
+#include "vlrnn/methods/progress.h"
 
 #include <map>
 #include <optional>
@@ -42,7 +43,10 @@ class Executor {
         want_input_grad_(inputs_.requires_grad()) {
     TORCH_CHECK(schedule.time_steps == T_, "schedule ", schedule.name, ": made for T = ",
                 schedule.time_steps, " steps, but the batch has T = ", T_);
-    schedule.validate();
+    const ScheduleCounts counts = schedule.validate();
+    if (auto* sink = progress_sink()) {  // NOTE [ Progress of a long call ]
+      sink->planned(schedule.name, T_, counts.forward_no_grad_steps + counts.forward_grad_steps);
+    }
     kept_exits_ = kept_tape_exits(schedule);
     result_.step_losses = step_loss_buffer(workload);
     loss_ = torch::zeros({}, inputs_.options().requires_grad(false));
@@ -74,9 +78,11 @@ class Executor {
     from.rng.restore();  // re-running from a stored state draws what the first pass drew
     State h = from.state;
     for (int64_t t0 = a; t0 < b; t0 += kAdvanceChunk) {  // NOTE [ Chunked advance ]
-      h = forward_no_grad(workload_, t0, std::min(kAdvanceChunk, b - t0), h);
+      const int64_t n = std::min(kAdvanceChunk, b - t0);
+      h = forward_no_grad(workload_, t0, n, h);
+      result_.counters.forward_no_grad += n;
+      report_progress();
     }
-    result_.counters.forward_no_grad += b - a;
     if (b == T_) note_end(h);
     stored_[b] = {std::move(h), RngState::capture(inputs_.device())};
   }
@@ -95,6 +101,7 @@ class Executor {
     if (want_input_grad_) tape.inputs = tape.inputs.detach().requires_grad_(true);
     tape.block = forward_block(workload_, tape.inputs, a, n, tape.entry);
     result_.counters.forward_with_grad += n;
+    report_progress();
     loss_ += tape.block.loss.detach();
     result_.step_losses.narrow(0, a, n).copy_(tape.block.step_losses);
     if (b == T_) note_end(tape.block.exit);
@@ -103,6 +110,12 @@ class Executor {
     }
     tapes_[a] = std::move(tape);
     tape_at_end_[b] = a;
+  }
+
+  void report_progress() const {
+    if (auto* sink = progress_sink()) {
+      sink->advanced(result_.counters.forward_no_grad + result_.counters.forward_with_grad);
+    }
   }
 
   // The state a forward op starts from: stored, or the exit of the live tape ending at `t`

@@ -1,0 +1,34 @@
+"""What differs between the PyTorch versions the package supports (1.13 to 2.x), in one
+place: each shim names the versions it bridges, and tests/python/test_compat.py covers it."""
+import os
+import sys
+import warnings
+
+import torch
+
+
+def autocast_enabled():
+    """Whether torch.autocast is on for the CPU or CUDA on this thread. 2.4+ asks by device
+    type (the old per-device functions are deprecated there); 1.13 has only those."""
+    try:
+        return torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda")
+    except TypeError:  # before 2.4: no device argument
+        return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+
+def add_note(error, note):
+    """error.add_note(note) (Python 3.11+: shown under the message, the exception itself
+    unchanged); before 3.11 the note is dropped rather than the exception replaced."""
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+
+
+def warn_caller(message, category):
+    """warnings.warn(message, category) attributed to the first frame outside this package
+    and torch (nn.Module's call wrappers differ in depth between versions; Python 3.12's
+    skip_file_prefixes does this, 3.11 has no such argument)."""
+    skipped = (os.path.dirname(__file__), os.path.dirname(torch.__file__))
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(skipped):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
