@@ -28,7 +28,7 @@ def warn_caller(message, category):
     and torch (nn.Module's call wrappers differ in depth between versions; Python 3.12's
     skip_file_prefixes does this, 3.11 has no such argument)."""
     skipped = (os.path.dirname(__file__), os.path.dirname(torch.__file__))
-    level, frame = 1, sys._getframe(1)
+    level, frame = 2, sys._getframe(1)  # stacklevel 2: warn_caller's caller
     while frame is not None and frame.f_code.co_filename.startswith(skipped):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)

@@ -41,6 +41,20 @@ def _rng_kept(device):
             torch.cuda.set_rng_state(cuda, device)
 
 
+@contextlib.contextmanager
+def autocast_cache_off():
+    """Runs the body with torch.autocast's cache of casts off. The cache keeps one lower-
+    precision copy of each parameter per autocast region, and a copy made without gradients
+    (the probe, the engine's pass without grad) has no graph: reused when a block is
+    recomputed with grad, the parameter would get no gradient. Off, each op casts anew."""
+    enabled = torch.is_autocast_cache_enabled()
+    torch.set_autocast_cache_enabled(False)
+    try:
+        yield
+    finally:
+        torch.set_autocast_cache_enabled(enabled)
+
+
 def _first_step(batch):
     """Every sequence's first step, in the caller's form (each has at least one)."""
     x0 = batch.inputs[:1]  # [1, B, F]
@@ -206,26 +220,38 @@ def check_method_fits(method, model):
                          "or another for this left-to-right rnn")
 
 
+def _per_call_dropout_layers(part):
+    """Dropout layers of a torch.nn RNN whose masks are drawn once per call (0 when not
+    training or without dropout)."""
+    return part.num_layers - 1 if part.training and part.dropout > 0 else 0
+
+
 def inexact_parts(rnn, out):
     """Why a block method cannot be exact for these modules, as far as the package can see
     from their structure: the parts of them that compute something else when the sequence is
-    cut into blocks. [] when it sees none (verify and the first-call check see the rest)."""
+    cut into blocks. [] when it sees none (verify and the first-call check see the rest).
+
+    A torch.nn RNN draws one mask per dropout layer and call. With one such layer, the calls
+    per block draw, on the CPU, the numbers one call draws, in the same order (the first-call
+    check warns that this holds on no GPU); with two or more, the layers' draws interleave
+    otherwise, and on a GPU even one layer's mask depends on the cut."""
     reasons = []
     for prefix, module in (("rnn", rnn), ("out", out)):
         for path, part in module.named_modules(prefix=prefix):
-            if isinstance(part, torch.nn.RNNBase) and part.training and part.dropout > 0 \
-                    and part.num_layers > 1:
+            if not isinstance(part, torch.nn.RNNBase):
+                continue
+            layers = _per_call_dropout_layers(part)
+            on_cpu = all(p.device.type == "cpu" for p in part.parameters())
+            if layers >= 2 or (layers == 1 and not on_cpu):
+                kind = type(part).__name__
+                instead = (f" (use vlrnn.nn.{kind} instead, same arguments and state_dict, "
+                           "whose masks are drawn one step at a time)"
+                           if kind in ("LSTM", "GRU") else "")
                 reasons.append(
-                    f"{path} is a torch.nn.{type(part).__name__} in training mode with dropout "
-                    f"{part.dropout} between its {part.num_layers} layers: torch.nn draws those "
-                    "masks once per call, so a call per block draws other masks than one call "
-                    f"on the whole sequence (use vlrnn.nn.{type(part).__name__} instead, same "
-                    "arguments and state_dict, whose masks are drawn one step at a time)"
-                    if type(part).__name__ in ("LSTM", "GRU") else
-                    f"{path} is a torch.nn.{type(part).__name__} in training mode with dropout "
-                    f"{part.dropout} between its {part.num_layers} layers: torch.nn draws those "
-                    "masks once per call, so a call per block draws other masks than one call "
-                    "on the whole sequence")
+                    f"{path} is a torch.nn.{kind} in training mode with dropout {part.dropout} "
+                    f"between its {part.num_layers} layers: torch.nn draws those masks once "
+                    "per call, so a call per block draws other masks than one call on the "
+                    f"whole sequence{instead}")
     return reasons
 
 

@@ -21,7 +21,8 @@ from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from . import _C
 from ._compat import warn_caller
-from ._engine import EngineCall, check_method_fits, check_module, cut_dependence, \
+from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
+    cut_dependence, \
     grads_kept_on_error, inexact_parts, reduction_of
 from ._progress import progress_args
 from ._sequences import from_time_major, pack_like
@@ -156,9 +157,10 @@ class VLRNN(PlainRNN):
         whose outputs differ (dropout drawn once per call: no block method can be exact for
         it); a module that passes here only thanks to this CPU generator's layout gets a
         RuntimeWarning. A few steps' forward passes without gradients, once. Modules the
-        package recognises as cut-dependent (torch.nn's multi-layer LSTM / GRU / RNN with
-        dropout while training; parts that change buffers as they run, such as BatchNorm or
-        spectral_norm while training) are refused whatever this says, unless method='full'.
+        package recognises as cut-dependent (torch.nn's LSTM / GRU / RNN with two or more
+        dropout layers while training, one on a GPU; parts that change buffers as they run,
+        such as BatchNorm or spectral_norm while training) are refused whatever this says,
+        unless method='full'.
 
         progress: warn (RuntimeWarning) before a schedule whose recomputation grows faster
         than T, and print a line on stderr every 10 s once a call has run for 10 s.
@@ -230,6 +232,10 @@ class VLRNN(PlainRNN):
             # pass without a graph, as the original computes it there.
             with torch.no_grad():
                 return super().forward(x, y, h0)
+        with autocast_cache_off():
+            return self._compute(spec, x, y, h0)
+
+    def _compute(self, spec, x, y, h0):
         call = EngineCall(self.rnn, self.out, x, y, h0, self.fast_cells)
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)

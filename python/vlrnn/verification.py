@@ -17,7 +17,7 @@ from typing import List, NamedTuple
 
 from . import _C
 from ._compat import warn_caller
-from ._engine import EngineCall, reduction_of
+from ._engine import EngineCall, autocast_cache_off, reduction_of
 
 # Blocks of every size class (2 and 7 blocks, one step), checkpointing, revolve and the
 # planner; every one exact.
@@ -96,13 +96,14 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
                         f"['vlrnn:blocks=4', 'checkpoint'], got {methods!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
-    call = EngineCall(rnn, out, x, y, h0, fast_cells)
-    if methods is None:
-        bidirectional = isinstance(call.model, _C.Bidirectional)
-        methods = BIDIRECTIONAL_METHODS if bidirectional else DEFAULT_METHODS
-    result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods), seed=seed,
-                       label=type(rnn).__name__, head_label=type(out).__name__,
-                       **call.engine_args())
+    with autocast_cache_off():
+        call = EngineCall(rnn, out, x, y, h0, fast_cells)
+        if methods is None:
+            bidirectional = isinstance(call.model, _C.Bidirectional)
+            methods = BIDIRECTIONAL_METHODS if bidirectional else DEFAULT_METHODS
+        result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods),
+                           seed=seed, label=type(rnn).__name__, head_label=type(out).__name__,
+                           **call.engine_args())
     rows = [VerifyRow(**row) for row in result["rows"]]
     notes = call.observations()
     if notes:  # beside a failure, what the module was seen doing may be its cause

@@ -138,3 +138,60 @@ def test_a_state_returned_in_another_dtype_is_refused():
     with pytest.raises(ValueError, match=r"Float32State.forward's h\[0\]: expected "
                                          r"torch.float64 on cpu .* got torch.float32"):
         vlrnn.VLRNN(rnn, LinearHead().double(), "SUM")(x, y, None, N=2)
+
+
+def fixed_batch(T=12, B=3):
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(B, T, F, dtype=torch.float64, generator=g),
+            torch.randint(0, CLASSES, (B, T), generator=g))
+
+
+def test_a_head_returning_a_detached_loss_is_refused():
+    class Detached(LinearHead):
+        def forward(self, z, y):
+            return super().forward(z, y).detach()
+    x, y = fixed_batch()
+    with pytest.raises(ValueError, match=r"Detached.forward: returned a per-step loss that does "
+                                         r"not depend on z \(it has no grad_fn"):
+        vlrnn.VLRNN(nn.GRU(F, H, batch_first=True).double(), Detached().double(), "SUM")(
+            x, y, None, N=3)
+
+
+def test_a_head_calling_backward_itself_is_refused():
+    class Backward(LinearHead):
+        def forward(self, z, y):
+            loss = super().forward(z, y)
+            if torch.is_grad_enabled():
+                loss.sum().backward(retain_graph=True)
+            return loss
+    x, y = fixed_batch()
+    rnn, out = nn.GRU(F, H, batch_first=True).double(), Backward().double()
+    with pytest.raises(ValueError, match=r"Backward.forward: called backward\(\) itself"):
+        vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, N=3)
+    assert all(p.grad is None for p in list(rnn.parameters()) + list(out.parameters()))
+
+
+def test_an_error_inside_a_block_says_which_block_it_was():
+    class Picky(LinearHead):
+        def forward(self, z, y):
+            if z.shape[1] != 12:
+                raise RuntimeError(f"expected 12 steps, got {z.shape[1]}")
+            return super().forward(z, y)
+    x, y = fixed_batch()
+    with pytest.raises(RuntimeError, match="expected 12 steps, got 4") as raised:
+        vlrnn.VLRNN(nn.GRU(F, H, batch_first=True).double(), Picky().double(), "SUM",
+                    check_cuts=False)(x, y, None, N=3)
+    assert type(raised.value) is RuntimeError  # the user's own exception, unchanged ...
+    notes = getattr(raised.value, "__notes__", None)
+    if notes is not None:  # ... with a note on Python 3.11+
+        assert notes == ["vlrnn: raised by Picky.forward on a block of 4 of the sequence's 12 "
+                         "steps (z [3, 4, 4], y [3, 4]): VLRNN calls it block by block, so the "
+                         "shapes in the message are the block's"]
+
+
+def test_a_wrong_feature_count_is_named_before_torch_names_a_block():
+    x, y = fixed_batch()
+    with pytest.raises(ValueError, match=r"x: expected 5 features per step \(GRU's input_size\), "
+                                         r"got 3"):
+        vlrnn.VLRNN(nn.GRU(5, H, batch_first=True).double(), LinearHead().double(), "SUM")(
+            x, y, None, N=3)

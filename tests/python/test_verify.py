@@ -73,8 +73,10 @@ class TimeMajorCallMask(nn.Module):
 def test_per_call_draws_that_pass_here_are_warned_about():
     x, y = make_batch(False, steps=20)
     torch.manual_seed(0)
-    report = vlrnn.verify(TimeMajorCallMask().double(), MlpHead(H, CLASSES).double(), x, y,
-                          methods=["vlrnn:blocks=4", "checkpoint"])
+    with pytest.warns(RuntimeWarning, match="vlrnn.verify: the model draws its random "
+                                            "numbers .* once per forward\\(\\) call"):
+        report = vlrnn.verify(TimeMajorCallMask().double(), MlpHead(H, CLASSES).double(), x,
+                              y, methods=["vlrnn:blocks=4", "checkpoint"])
     assert report.passed
     assert "GPU" in report.warning
     assert str(report).startswith("WARNING: ")
@@ -102,3 +104,25 @@ def test_bad_method_lists_are_rejected():
         vlrnn.verify(rnn, out, x, y, methods="vlrnn")
     with pytest.raises(ValueError, match="nonsense"):
         vlrnn.verify(rnn, out, x, y, methods=["nonsense"])
+
+
+def test_a_bridge_misreading_a_repacked_output_is_caught_and_its_cause_named(monkeypatch):
+    """The bridge as it was before reading a returned PackedSequence through its own indices
+    (planted: z's rows read in its batch's order, its sorted_indices ignored): verify fails
+    the module that packs its own output, and names what the module did."""
+    from test_module_contract import LinearHead, RepackingCellLoop, packed_batch
+    import vlrnn._adapters as adapters
+    from vlrnn._sequences import packed_rows
+    monkeypatch.setattr(adapters, "unpacked_rows",
+                        lambda z, members: packed_rows(z.batch_sizes, members))
+    x, y = packed_batch()
+    report = vlrnn.verify(RepackingCellLoop().double(), LinearHead().double(), x, y,
+                          methods=["vlrnn:blocks=2", "vlrnn:blocks=7", "full"])
+    assert [row.passed for row in report] == [False, False, True]
+    cause = "output PackedSequence is packed in another order than its input"
+    assert all(cause in row.diagnosis for row in report.failures())
+    assert cause in str(report)
+    monkeypatch.undo()  # the bridge as it is: exact, and the same note says what it did
+    fixed = vlrnn.verify(RepackingCellLoop().double(), LinearHead().double(), x, y,
+                         methods=["vlrnn:blocks=2", "vlrnn:blocks=7"])
+    assert fixed.passed and any(cause in note for note in fixed.notes)
