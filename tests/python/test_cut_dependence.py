@@ -203,3 +203,23 @@ def test_a_pass_that_holds_only_for_this_generator_warns():
         with pytest.warns(RuntimeWarning):
             model(x, y)
         model(x, y)
+
+
+def readme_check_snippet():
+    """The README's example of the first-call check (the python block after 'What a module
+    may return')."""
+    import pathlib
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    after = readme.split("**What a module may return, and what VLRNN checks.**")[1]
+    return after.split("```python\n")[1].split("```")[0]
+
+
+def test_the_readmes_first_call_check_example_runs_as_it_says():
+    snippet = readme_check_snippet()
+    x, y = batch()
+    scope = dict(vlrnn=vlrnn, rnn=nn.GRU(F, H, batch_first=True), out=Head(), x=x, y=y)
+    exec(snippet, scope)  # a module whose outputs do not depend on the cut: it runs
+    assert scope["loss"].shape == ()
+    scope.update(rnn=PerCallDropout())
+    with pytest.raises(ValueError, match="depend on where the sequence is cut"):
+        exec(snippet, scope)
