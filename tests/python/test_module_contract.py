@@ -195,3 +195,47 @@ def test_a_wrong_feature_count_is_named_before_torch_names_a_block():
                                          r"got 3"):
         vlrnn.VLRNN(nn.GRU(5, H, batch_first=True).double(), LinearHead().double(), "SUM")(
             x, y, None, N=3)
+
+
+class ViewOfInput(nn.Module):
+    """z a view of its input (a skip connection with no copy) beside a GRU's state: what the
+    engine keeps of a block must not alias what it hands back."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(F, F, batch_first=True)
+
+    def forward(self, x, h):
+        if isinstance(x, PackedSequence):
+            _, h = self.gru(x, h)
+            return x, h  # the packed input itself
+        _, h = self.gru(x, h)
+        return x[:, :, :F], h  # a view of x
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+def test_a_module_returning_a_view_of_its_input_is_exact(packed):
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(F, CLASSES)
+
+        def forward(self, z, y):
+            return nn.functional.cross_entropy(self.linear(z).transpose(1, 2), y,
+                                               reduction="none")
+    torch.manual_seed(0)
+    rnn, out = ViewOfInput().double(), Head().double()
+    if packed:
+        x, y = packed_batch()
+    else:
+        x, y = fixed_batch()
+        x.requires_grad_(True)
+    h0 = torch.randn(1, 5 if packed else 3, F, dtype=torch.float64)
+    want = gradients_of(rnn, out, x, y, h0, "SUM")
+    want_x = None if packed else x.grad.clone()
+    if not packed:
+        x.grad = None
+    got = gradients_of(rnn, out, x, y, h0, "SUM", N=3)
+    assert max_rel_diff(got, want) < 1e-10  # the head's: the loss reads z = x alone
+    if not packed:
+        assert max_rel_diff([x.grad], [want_x]) < 1e-10

@@ -30,9 +30,8 @@ ln -s "$source_dir/scripts" "$work/scripts"
 ln -s "$source_dir/examples" "$work/examples"
 ln -s "$build_dir" "$work/build"
 cd "$work"
-# The quick start's python3 is Debian's (the package is built for it).
-mkdir bin && ln -s /usr/bin/python3 bin/python3
-export PATH="$work/bin:$PATH"
+# No python3 shim on PATH: the quick start names the Python it means (/usr/bin/python3, which
+# has torch), as a newcomer whose PATH starts with another python3 (pyenv, conda) needs it.
 
 ran=0
 while IFS= read -r line; do
