@@ -1,6 +1,6 @@
 #include "vlrnn/core/rng.h"
 
-#include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/Context.h>
 
 #include <mutex>
 
@@ -24,8 +24,10 @@ at::Generator copy_of(at::Generator generator) {
   return generator.clone();
 }
 
+// The device's default generator through the Context, which both LibTorch 1.13 and 2.x
+// have (2.x removed the CUDA hooks' getDefaultCUDAGenerator that 1.13 reaches it by).
 const at::Generator& cuda_generator(c10::DeviceIndex index) {
-  return at::detail::getCUDAHooks().getDefaultCUDAGenerator(index);
+  return at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, index));
 }
 
 // NOTE [ Shared RNG snapshots ]: a method captures the generators at every block entry,
