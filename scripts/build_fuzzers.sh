@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang++ >/dev/null 2>&1; then
-  echo "vlrnn: error: the fuzz targets need clang++ (and libFuzzer: libclang-rt-14-dev);" \
+  echo "vlrnn: error: the fuzz targets need clang++ (and libFuzzer: libclang-rt-dev, on Debian 12 libclang-rt-14-dev);" \
        "scripts/install_deps.sh installs them" >&2
   exit 2
 fi

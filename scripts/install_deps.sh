@@ -13,22 +13,45 @@ packages=(
   python3-torch           # the Python package; scripts/export_cell.py (TorchScript cells)
   python3-dev pybind11-dev  # the Python package's extension (vlrnn._C)
   python3-pytest          # the Python package's tests
+  python3-venv python3-pip python3-setuptools python3-wheel  # pip install . (a venv's)
   git                     # provenance in results (git sha, clean tree); tests that check it
   zlib1g-dev              # reads the gzip-compressed IDX files of Fashion-MNIST
   dataset-fashion-mnist   # the Fashion-MNIST train task (/usr/share/datasets/fashion-mnist)
-  clang libclang-rt-14-dev  # the fuzz targets (tests/fuzz/): clang, libFuzzer, sanitizers
+  clang                   # the fuzz targets (tests/fuzz/): clang, libFuzzer, sanitizers ...
+  "libclang-rt-dev|libclang-rt-14-dev"  # ... with clang's runtime: Debian 13's name | 12's
 )
+# An entry "a|b" is whichever of its names this release has, the first one preferred.
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+for entry in "${packages[@]}"; do
+  IFS='|' read -r -a names <<< "$entry"
+  found=""
+  for name in "${names[@]}"; do installed "$name" && found=$name && break; done
+  [[ -n $found ]] || missing+=("$entry")
 done
 if ((${#missing[@]} == 0)); then
   exit 0
 fi
 
-echo "vlrnn: installing ${missing[*]}"
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
 $sudo apt-get update -q
+# Each missing entry as the first of its names that this release's package lists know.
+chosen=()
+for entry in "${missing[@]}"; do
+  IFS='|' read -r -a names <<< "$entry"
+  pick=""
+  for name in "${names[@]}"; do
+    if apt-cache show "$name" > /dev/null 2>&1; then pick=$name; break; fi
+  done
+  if [[ -z $pick ]]; then
+    echo "vlrnn: none of the packages '${entry//|/, }' exists in this release's lists" >&2
+    exit 1
+  fi
+  chosen+=("$pick")
+done
+missing=("${chosen[@]}")
+echo "vlrnn: installing ${missing[*]}"
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
