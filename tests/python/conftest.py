@@ -33,6 +33,17 @@ class Composite(vlrnn.RNNModule):
         return z, (h_gru, *h_lstm)
 
 
+class CrossEntropyHead(nn.Module):
+    """A linear layer and cross-entropy per step: the plainest head."""
+
+    def __init__(self, n_hidden, n_out):
+        super().__init__()
+        self.linear = nn.Linear(n_hidden, n_out)
+
+    def forward(self, z, y):
+        return nn.functional.cross_entropy(self.linear(z).transpose(1, 2), y, reduction="none")
+
+
 class MlpHead(vlrnn.OutputModule):
     """An MLP head with a categorical log-likelihood."""
 
