@@ -35,7 +35,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch.nn.utils.rnn import PackedSequence
 
-from ._compat import add_note
+from ._compat import add_note, autocast_dtype
 from ._sequences import packed_lengths, packed_order, packed_rows, unpacked_rows
 
 BATCH_DIM = 1  # of every state tensor: [layers, B, ...]
@@ -201,8 +201,9 @@ class BlockFunction:
         what = f"{self.name}.forward's h"
         h = as_state_tuple(h, what)
         self.layout.check(h, entry[0].shape[BATCH_DIM], what)
+        lower = autocast_dtype()  # under torch.autocast, torch.nn's RNNs return it
         for i, (got, want) in enumerate(zip(h, entry)):
-            if got.dtype != want.dtype or got.device != want.device:
+            if (got.dtype != want.dtype and got.dtype != lower) or got.device != want.device:
                 raise ValueError(f"{what}[{i}]: expected {want.dtype} on {want.device} (the "
                                  f"state it was given), got {got.dtype} on {got.device}")
         return h

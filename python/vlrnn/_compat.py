@@ -16,6 +16,19 @@ def autocast_enabled():
         return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
 
 
+def autocast_dtype():
+    """The lower-precision dtype torch.autocast computes in on the CPU, or None when it is
+    off (CUDA's when only CUDA's is on)."""
+    if not autocast_enabled():
+        return None
+    try:
+        on_cpu = torch.is_autocast_enabled("cpu")
+        return torch.get_autocast_dtype("cpu" if on_cpu else "cuda")
+    except (TypeError, AttributeError):  # before 2.4
+        return (torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled()
+                else torch.get_autocast_gpu_dtype())
+
+
 def add_note(error, note):
     """error.add_note(note) (Python 3.11+: shown under the message, the exception itself
     unchanged); before 3.11 the note is dropped rather than the exception replaced."""

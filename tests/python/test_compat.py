@@ -30,3 +30,9 @@ def test_warn_caller_points_past_the_package_and_torch():
         inside_torch_and_vlrnn()
     assert caught[0].filename == __file__
     assert caught[0].category is RuntimeWarning
+
+
+def test_autocast_dtype_is_the_regions_lower_precision():
+    assert _compat.autocast_dtype() is None
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert _compat.autocast_dtype() == torch.bfloat16
