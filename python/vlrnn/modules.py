@@ -22,8 +22,7 @@ from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 from . import _C
 from ._compat import warn_caller
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
-    cut_dependence, \
-    grads_kept_on_error, inexact_parts, reduction_of
+    cut_dependence, grads_kept_on_error, inexact_parts, reduction_of
 from ._progress import progress_args
 from ._sequences import from_time_major, pack_like
 
