@@ -155,6 +155,27 @@ def _why_not_stock(rnn):
     return None
 
 
+_onednn_lstm = {}  # (dtype, device type) -> whether torch.nn.LSTM runs on oneDNN there
+
+
+def lstm_runs_on_onednn(dtype, device):
+    """Whether torch.nn.LSTM's own forward runs on oneDNN's RNN primitive for this dtype and
+    device (PyTorch 2.x on the CPU in float32, not 1.13 nor float64). Seen, not assumed: a
+    one-step LSTM runs once under the profiler, per dtype and device, the generators kept.
+    There the module itself outruns the hand-written cell (docs/platforms.md)."""
+    key = (dtype, torch.device(device).type)
+    if key not in _onednn_lstm:
+        try:
+            with torch.random.fork_rng(devices=[]), torch.autograd.profiler.profile() as prof:
+                lstm = nn.LSTM(1, 1).to(dtype=dtype, device=device)
+                lstm(torch.zeros(1, 1, 1, dtype=dtype, device=device))
+            _onednn_lstm[key] = any(e.name == "aten::mkldnn_rnn_layer"
+                                    for e in prof.function_events)
+        except RuntimeError:  # a profiler already running: keep the cells, decide next time
+            return False
+    return _onednn_lstm[key]
+
+
 def stock_engine_block(rnn):
     """For an unmodified torch.nn.LSTM or GRU called as the original's contract calls it
     (batch_first=True), the engine's block function computed by the hand-written cells
@@ -163,10 +184,14 @@ def stock_engine_block(rnn):
     module's own function: a forward overridden or hooked, bidirectional (see
     stock_engine_model), proj_size, not on the CPU in float32 / float64, batch_first=False,
     or dropout between layers while training (torch.nn draws those masks per call, the cells
-    per step)."""
+    per step); and for an LSTM where torch runs it on oneDNN (lstm_runs_on_onednn), which
+    is faster than the cell."""
     cell = _stock_cell(rnn)
     if cell is None or rnn.bidirectional or _why_not_stock(rnn) is not None:
         return None
+    weight = rnn.weight_ih_l0
+    if cell == "lstm" and lstm_runs_on_onednn(weight.dtype, weight.device):
+        return None  # the module itself is the faster path here
 
     def block(x, state, lengths):
         return run_layers(cell, rnn, x, state, _step_mask(x, lengths))

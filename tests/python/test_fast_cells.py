@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 import vlrnn
-from vlrnn.nn import stock_engine_block
+from vlrnn import nn as nn_module
+from vlrnn.nn import lstm_runs_on_onednn, stock_engine_block
 from conftest import CLASSES, F, H, MlpHead, grads, make_batch, max_rel_diff
 
 
@@ -41,11 +42,12 @@ def test_fast_cells_give_the_modules_own_gradients(kind, packed):
 
 
 def test_only_a_stock_module_takes_the_fast_path():
-    assert stock_engine_block(Lstm(F, H, batch_first=True)) is not None
-    assert stock_engine_block(nn.LSTM(F, H)) is None  # batch_first=False
-    assert stock_engine_block(OwnForward(F, H, batch_first=True)) is None
+    # float64: torch runs no LSTM on oneDNN there (below), so the cells take a stock one
+    assert stock_engine_block(Lstm(F, H, batch_first=True).double()) is not None
+    assert stock_engine_block(nn.LSTM(F, H).double()) is None  # batch_first=False
+    assert stock_engine_block(OwnForward(F, H, batch_first=True).double()) is None
     assert stock_engine_block(nn.LSTM(F, H, batch_first=True, bidirectional=True)) is None
-    dropped = nn.LSTM(F, H, num_layers=2, dropout=0.3, batch_first=True)
+    dropped = nn.LSTM(F, H, num_layers=2, dropout=0.3, batch_first=True).double()
     assert stock_engine_block(dropped) is None  # torch.nn draws those masks per call
     assert stock_engine_block(dropped.eval()) is not None
     hooked = nn.GRU(F, H, batch_first=True)
@@ -56,3 +58,19 @@ def test_only_a_stock_module_takes_the_fast_path():
 def test_fast_cells_must_be_a_bool():
     with pytest.raises(TypeError, match="fast_cells: expected True or False, got 'yes'"):
         vlrnn.VLRNN(nn.GRU(F, H, batch_first=True), MlpHead(H, CLASSES), fast_cells="yes")
+
+
+def test_an_lstm_torch_runs_on_onednn_runs_as_itself():
+    """On PyTorch 2.x, torch.nn.LSTM in float32 on the CPU runs on oneDNN, faster than the
+    hand-written cell (docs/platforms.md): the engine calls the module there, and the cells
+    elsewhere (1.13, float64). The GRU has no oneDNN path and keeps the cells."""
+    onednn = lstm_runs_on_onednn(torch.float32, "cpu")
+    assert onednn == (int(torch.__version__.split(".")[0]) >= 2
+                      and torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled)
+    assert not lstm_runs_on_onednn(torch.float64, "cpu")
+    assert (stock_engine_block(nn.LSTM(F, H, batch_first=True)) is None) == onednn
+    assert stock_engine_block(nn.GRU(F, H, batch_first=True)) is not None
+    rng = torch.get_rng_state()
+    nn_module._onednn_lstm.clear()  # seen anew: draws nothing
+    lstm_runs_on_onednn(torch.float32, "cpu")
+    assert torch.equal(torch.get_rng_state(), rng)
