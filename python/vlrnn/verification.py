@@ -13,7 +13,7 @@ dropout masks drawn once per call instead of once per step). A module that passe
 draws its random numbers once per call gets report.warning: such a pass does not carry over
 to a GPU.
 """
-from typing import List, NamedTuple
+from typing import NamedTuple
 
 from . import _C
 from ._compat import warn_caller

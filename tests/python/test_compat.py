@@ -1,7 +1,6 @@
 """The shims between PyTorch 1.13 and 2.x (vlrnn/_compat.py), each on the version it runs."""
 import warnings
 
-import pytest
 import torch
 
 from vlrnn import _compat
