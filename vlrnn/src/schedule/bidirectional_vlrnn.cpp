@@ -7,8 +7,8 @@
 #include "vlrnn/core/rng.h"
 #include "vlrnn/methods/block.h"
 #include "vlrnn/methods/progress.h"
+#include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/cost_model_cache.h"
-#include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedulers.h"
 
 #include <fmt/format.h>

@@ -790,4 +790,17 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   return m;
 }
 
+int64_t measured_iteration_peak(GradientMethod& method, const Workload& workload) {
+  const SideEffectGuard guard(workload);
+  Workload as_called = workload;
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  as_called.batch.inputs = x.detach().requires_grad_(x.requires_grad());
+  std::vector<torch::Tensor> h0;
+  for (const auto& h : workload.h0) h0.push_back(h.detach().requires_grad_(h.requires_grad()));
+  as_called.h0 = workload.h0.requires_grad() ? State(std::move(h0)) : State();
+  const auto device = workload.batch.inputs.device();
+  return measure::measure_iteration(method, as_called, device).memory.iteration_peak_bytes +
+         RngState::capture(device).bytes();
+}
+
 }  // namespace vlrnn::schedule

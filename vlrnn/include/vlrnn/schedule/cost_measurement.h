@@ -42,6 +42,15 @@ class SideEffectGuard {
   RngState rng_;
 };
 
+// The measured iteration peak of `method` on `workload`, measured as measure_iteration measures
+// a method (gradients cleared first), leaving gradients and generators as they were. The
+// caller's step does what this one would not on an already validated workload: it makes
+// h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
+// at its start may be new where this one's shares the last capture's storage (counted).
+// Inputs and h0 that come out of the caller's graph (an embedding, an encoder) are cut
+// from it: the check must not back-propagate into it, nor free it before the real step.
+int64_t measured_iteration_peak(GradientMethod& method, const Workload& workload);
+
 // [T] how many of the batch's sequences run at each step; empty when it has no lengths
 // (NOTE [ Other batches of the workload ] in cost_model.cpp).
 std::vector<int64_t> active_sequences_of(const SequenceBatch& batch);

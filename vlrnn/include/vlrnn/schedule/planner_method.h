@@ -11,6 +11,7 @@
 
 #include "vlrnn/methods/gradient_method.h"
 #include "vlrnn/schedule/bidirectional_vlrnn.h"
+#include "vlrnn/schedule/cost_measurement.h"
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/planner.h"
 
@@ -50,15 +51,6 @@ size_t cached_cost_models();
 // How many times measured_cost_model() found no model in this process's cache and read one
 // from disk or measured it, since the process started.
 size_t cost_model_cache_misses();
-
-// The measured iteration peak of `method` on `workload`, measured as measure_iteration measures
-// a method (gradients cleared first), leaving gradients and generators as they were. The
-// caller's step does what this one would not on an already validated workload: it makes
-// h0's zeros when h0 was absent (so h0 goes absent here too), and the generator snapshot
-// at its start may be new where this one's shares the last capture's storage (counted).
-// Inputs and h0 that come out of the caller's graph (an embedding, an encoder) are cut
-// from it: the check must not back-propagate into it, nor free it before the real step.
-int64_t measured_iteration_peak(GradientMethod& method, const Workload& workload);
 
 // The full-BPTT peak percent=P refers to on `workload`, whose cost model is `model` (NOTE [
 // Percent of full BPTT ] in the .cpp).
