@@ -126,14 +126,15 @@ def call_user(function, args, watched, what, where, parameters):
     - It must not call backward() itself: the engine back-propagates, and a backward inside
       the call frees the block's graph or counts its gradient twice (ValueError when a
       parameter's .grad changed during the call).
-    - An exception it raises reaches the caller unchanged, with a note saying `where` it was
-      called: its shapes are a block's, which the user never wrote down."""
+    - An exception it raises reaches the caller unchanged, with a note saying where it was
+      called (`where()`, made only then): its shapes are a block's, which the user never
+      wrote down."""
     versions = [t._version for _, t in watched]
     grads = _grad_marks(parameters)
     try:
         result = function(*args)
     except Exception as error:
-        add_note(error, f"vlrnn: raised by {what} {where}")
+        add_note(error, f"vlrnn: raised by {what} {where()}")
         raise
     if _grad_marks(parameters) != grads:
         raise ValueError(f"{what}: called backward() itself (a parameter's .grad changed during "
@@ -184,7 +185,8 @@ class BlockFunction:
     def _call_rnn(self, x, x_data, steps, state):
         """rnn(x, h) -> (z, h) through call_user; x_data the tensor x holds, steps its Tb."""
         watched = [("x", x_data)] + [(f"h[{i}]", t) for i, t in enumerate(state)]
-        where = block_place(steps, self.time_steps, {"x": x_data})
+        def where():
+            return block_place(steps, self.time_steps, {"x": x_data})
         result = call_user(self.rnn, (x, self.layout.to_module(state)), watched,
                            f"{self.name}.forward", where, self.parameters)
         return split_result(result, self.name)
@@ -280,7 +282,8 @@ class HeadFunction:
 
     def __call__(self, z, y):
         z_first, y_first = z.transpose(0, 1), y.transpose(0, 1)  # [B, Tb, Z], [B, Tb, ...]
-        where = block_place(z.shape[0], self.time_steps, {"z": z_first, "y": y_first})
+        def where():
+            return block_place(z.shape[0], self.time_steps, {"z": z_first, "y": y_first})
         loss = call_user(self.out, (z_first, y_first), [("z", z), ("y", y)],
                          f"{self.name}.forward", where, self.parameters)
         if isinstance(loss, (tuple, list)) and loss:

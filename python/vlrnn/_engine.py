@@ -12,7 +12,7 @@ from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction
     StateLayout, as_state_tuple, split_result
 from ._compat import add_note
 from ._sequences import batch_from
-from .nn import _BlockRNN, stock_engine_block, stock_engine_model
+from .nn import _BlockRNN, per_call_dropout_layers, stock_engine_block, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
 
@@ -220,12 +220,6 @@ def check_method_fits(method, model):
                          "or another for this left-to-right rnn")
 
 
-def _per_call_dropout_layers(part):
-    """Dropout layers of a torch.nn RNN whose masks are drawn once per call (0 when not
-    training or without dropout)."""
-    return part.num_layers - 1 if part.training and part.dropout > 0 else 0
-
-
 def inexact_parts(rnn, out):
     """Why a block method cannot be exact for these modules, as far as the package can see
     from their structure: the parts of them that compute something else when the sequence is
@@ -240,7 +234,7 @@ def inexact_parts(rnn, out):
         for path, part in module.named_modules(prefix=prefix):
             if not isinstance(part, torch.nn.RNNBase):
                 continue
-            layers = _per_call_dropout_layers(part)
+            layers = per_call_dropout_layers(part)
             on_cpu = all(p.device.type == "cpu" for p in part.parameters())
             if layers >= 2 or (layers == 1 and not on_cpu):
                 kind = type(part).__name__
@@ -302,8 +296,7 @@ class EngineCall:
         self.head = _C.PythonHead(self.head_function, z_size,
                                   [("out." + n, p) for n, p in out.named_parameters()])
         inputs = x.data if isinstance(x, PackedSequence) else x
-        self.grad_tensors = ([p for _, p in rnn_parameters] + list(out.parameters())
-                             + _grad_leaves(inputs, *(self.h0 or [])))
+        self.grad_tensors = parameters + _grad_leaves(inputs, *(self.h0 or []))
         self.engine_h0 = self._engine_h0()
 
     def _engine_h0(self):

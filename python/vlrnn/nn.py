@@ -133,6 +133,12 @@ def _stock_cell(rnn):
     return {nn.LSTM.forward: "lstm", nn.GRU.forward: "v3"}.get(type(rnn).forward)
 
 
+def per_call_dropout_layers(rnn):
+    """Dropout layers of a torch.nn RNN whose masks it draws once per call (0 when not
+    training or without dropout): what no cut into blocks reproduces once there are two."""
+    return rnn.num_layers - 1 if rnn.training and rnn.dropout > 0 else 0
+
+
 def _why_not_stock(rnn):
     """Why the hand-written cells would not compute a torch.nn.LSTM / GRU's own function
     as the engine calls it, or None when they do."""
@@ -140,7 +146,7 @@ def _why_not_stock(rnn):
         return "batch_first=False (VLRNN calls its rnn batch-first)"
     if getattr(rnn, "proj_size", 0):
         return "proj_size > 0"
-    if rnn.training and rnn.dropout > 0 and rnn.num_layers > 1:
+    if per_call_dropout_layers(rnn):
         return ("dropout between layers while training (torch.nn draws those masks once per "
                 "call; vlrnn.nn's modules draw them per step)")
     if autocast_enabled():
