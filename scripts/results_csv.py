@@ -1,29 +1,20 @@
 #!/usr/bin/env python3
-"""A result folder's results.csv, derived from its results.jsonl (one row a record, nested
+"""A result folder's results.csv, derived from its records (one row a record, nested
 keys flattened as a.b, lists and booleans as JSON): committed folders keep their records
 once, as results.jsonl, and the CSV is made when someone wants it.
 
     python3 scripts/results_csv.py DIR...          # writes DIR/results.csv for each DIR
     python3 scripts/results_csv.py DIR --stdout    # prints it instead
 
-Exit 2 on a folder without results.jsonl.
+Exit 2 on a folder without records (results.jsonl, or results.jsonl.gz) or meta.json.
 """
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_schema  # noqa: E402  the one reader of a folder's records
 from bench_to_records import to_csv, write_atomically  # noqa: E402  the one flattening
-
-
-def records_of(directory):
-    path = os.path.join(directory, "results.jsonl")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{directory}: expected a result folder with results.jsonl, "
-                                "found none")
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def main():
@@ -36,7 +27,7 @@ def main():
         parser.error("--stdout: expected one DIR, got %d" % len(args.dirs))
     for directory in args.dirs:
         try:
-            text = to_csv(records_of(directory))
+            text = to_csv(results_schema.load(directory)[1])
         except (OSError, ValueError) as error:
             print(f"results_csv.py: {error}", file=sys.stderr)
             sys.exit(2)

@@ -16,6 +16,7 @@ nested spec (a dict) for an object whose keys are checked too. Keys a spec does 
 allowed (commands add their own fields); the keys in RENAMED never are (in a meta, its
 merged_from and previous_runs entries; in a record, its run and memory).
 """
+import gzip
 import json
 import os
 import sys
@@ -157,12 +158,35 @@ def check_record(record, where="record"):
     return problems
 
 
+# A folder's records: results.jsonl as the writers append it, or, in a large committed folder,
+# compressed once (gzip -9n results.jsonl) so that the tracked tree can travel to a GPU
+# machine. Every reader finds them through records_path and open_records.
+RECORDS_FILES = ("results.jsonl", "results.jsonl.gz")
+
+
+def records_path(directory):
+    """The folder's records file (RECORDS_FILES), or None when it has none."""
+    for name in RECORDS_FILES:
+        if os.path.exists(os.path.join(directory, name)):
+            return os.path.join(directory, name)
+    return None
+
+
+def open_records(path):
+    """A records file opened for reading text, compressed or not."""
+    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+
+
 def load(path):
     """(meta, records) of a result folder or a one-file result set."""
     if os.path.isdir(path):
+        records_file = records_path(path)
+        if records_file is None:
+            raise FileNotFoundError(f"{path}: expected a result folder with results.jsonl (or "
+                                    "results.jsonl.gz), found neither")
         with open(os.path.join(path, "meta.json")) as f:
             meta = json.load(f)
-        with open(os.path.join(path, "results.jsonl")) as f:
+        with open_records(records_file) as f:
             records = [json.loads(line) for line in f if line.strip()]
         return meta, records
     with open(path) as f:

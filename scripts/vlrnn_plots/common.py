@@ -16,6 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+import results_schema  # noqa: E402  (scripts/, on plot.py's path)
+
 from . import layout, stats  # noqa: E402
 
 MIB = 1024.0 * 1024.0
@@ -32,14 +34,15 @@ FORMATS = tuple(f for f in os.environ.get("VLRNN_PLOT_FORMATS", "png,pdf").split
 
 def load(directory):
     """(records, meta) of a result folder; a torn last line (an interrupted write) is skipped."""
-    path = os.path.join(directory, "results.jsonl")
-    if not os.path.exists(path):
+    path = results_schema.records_path(directory)
+    if path is None:
+        path = os.path.join(directory, "results.jsonl")
         sys.exit(f"plot.py: {path} does not exist. A result folder holds results.jsonl and "
                  f"meta.json: `build/vlrnn sweep CONFIG --out DIR`, `build/vlrnn budget --out DIR`, "
                  f"`build/vlrnn verify --out DIR`, or a benchmark folder converted with "
                  f"`python3 scripts/bench_to_records.py DIR`.")
     records = []
-    with open(path) as f:
+    with results_schema.open_records(path) as f:
         for number, line in enumerate(f, 1):
             line = line.strip()
             if not line:

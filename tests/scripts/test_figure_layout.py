@@ -45,6 +45,7 @@ from matplotlib.text import Text  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_plot_every_results_dir import result_folders  # noqa: E402
+import results_schema  # noqa: E402  (scripts/, put on the path by the import above)
 
 PLANNER_SWEEP = "made-up-planner-sweep"
 # Tolerances in pixels of the saved PNG: antialiasing reaches half a pixel past an extent.
@@ -314,7 +315,7 @@ def copy_targets(source, scratch):
     for folder in result_folders(results):
         copy = os.path.join(scratch, folder.replace(os.sep, "__"))
         os.makedirs(copy)
-        for name in ("results.jsonl", "meta.json"):
+        for name in (*results_schema.RECORDS_FILES, "meta.json"):
             if os.path.exists(os.path.join(results, folder, name)):
                 shutil.copy(os.path.join(results, folder, name), copy)
         targets.append(copy)

@@ -23,6 +23,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts"))
+import results_schema  # noqa: E402  where a folder's records are
+
 
 def check_stats(scripts):
     sys.path.insert(0, scripts)
@@ -44,13 +48,13 @@ def result_folders(results):
         path = os.path.join(results, top)
         if not os.path.isdir(path) or top.startswith("local-"):
             continue
-        assert os.path.exists(os.path.join(path, "results.jsonl")), \
+        assert results_schema.records_path(path), \
             f"{path}: no results.jsonl, so `python3 scripts/plot.py {path}` cannot draw it"
         for here, dirs, files in os.walk(path):
             # previous/: where a rerun moves the records it replaces (ResultsStore); never
             # committed, not a result set.
             dirs[:] = [d for d in dirs if d != "previous"]
-            if "results.jsonl" in files:
+            if any(name in files for name in results_schema.RECORDS_FILES):
                 folders.append(os.path.relpath(here, results))
     return folders
 
@@ -106,7 +110,7 @@ def check_schema(scripts, results, folders):
 def plot_copy(source, plot, results, folder, scratch):
     copy = os.path.join(scratch, folder.replace(os.sep, "__"))
     os.makedirs(copy, exist_ok=True)
-    for name in ("results.jsonl", "meta.json"):
+    for name in (*results_schema.RECORDS_FILES, "meta.json"):
         if os.path.exists(os.path.join(results, folder, name)) and results != scratch:
             shutil.copy(os.path.join(results, folder, name), copy)
     start = time.time()

@@ -12,6 +12,10 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts"))
+import results_schema  # noqa: E402  where a folder's records are
+
 
 def main(source):
     script = os.path.join(source, "scripts", "results_csv.py")
@@ -19,14 +23,15 @@ def main(source):
                              capture_output=True, text=True).stdout.split()
     committed_csvs = [p for p in tracked if os.path.basename(p) == "results.csv"]
     assert not committed_csvs, f"results.csv committed (derive it instead): {committed_csvs}"
-    folders = sorted({os.path.dirname(p) for p in tracked if p.endswith("/results.jsonl")})
+    folders = sorted({os.path.dirname(p) for p in tracked
+                      if p.endswith(("/results.jsonl", "/results.jsonl.gz"))})
     assert folders, "no committed result folder found"
     for folder in folders:
         directory = os.path.join(source, folder)
         out = subprocess.run([sys.executable, script, directory, "--stdout"], check=True,
                              capture_output=True, text=True).stdout
         rows = list(csv.DictReader(io.StringIO(out)))
-        with open(os.path.join(directory, "results.jsonl")) as f:
+        with results_schema.open_records(results_schema.records_path(directory)) as f:
             records = [json.loads(line) for line in f if line.strip()]
         assert len(rows) == len(records), (folder, len(rows), len(records))
         assert rows[0].get("kind", "") == str(records[0].get("kind", "")), folder
