@@ -21,6 +21,7 @@ from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 from . import _C
 from ._compat import warn_caller
+from ._data_parallel import DataParallel, unwrapped
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
     cut_dependence, grads_kept_on_error, inexact_parts, reduction_of
 from ._progress import progress_args
@@ -209,7 +210,8 @@ class VLRNN(PlainRNN):
             return method
         N = N if N is not None else self.N
         # A bidirectional rnn's block method is bivlrnn (same options as vlrnn's).
-        base = "bivlrnn" if getattr(self.rnn, "bidirectional", False) is True else "vlrnn"
+        bidirectional = getattr(unwrapped(self.rnn), "bidirectional", False) is True
+        base = "bivlrnn" if bidirectional else "vlrnn"
         return f"{base}:blocks={N}" if N is not None else base
 
     def forward(self, x, y, h0=None, N=None, method=None):
@@ -235,17 +237,27 @@ class VLRNN(PlainRNN):
             return self._compute(spec, x, y, h0)
 
     def _compute(self, spec, x, y, h0):
-        call = EngineCall(self.rnn, self.out, x, y, h0, self.fast_cells)
+        # Under DistributedDataParallel the engine runs the wrapped modules, and DDP
+        # all-reduces once, after the last block (NOTE [ One all-reduce per iteration ]).
+        data_parallel = DataParallel.of(self.rnn, self.out)
+        call = EngineCall(unwrapped(self.rnn), unwrapped(self.out), x, y, h0,
+                          self.fast_cells)
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)
         method = self._methods[spec]
         check_method_fits(method, call.model)
         if method.name != "full":  # one call on the whole sequence cuts nothing
             self._refuse_cut_dependence(call, spec)
+        reduction = reduction_of(self.loss_scaling)
         with grads_kept_on_error(call.grad_tensors):
-            result = _C.compute(method, reduction=reduction_of(self.loss_scaling),
+            result = _C.compute(method, reduction=reduction,
                                 **progress_args(spec, self.progress), **call.engine_args())
             call.accumulate_h0_grad()
+            if data_parallel is not None:
+                data_parallel.scale_gradients(call.grad_tensors, call.batch.batch_size,
+                                              reduction, call.batch.inputs.device)
+        if data_parallel is not None:
+            data_parallel.reduce()
         self.last_counters = result["counters"]
         loss_seq = from_time_major(result["step_losses"], call.batch)
         return result["loss"], loss_seq, call.final_state(result["final_state"])
