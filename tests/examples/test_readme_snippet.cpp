@@ -1,7 +1,7 @@
-// The README's C++ snippet must be exactly the one compiled in examples/quickstart.cpp, and
-// each snippet marked "<!-- snippet: PATH NAME -->" exactly the lines of PATH between
-// "README NAME begin" and "README NAME end" (the "bring your own model" sections, whose
-// files ctest's examples.* tests compile and run).
+// docs/cpp.md's C++ snippet must be exactly the one compiled in examples/quickstart.cpp, and
+// each snippet of docs/models.md marked "<!-- snippet: PATH NAME -->" exactly the lines of
+// PATH between "README NAME begin" and "README NAME end" (the "bring your own model" page,
+// whose files ctest's examples.* tests compile and run).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -39,30 +39,30 @@ TEST(ReadmeSnippet, IsTheCompiledExample) {
   ASSERT_NE(end, std::string::npos);
   const auto snippet = example.substr(begin + begin_marker.size(), end - begin - begin_marker.size());
 
-  const std::string readme = slurp(root + "/README.md");
-  // The first C++ block of the section that shows the library from C++.
-  const auto section = readme.find("\n## Using VLRNN from C++\n");
-  ASSERT_NE(section, std::string::npos) << "README.md lacks its '## Using VLRNN from C++'";
-  const auto code = readme.find("```cpp\n", section);
+  const std::string page = slurp(root + "/docs/cpp.md");
+  // The first C++ block of the page that shows the library from C++.
+  const auto section = page.find("# Using VLRNN from C++\n");
+  ASSERT_NE(section, std::string::npos) << "docs/cpp.md lacks its '# Using VLRNN from C++'";
+  const auto code = page.find("```cpp\n", section);
   ASSERT_NE(code, std::string::npos);
-  const auto code_end = readme.find("```", code + 7);
-  EXPECT_EQ(trimmed_lines(readme.substr(code + 7, code_end - code - 7)), trimmed_lines(snippet));
+  const auto code_end = page.find("```", code + 7);
+  EXPECT_EQ(trimmed_lines(page.substr(code + 7, code_end - code - 7)), trimmed_lines(snippet));
 }
 
 TEST(ReadmeSnippet, MarkedSnippetsAreTheTestedFiles) {
   const std::string root = VLRNN_SOURCE_DIR;
-  const std::string readme = slurp(root + "/README.md");
+  const std::string page = slurp(root + "/docs/models.md");
   const std::string marker = "<!-- snippet: ";
   int found = 0;
-  for (auto at = readme.find(marker); at != std::string::npos; at = readme.find(marker, at + 1)) {
-    const auto close = readme.find(" -->", at);
-    const std::string spec = readme.substr(at + marker.size(), close - at - marker.size());
+  for (auto at = page.find(marker); at != std::string::npos; at = page.find(marker, at + 1)) {
+    const auto close = page.find(" -->", at);
+    const std::string spec = page.substr(at + marker.size(), close - at - marker.size());
     const auto space = spec.find(' ');
     const std::string path = spec.substr(0, space), name = spec.substr(space + 1);
     SCOPED_TRACE(spec);
-    const auto fence = readme.find("```", close);
-    const auto code = readme.find('\n', fence) + 1;
-    const auto code_end = readme.find("```", code);
+    const auto fence = page.find("```", close);
+    const auto code = page.find('\n', fence) + 1;
+    const auto code_end = page.find("```", code);
     const std::string comment = path.size() > 3 && path.substr(path.size() - 3) == ".py" ? "#" : "//";
     const std::string source = slurp(root + "/" + path);
     const std::string begin_marker = comment + " --- README " + name + " begin ---\n";
@@ -74,7 +74,7 @@ TEST(ReadmeSnippet, MarkedSnippetsAreTheTestedFiles) {
       while (!lines.empty() && lines.back().empty()) lines.pop_back();
       return lines;
     };
-    EXPECT_EQ(without_trailing_blanks(trimmed_lines(readme.substr(code, code_end - code))),
+    EXPECT_EQ(without_trailing_blanks(trimmed_lines(page.substr(code, code_end - code))),
               without_trailing_blanks(trimmed_lines(
                   source.substr(begin + begin_marker.size(), end - begin - begin_marker.size()))));
     ++found;

@@ -203,17 +203,17 @@ def test_a_pass_that_holds_only_for_this_generator_warns():
         model(x, y)
 
 
-def readme_check_snippet():
-    """The README's example of the first-call check (the python block after 'What a module
-    may return')."""
+def docs_check_snippet():
+    """docs/python.md's example of the first-call check (the python block after 'What a
+    module may return')."""
     import pathlib
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    after = readme.split("**What a module may return, and what VLRNN checks.**")[1]
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    after = page.split("\n## What a module may return, and what VLRNN checks\n")[1]
     return after.split("```python\n")[1].split("```")[0]
 
 
-def test_the_readmes_first_call_check_example_runs_as_it_says():
-    snippet = readme_check_snippet()
+def test_the_docs_first_call_check_example_runs_as_it_says():
+    snippet = docs_check_snippet()
     x, y = batch()
     scope = dict(vlrnn=vlrnn, rnn=nn.GRU(F, H, batch_first=True), out=Head(), x=x, y=y)
     exec(snippet, scope)  # a module whose outputs do not depend on the cut: it runs

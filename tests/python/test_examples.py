@@ -1,4 +1,4 @@
-"""Every example in examples/python runs as the README says."""
+"""Every example in examples/python runs as docs/python.md says."""
 import os
 import pathlib
 import subprocess
@@ -30,11 +30,11 @@ def test_lstm_block_drop_in():
     assert "vlrnn.nn.LSTM" in out and "torch.nn.modules.rnn.LSTM" in out
 
 
-def test_readme_shows_the_training_loop_as_it_is():
-    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+def test_docs_show_the_training_loop_as_it_is():
+    page = (EXAMPLES.parents[1] / "docs" / "python.md").read_text()
     example = (EXAMPLES / "train_loop.py").read_text()
     body = example[example.index("import torch"):]
-    assert "```python\n" + body + "```" in readme
+    assert "```python\n" + body + "```" in page
 
 
 def test_bidirectional_and_linear_recurrence_example():
@@ -44,8 +44,8 @@ def test_bidirectional_and_linear_recurrence_example():
         "bidirectional LSTM: method bivlrnn:blocks=10", "minGRU: method vlrnn:blocks=10"], out
 
 
-def test_readme_shows_the_bidirectional_example_as_it_is():
-    readme = (EXAMPLES.parents[1] / "README.md").read_text()
+def test_docs_show_the_bidirectional_example_as_it_is():
+    page = (EXAMPLES.parents[1] / "docs" / "python.md").read_text()
     example = (EXAMPLES / "bidirectional.py").read_text()
     body = example[example.index("models = {"):]
-    assert "```python\n" + body + "```" in readme
+    assert "```python\n" + body + "```" in page

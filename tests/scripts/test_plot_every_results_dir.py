@@ -11,7 +11,7 @@ committed figure plot.py no longer draws, or one it draws that was not committed
 Every folder must pass the results schema (scripts/results_schema.py: plot.py reads it with no
 fallback for older key names). Then draws two made-up copies of the committed sweep and budget
 folders, one from a dirty tree and one from code of unknown state, whose footers say so.
-Also checks that README.md's table of committed result sets names each folder with the
+Also checks that docs/results.md's table of committed result sets names each folder with the
 command its meta.json records, and the spread and interval helpers against hand-computed values.
 """
 import concurrent.futures
@@ -59,10 +59,10 @@ def result_folders(results):
     return folders
 
 
-def check_readme(source, results, folders):
-    """README.md has a row `| `results/FOLDER` | `COMMAND` ...` per folder, COMMAND from its
-    meta.json (a re-measured folder whose command changed must update the README)."""
-    with open(os.path.join(source, "README.md")) as f:
+def check_results_table(source, results, folders):
+    """docs/results.md has a row `| `results/FOLDER` | `COMMAND` ...` per folder, COMMAND from
+    its meta.json (a re-measured folder whose command changed must update the table)."""
+    with open(os.path.join(source, "docs", "results.md")) as f:
         rows = [line for line in f if line.startswith("| `results/")]
     problems = []
     for folder in folders:
@@ -75,7 +75,7 @@ def check_readme(source, results, folders):
         command = ((env + " " if env else "") + meta["command"]).replace("|", "\\|")
         name = f"| `results/{folder}` |"
         if not any(row.startswith(name) and f"`{command}`" in row for row in rows):
-            problems.append(f"{folder}: README.md has no row `{name} `{command}` |` "
+            problems.append(f"{folder}: docs/results.md has no row `{name} `{command}` |` "
                             f"(the command in its meta.json)")
     return problems
 
@@ -125,7 +125,7 @@ def main(source):
     plot = os.path.join(scripts, "plot.py")
     folders = result_folders(results)
     assert folders, f"no result folders under {results}"
-    failures = check_readme(source, results, folders) + check_schema(scripts, results, folders)
+    failures = check_results_table(source, results, folders) + check_schema(scripts, results, folders)
     with tempfile.TemporaryDirectory() as scratch, \
             concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         made_up = other_tree_states(results, scratch)
