@@ -1,4 +1,4 @@
-// The README's "use VLRNN from C++" snippet, verbatim between the markers.
+// docs/cpp.md's "Using VLRNN from C++" snippet, verbatim between the markers.
 #include <vlrnn/vlrnn.h>
 
 #include <iostream>
