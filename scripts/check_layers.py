@@ -3,8 +3,8 @@
 
 Layers, lowest first, each a CMake target: vlrnn/ (vlrnn_core) < baselines/ < registry/ <
 verify/ < experiments/. Inside vlrnn/ (one target) the folders keep an order of their own,
-core/ < cells/ < methods/ < measure/ < schedule/: a folder includes only itself and the
-folders before it (the factory naming both core/ and cells/ lives in registry/). A folder
+core/ < cells/ < methods/ < measure/ < schedule/ < distributed/: a folder includes only itself
+and the folders before it (the factory naming both core/ and cells/ lives in registry/). A folder
 inside vlrnn/ that the order does not list fails too, so a new one must be given its place.
 tests/ and examples/ sit on top.
 
@@ -19,8 +19,10 @@ import tempfile
 LAYERS = ["vlrnn", "baselines", "registry", "verify", "experiments"]  # lowest first
 # Inside vlrnn/, lowest first: the GradientMethod interface and the block primitives
 # (methods/) need only the model interfaces; the meters (measure/) measure a GradientMethod;
-# the schedules, their executor, the VLRNN method and the planner (schedule/) use all of them.
-ENGINE_FOLDERS = ["core", "cells", "methods", "measure", "schedule"]
+# the schedules, their executor, the VLRNN method and the planner (schedule/) use all of them;
+# data-parallel training (distributed/) needs only batches and reductions, and nothing below
+# it needs a process group.
+ENGINE_FOLDERS = ["core", "cells", "methods", "measure", "schedule", "distributed"]
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build
   libtorch-dev            # LibTorch 1.13 (CPU)
+  libgloo-dev             # c10d gloo headers: vlrnn train on several ranks (distributed/)
   libopenblas0-pthread    # fast BLAS: the default reference BLAS is ~30x slower
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev

@@ -11,6 +11,8 @@
 #include "lib/trainer.h"
 #include "lib/units.h"
 
+#include "vlrnn/distributed/data_parallel.h"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -148,13 +150,23 @@ int run_train_command(const TrainArgs& args) {
                               ? (std::filesystem::path("results") / config.name).string()
                               : args.out_dir;
   check_clean_tree(args.measuring, "vlrnn train");
+  // Data-parallel when started as several ranks (torchrun's or Slurm's variables): rank 0
+  // writes the folder, every rank trains its share (NOTE [ Data-parallel training ]).
+  const auto group = ProcessGroupConfig::from_environment();
+  const DataParallel ranks(group);
   experiments::ResultsStore store(out);
   const std::string checkpoints = out + "/checkpoints";
-  prepare_folder(args, config, store, checkpoints);
-  auto meta = start_meta(args, config, *task, store);
-  store.write_meta(meta);
-  std::cerr << fmt::format("vlrnn train: {} on {} ({} runs) -> {}\n", config.name,
-                           task->describe(), config.runs.size(), out);
+  auto meta = json::object();
+  if (ranks.is_root()) {
+    prepare_folder(args, config, store, checkpoints);
+    meta = start_meta(args, config, *task, store);
+    if (ranks.world_size() > 1) meta["world_size"] = ranks.world_size();
+    store.write_meta(meta);
+    std::cerr << fmt::format("vlrnn train: {} on {} ({} runs, {}) -> {}\n", config.name,
+                             task->describe(), config.runs.size(), group.describe(), out);
+  }
+  // Also the barrier after rank 0 prepared the folder, before any rank reads it.
+  ranks.check_agree("the config (" + args.config_path + ")", config.source.dump());
 
   const auto done = args.resume ? finished_runs(store) : std::set<std::string>();
   const StopOnSignal stop("\nvlrnn train: stopping after this step, with a checkpoint (send it "
@@ -165,20 +177,23 @@ int run_train_command(const TrainArgs& args) {
   for (size_t i = 0; i < config.runs.size() && !interrupted; ++i) {
     const auto& run = config.runs[i];
     if (done.count(run.label())) continue;
-    if (args.resume) trim_to_checkpoint(store, checkpoints, run.label());
+    if (args.resume && ranks.is_root()) trim_to_checkpoint(store, checkpoints, run.label());
     experiments::TrainHooks hooks;
-    hooks.log = [&](const std::vector<json>& records) { store.append_all(records); };
-    hooks.progress = [&](const experiments::TrainProgress& p) {
-      progress_line.show(p, i, config.runs.size());
-    };
-    hooks.message = [](const std::string& line) { std::cerr << line << "\n"; };
+    if (ranks.is_root()) {
+      hooks.log = [&](const std::vector<json>& records) { store.append_all(records); };
+      hooks.progress = [&](const experiments::TrainProgress& p) {
+        progress_line.show(p, i, config.runs.size());
+      };
+      hooks.message = [](const std::string& line) { std::cerr << line << "\n"; };
+    }
     hooks.stop_requested = [] { return StopOnSignal::requested(); };
     const auto outcome =
-        experiments::train_run(config, *task, run, checkpoints, args.resume, hooks);
+        experiments::train_run(config, *task, run, checkpoints, args.resume, hooks, ranks);
     progress_line.finish();
     interrupted = !outcome.finished;
     if (outcome.finished) summaries.push_back(outcome.summary);
   }
+  if (!ranks.is_root()) return interrupted ? 130 : 0;
   store.write_csv();
   meta["status"] = interrupted ? "interrupted" : "complete";
   meta["finished"] = experiments::utc_now();
@@ -208,7 +223,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "and the accuracy when the task classifies sequences); "
       "DIR/checkpoints/ holds each run's model, optimizer and generator states every "
       "checkpoint_every steps. Ctrl-C stops after the current step with a checkpoint; "
-      "--resume continues every unfinished run on exactly the trajectory it was on.");
+      "--resume continues every unfinished run on exactly the trajectory it was on. "
+      "Started as several processes (torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, "
+      "or srun's SLURM_PROCID, SLURM_NTASKS), it trains data-parallel over c10d's gloo: each "
+      "rank takes its share of every batch, the gradients are summed once per step, and "
+      "rank 0 writes DIR; a rank waits at most VLRNN_DIST_TIMEOUT_S (300) seconds for the "
+      "others. docs/distributed.md.");
   sub->add_option("config", args->config_path, "the training config (JSON)")
       ->required()
       ->check(CLI::ExistingFile);

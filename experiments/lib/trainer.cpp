@@ -101,14 +101,20 @@ struct StepResult {
 
 // One optimizer step: the method's gradients of the summed loss, divided by the scored
 // steps (the mean's gradient), clipped, applied at `lr`.
+// `batch` is this rank's share (NOTE [ Data-parallel training ]): the sums of the losses, the
+// scored steps and the gradients are the global batch's once summed over the ranks.
 StepResult train_step(Trainee& t, const SequenceBatch& batch, double lr, const TrainConfig& config,
-                      int64_t step) {
+                      int64_t step, const DataParallel& ranks) {
   const auto start = Clock::now();
   const Workload workload{*t.model, *t.head, batch, {}, Reduction::kSum};
   const auto measured = measure::measure_iteration(*t.method, workload, config.device);
-  const double scored = double(scored_steps(batch));
+  auto sums = torch::tensor({measured.loss.item<double>(), double(scored_steps(batch))},
+                            torch::kDouble);
+  ranks.sum({sums});
+  const double scored = sums[1].item<double>();
   TORCH_CHECK(scored > 0, "train: batch ", step, " has no scored step (every target is a "
               "'no target' marker)");
+  ranks.reduce_gradients(t.parameters, batch.batch_size(), Reduction::kSum);
   for (const auto& p : t.parameters) {
     if (p.grad().defined()) p.grad().div_(scored);
   }
@@ -118,7 +124,7 @@ StepResult train_step(Trainee& t, const SequenceBatch& batch, double lr, const T
       t.parameters, config.optimizer.clip > 0 ? config.optimizer.clip : INFINITY);
   for (auto& group : t.optimizer->param_groups()) group.options().set_lr(lr);
   t.optimizer->step();
-  out.loss = measured.loss.item<double>() / scored;
+  out.loss = sums[0].item<double>() / scored;
   TORCH_CHECK(std::isfinite(out.loss) && std::isfinite(out.grad_norm), "train: the loss or the "
               "gradient norm is not finite at step ", step + 1, " (loss ", out.loss, ", gradient "
               "norm ", out.grad_norm, "): the run diverged; lower optimizer.lr or set "
@@ -336,35 +342,53 @@ int64_t checkpoint_step(const std::string& checkpoint_dir, const std::string& ru
 }
 
 TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec spec,
-                       const std::string& checkpoint_dir, bool resume, const TrainHooks& hooks) {
+                       const std::string& checkpoint_dir, bool resume, const TrainHooks& hooks,
+                       const DataParallel& ranks) {
   Trainee t = build_trainee(config, task, spec);
+  ranks.check_agree("the training config and run",
+                    config.source.dump() + "|" + spec.label() + "|" + t.method->describe());
   const auto path = checkpoint_path(checkpoint_dir, spec.label());
   Position at{0, spec.batch, 0.0};
   if (resume && std::filesystem::exists(path)) {
     at = load_checkpoint(path, t, config.device);
     if (hooks.message) hooks.message(fmt::format("{}: resumed at step {}", spec.label(), at.step));
   } else if (spec.batch == 0) {
+    TORCH_CHECK(ranks.world_size() == 1, "train: ", spec.label(), ": \"batch\": \"max\" "
+                "searches the batch that fits one process's memory, and ", ranks.world_size(),
+                " ranks share a batch; give the global batch as a number");
     at.batch = find_batch(t, task, config, spec, hooks);
   }
+  // Every rank resumes from the same step (rank 0's checkpoint, in a folder they share).
+  ranks.check_agree("the step to resume from (is checkpoints/ one folder every rank sees?)",
+                    std::to_string(at.step));
   spec.batch = at.batch;
   TrainProgress progress{spec.label(), at.step, config.steps};
   progress.time_limit_s = config.time_limit_s;
   std::vector<json> pending;
   auto flush = [&] {
-    if (hooks.log) hooks.log(pending);
+    if (hooks.log && ranks.is_root()) hooks.log(pending);
     pending.clear();
   };
-  while (at.step < config.steps && !(config.time_limit_s > 0 && at.wall_s >= config.time_limit_s)) {
+  auto checkpoint = [&] {
+    if (ranks.is_root()) save_checkpoint(path, t, at, config.device);
+  };
+  auto evaluation = [&] { return ranks.is_root() ? evaluate(t, task, config) : Evaluation{}; };
+  auto time_is_up = [&] {
+    return ranks.any(config.time_limit_s > 0 && at.wall_s >= config.time_limit_s);
+  };
+  bool stop_now = time_is_up();
+  while (at.step < config.steps && !stop_now) {
     const auto start = Clock::now();
-    const auto batch = on_device(task.batch(Split::kTrain, at.step, at.batch, spec.seed), config);
+    const auto global = task.batch(Split::kTrain, at.step, at.batch, spec.seed);
+    const auto batch = on_device(ranks.share(global), config);
     const double lr = config.lr_schedule.lr_at(config.optimizer.lr_for_batch(at.batch), at.step,
                                             config.steps);
-    const auto result = train_step(t, batch, lr, config, at.step);
+    const auto result = train_step(t, batch, lr, config, at.step, ranks);
     at.wall_s += seconds_since(start);  // the training clock: steps, not evaluations
     auto record = step_record(config, spec, ++at.step, lr, result);
     record["wall_s"] = at.wall_s;
     const bool evaluate_now = at.step % config.eval_every == 0 || at.step == config.steps;
-    if (evaluate_now) log_evaluation(record, progress, evaluate(t, task, config));
+    if (evaluate_now) log_evaluation(record, progress, evaluation());
     pending.push_back(record);
     progress.step = at.step;
     progress.loss = result.loss;
@@ -375,21 +399,24 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
     // checkpoint, which resuming drops and logs again.
     const bool checkpoint_now = at.step % config.checkpoint_every == 0;
     if (evaluate_now || checkpoint_now) flush();
-    if (checkpoint_now) save_checkpoint(path, t, at, config.device);
-    if (hooks.stop_requested && hooks.stop_requested() && at.step < config.steps) {
+    if (checkpoint_now) checkpoint();
+    const bool stop_requested = ranks.any(hooks.stop_requested && hooks.stop_requested());
+    if (stop_requested && at.step < config.steps) {
       flush();
-      save_checkpoint(path, t, at, config.device);
+      checkpoint();
       return {at.step, false, {}};
     }
+    stop_now = time_is_up();
   }
   // Stopped by the time limit between evaluations: the last step gets one.
   if (!pending.empty() && !pending.back().contains("eval_loss")) {
-    log_evaluation(pending.back(), progress, evaluate(t, task, config));
+    log_evaluation(pending.back(), progress, evaluation());
   }
   flush();
-  save_checkpoint(path, t, at, config.device);
+  checkpoint();
   TrainOutcome out{at.step, true, run_record(config, task, spec, t, at, progress)};
-  if (hooks.log) hooks.log({out.summary});
+  out.summary["world_size"] = ranks.world_size();
+  if (hooks.log && ranks.is_root()) hooks.log({out.summary});
   return out;
 }
 

@@ -21,6 +21,8 @@
 #include "lib/tasks.h"
 #include "lib/train_config.h"
 
+#include "vlrnn/distributed/data_parallel.h"
+
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -62,10 +64,18 @@ struct TrainOutcome {
 };
 
 // Trains `spec` from its checkpoint under `checkpoint_dir` when one is there (and
-// `resume`), else from the start. `logged` holds the records already in results.jsonl;
-// the run returns the ones to keep from them in `kept` (NOTE [ Resuming is bit-for-bit ]).
+// `resume`), else from the start (NOTE [ Resuming is bit-for-bit ]).
+//
+// NOTE [ Data-parallel training ]: with `ranks` of several processes, each trains its share
+// of every batch, and the ranks sum their summed losses' gradients and scored steps before
+// dividing (vlrnn/distributed/data_parallel.h), so every rank takes the step one process
+// takes on the whole batch. The ranks agree at the start on the config and run (else every
+// rank throws), and after every step on whether to stop (a signal or the time limit on any
+// rank stops all). Rank 0 alone evaluates, checkpoints and calls hooks.log; every rank
+// resumes from rank 0's checkpoint, so checkpoint_dir must be one folder they all see.
 TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec spec,
-                       const std::string& checkpoint_dir, bool resume, const TrainHooks& hooks);
+                       const std::string& checkpoint_dir, bool resume, const TrainHooks& hooks,
+                       const DataParallel& ranks = DataParallel::one_process());
 
 // The records of runs other than `run` plus those of `run` up to `step` (inclusive).
 std::vector<nlohmann::json> records_up_to(const std::vector<nlohmann::json>& records,

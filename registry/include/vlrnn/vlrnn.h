@@ -10,6 +10,7 @@
 #include "vlrnn/core/models.h"
 #include "vlrnn/core/sequence.h"
 #include "vlrnn/core/state.h"
+#include "vlrnn/distributed/data_parallel.h"
 #include "vlrnn/methods/gradient_method.h"
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
