@@ -189,15 +189,15 @@ wait_for_job() {  # JOB SECONDS: until it leaves the queue; prints its final sta
   done
   fail "job $1 still $(job_state "$1") after $2 s"
 }
-task_pid() {  # ARRAY_JOB TASK: the pid of that array task's vlrnn (the batch script execs it)
-  local proc
+vlrnn_pid() {  # VAR=VALUE...: the pid of a build/vlrnn whose environment has all of them
+  local proc assignment
   for proc in /proc/[0-9]*; do
-    if grep -qzxF "SLURM_ARRAY_JOB_ID=$1" "$proc/environ" 2>/dev/null &&
-       grep -qzxF "SLURM_ARRAY_TASK_ID=$2" "$proc/environ" 2>/dev/null &&
-       [[ $(readlink "$proc/exe" 2>/dev/null) == "$root/build/vlrnn" ]]; then
-      echo "${proc#/proc/}"
-      return 0
-    fi
+    [[ $(readlink "$proc/exe" 2>/dev/null) == "$root/build/vlrnn" ]] || continue
+    for assignment in "$@"; do
+      grep -qzxF "$assignment" "$proc/environ" 2>/dev/null || continue 2
+    done
+    echo "${proc#/proc/}"
+    return 0
   done
   return 1
 }
@@ -227,7 +227,7 @@ done
 # SIGKILL, as the OOM killer or a dying node would: no chance to finish the point. (Slurm's
 # own `scancel --signal=KILL` is a polite cancel: SIGTERM first, which the sweep answers by
 # finishing its current point.)
-pid=$(task_pid "$array_job" 1) || fail "found no vlrnn process of task ${array_job}_1"
+pid=$(vlrnn_pid "SLURM_ARRAY_JOB_ID=$array_job" "SLURM_ARRAY_TASK_ID=1") || fail "found no vlrnn process of task ${array_job}_1"
 kill -KILL "$pid"
 state=$(wait_for_job "$merge_job" 120)
 recorded=$(keys_of "$tmp/sharded/shard-1" | wc -l)
@@ -254,4 +254,54 @@ sort "$tmp/merged.keys" | diff "$tmp/whole.keys" - >"$tmp/diff" ||
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); assert m["status"] == "complete" and \
 m["points_missing"] == 0 and len(m["merged_from"]) == 3, m["status"]' "$tmp/sharded/merged/meta.json" ||
   fail "the merged meta.json is not complete"
-log "PASSED: $total points sharded $shards ways, one task killed and resubmitted, merged = unsharded"
+
+log "4. data-parallel training, srun -n 2 (train.sbatch): straight, and rank 1 killed and resubmitted"
+cat >"$tmp/train.json" <<'JSON'
+{"name": "slurm-train", "task": {"kind": "copy", "delay": 6, "symbols": 2, "alphabet": 4, "min_length": 0.5},
+ "model": {"kind": "lstm", "hidden": 6}, "methods": ["vlrnn:block=4"], "seeds": [1],
+ "batch": 5, "steps": 200, "dtype": "float64", "optimizer": {"kind": "adam", "lr": 0.01},
+ "eval_every": 100, "eval_batches": 1, "checkpoint_every": 5}
+JSON
+build/vlrnn train "$tmp/train.json" --out "$tmp/train-one" --allow-dirty >"$tmp/train-one.log" 2>&1 ||
+  fail "the one-process training run failed"
+submit_train() {  # OUT: sets train_job
+  train_job=$(sbatch --parsable --ntasks=2 --time=00:10:00 --output="$tmp/train-%j.log" \
+                scripts/slurm/train.sbatch "$tmp/train.json" "$1") || fail "sbatch train.sbatch failed"
+}
+submit_train "$tmp/train-straight"
+state=$(wait_for_job "$train_job" 180)
+[[ $state == COMPLETED ]] || fail "the 2-rank training job ended $state: $(tail -5 "$tmp/train-$train_job.log")"
+submit_train "$tmp/train-killed"
+deadline=$((SECONDS + 120))
+until [[ -n $(ls "$tmp/train-killed/checkpoints" 2>/dev/null) ]]; do
+  ((SECONDS < deadline)) || fail "the training job checkpointed nothing in 120 s (state $(job_state "$train_job"))"
+  sleep 0.1
+done
+pid=$(vlrnn_pid "SLURM_JOB_ID=$train_job" "SLURM_PROCID=1") || fail "found no rank-1 vlrnn of job $train_job"
+kill -KILL "$pid"
+state=$(wait_for_job "$train_job" 120)
+[[ $state == FAILED ]] || fail "the training job with a killed rank ended $state, expected FAILED"
+steps_done=$(grep -c '"kind":"train_step"' "$tmp/train-killed/results.jsonl" || true)
+log "   rank 1 killed after $steps_done of 200 steps were recorded; the job ended $state"
+((steps_done < 200)) || fail "the kill came too late: the run had finished"
+submit_train "$tmp/train-killed"
+state=$(wait_for_job "$train_job" 180)
+[[ $state == COMPLETED ]] || fail "the resubmitted training job ended $state: $(tail -5 "$tmp/train-$train_job.log")"
+# Killed and resumed = never killed, bit for bit; 2 ranks = 1 process to 1e-10 over the
+# first 20 steps (after that, Adam carries the sums' different rounding along a trajectory).
+python3 - "$tmp/train-killed" "$tmp/train-straight" "$tmp/train-one" <<'PY' ||
+import json, sys
+def steps(folder):
+    return {r["step"]: (r["loss"], r["grad_norm"]) for r in map(json.loads, open(folder + "/results.jsonl"))
+            if r["kind"] == "train_step"}
+killed, straight, one = (steps(f) for f in sys.argv[1:])
+assert sorted(killed) == list(range(1, 201)), len(killed)
+assert killed == straight, "resumed != straight"
+worst = max(abs(g - w) / abs(w) for k in range(1, 21) for g, w in zip(straight[k], one[k]))
+assert worst < 1e-10, worst
+assert json.load(open(sys.argv[1] + "/meta.json"))["world_size"] == 2
+PY
+  fail "the killed and resumed 2-rank run differs from the straight one, or 2 ranks from 1 process"
+log "   resubmitted: its 200 steps equal the never-killed job's bit for bit, and the first 20 one process's"
+
+log "PASSED: $total points sharded $shards ways, one task killed and resubmitted, merged = unsharded; 2-rank training (srun -n 2) killed and resumed = never killed"

@@ -225,7 +225,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "checkpoint_every steps. Ctrl-C stops after the current step with a checkpoint; "
       "--resume continues every unfinished run on exactly the trajectory it was on. "
       "Started as several processes (torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, "
-      "or srun's SLURM_PROCID, SLURM_NTASKS), it trains data-parallel over c10d's gloo: each "
+      "or an srun step's SLURM_PROCID, SLURM_STEP_NUM_TASKS), it trains data-parallel over c10d's gloo: each "
       "rank takes its share of every batch, the gradients are summed once per step, and "
       "rank 0 writes DIR; a rank waits at most VLRNN_DIST_TIMEOUT_S (300) seconds for the "
       "others. docs/distributed.md.");

@@ -211,7 +211,7 @@ void with_environment(const std::vector<std::pair<std::string, std::string>>& va
 
 TEST(ProcessGroupConfig, FromTorchrunsOrSlurmsVariables) {
   const std::vector<std::string> names{"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                                       "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID",
+                                       "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_JOB_ID",
                                        "VLRNN_DIST_TIMEOUT_S"};
   std::vector<std::pair<std::string, std::string>> cleared;
   for (const auto& n : names) cleared.emplace_back(n, "");
@@ -227,13 +227,16 @@ TEST(ProcessGroupConfig, FromTorchrunsOrSlurmsVariables) {
       EXPECT_EQ(c.timeout, std::chrono::seconds(9));
       EXPECT_EQ(c.describe(), "rank 1 of 4 (node7:1234)");
     });
-    with_environment({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_JOB_ID", "40017"}},
-                     [] {
+    with_environment({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_STEP_NUM_TASKS", "3"},
+                      {"SLURM_JOB_ID", "40017"}}, [] {
       const auto c = ProcessGroupConfig::from_environment();
       EXPECT_EQ(c.rank, 2);
       EXPECT_EQ(c.world_size, 3);
       EXPECT_EQ(c.port, 29500 + 17);  // one port per job
     });
+    // A batch script's own shell: a job of 3 tasks, but no srun step: one process.
+    with_environment({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "3"}, {"SLURM_JOB_ID", "40017"}},
+                     [] { EXPECT_EQ(ProcessGroupConfig::from_environment().world_size, 1); });
     with_environment({{"RANK", "4"}, {"WORLD_SIZE", "4"}}, [] {
       expect_error_mentions([] { ProcessGroupConfig::from_environment(); },
                             {"RANK", "from 0 to 3", "'4'"});

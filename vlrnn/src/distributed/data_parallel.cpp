@@ -58,8 +58,10 @@ ProcessGroupConfig ProcessGroupConfig::from_environment() {
   if (std::getenv("WORLD_SIZE") != nullptr) {
     config.world_size = integer_variable("WORLD_SIZE", 1, 1, max_ranks);
     config.rank = integer_variable("RANK", 0, 0, config.world_size - 1);
-  } else if (std::getenv("SLURM_NTASKS") != nullptr) {
-    config.world_size = integer_variable("SLURM_NTASKS", 1, 1, max_ranks);
+  } else if (std::getenv("SLURM_STEP_NUM_TASKS") != nullptr) {
+    // A task of an srun step. (Not SLURM_NTASKS: a batch script's own shell has it too, and
+    // a vlrnn it starts without srun is one process.)
+    config.world_size = integer_variable("SLURM_STEP_NUM_TASKS", 1, 1, max_ranks);
     config.rank = integer_variable("SLURM_PROCID", 0, 0, config.world_size - 1);
     // One port per job, so that two jobs on one node do not meet.
     config.port = int(29500 + integer_variable("SLURM_JOB_ID", 0, 0,

@@ -50,10 +50,10 @@ struct ProcessGroupConfig {
   int port = 29500;
   std::chrono::seconds timeout{300};  // NOTE [ Ranks never wait forever ]
 
-  // torchrun's variables RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; else Slurm's
-  // SLURM_PROCID and SLURM_NTASKS (the address and port still from MASTER_ADDR /
-  // MASTER_PORT when set, else 127.0.0.1 and 29500 + SLURM_JOB_ID % 10000); else one
-  // process. VLRNN_DIST_TIMEOUT_S sets the timeout. Throws, naming the variable, on a value
+  // torchrun's variables RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; else, in a task of
+  // an srun step, Slurm's SLURM_PROCID and SLURM_STEP_NUM_TASKS (the address and port still
+  // from MASTER_ADDR / MASTER_PORT when set, else 127.0.0.1 and 29500 + SLURM_JOB_ID %
+  // 10000); else one process. VLRNN_DIST_TIMEOUT_S sets the timeout. Throws, naming the variable, on a value
   // that is not a number or out of range.
   static ProcessGroupConfig from_environment();
   // "rank 1 of 2 (127.0.0.1:29500)", or "1 process".
