@@ -95,3 +95,16 @@ def test_torchrun_example_trains_as_one_process():
     assert len(two) == len(one) == 7, (one, two)
     assert two == pytest.approx(one, rel=1e-5)  # float32: one process's losses, to rounding
     assert one[-1] < 0.5 * one[0], one
+
+
+def test_bench_script_compares_one_and_two_processes():
+    script = EXAMPLES.parents[1] / "scripts" / "bench_ddp.py"
+    done = subprocess.run([sys.executable, str(script), "--repeats", "1", "--batch", "4",
+                           "--steps", "20", "--hidden", "8"], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [l.split("|")[1].strip() for l in done.stdout.splitlines() if l.startswith("| ")]
+    assert rows[1:] == ["1", "2"], done.stdout  # the header, then one row per process count
+    bad = subprocess.run([sys.executable, str(script), "--world", "9", "--batch", "4"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--world" in bad.stderr, bad.stderr
