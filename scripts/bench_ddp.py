@@ -5,7 +5,8 @@ processes (gloo, DistributedDataParallel), time per iteration and memory per pro
     /usr/bin/python3 scripts/bench_ddp.py [--world 1 2] [--threads 1] [--repeats 9]
                                           [--batch 16] [--steps 2000] [--hidden 128]
 
-Each configuration starts its own processes (torch.multiprocessing, a file rendezvous),
+Each configuration starts its own processes (torch.multiprocessing, a file rendezvous; each
+with --threads threads for LibTorch, OpenMP and the BLAS),
 builds the same nn.LSTM and head on every rank, and runs `--repeats` timed iterations of
 vlrnn.VLRNN (default blocks of ceil(sqrt(T)) steps) on the rank's share of the batch, after
 one untimed warm-up. An iteration is the call (forward, backward, DDP's one all-reduce)
@@ -93,6 +94,11 @@ def _rank(rank, world, args, rendezvous, out_dir):
 
 
 def run(world, args):
+    # The processes' BLAS and OpenMP get --threads too: read when a process loads them, so
+    # set before torch.multiprocessing starts the fresh interpreters (else OpenBLAS takes
+    # every core in every process, and W processes oversubscribe the machine).
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(args.threads)
     with tempfile.TemporaryDirectory() as work:
         torch.multiprocessing.spawn(_rank, args=(world, args, os.path.join(work, "rdzv"), work),
                                     nprocs=world, join=True)
