@@ -3,6 +3,7 @@ gradients and losses of 1 process on the whole batch (float64, 1e-10), and DDP a
 once per iteration whatever the number of blocks (distributed_cases.py runs the ranks)."""
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 
@@ -76,25 +77,58 @@ def test_an_unwrapped_head_with_parameters_is_refused(tmp_path):
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
 
 
-def _losses(*command):
-    done = subprocess.run([sys.executable, *command], cwd=EXAMPLES, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
+def _losses(*outputs):
     # torchrun's --tee prefixes each line with its rank ("[default0]:")
-    lines = [l.split(":", 1)[-1] for l in done.stdout.splitlines() if "step" in l]
+    lines = [l.split(":", 1)[-1] for out in outputs for l in out.splitlines() if "step" in l]
     return [float(l.split()[-1]) for l in lines]
 
 
-def test_torchrun_example_trains_as_one_process():
-    # 1.13's torchrun fails under Python 3.11 on its default --redirects (an IntFlag
-    # change); naming a stream works around it. 2.x needs nothing.
+def _run(command, env=None):
+    done = subprocess.run([sys.executable, *command], cwd=EXAMPLES, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, **(env or {})))
+    return done
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# torch 2.4+ asks its TCP store for libuv, which Debian's 2.x is built without; the old
+# store serves every version (USE_LIBUV=0 is how torch.distributed is told).
+OLD_STORE = {"USE_LIBUV": "0"}
+
+
+def test_example_on_two_ranks_trains_as_one_process():
+    one = _run(["ddp_train.py"])
+    assert one.returncode == 0, one.stderr
+    port = str(_free_port())
+    ranks = [subprocess.Popen(
+        [sys.executable, "ddp_train.py"], cwd=EXAMPLES, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1",
+                 **OLD_STORE)) for r in range(2)]  # the variables torchrun sets
+    outputs = [p.communicate(timeout=300) for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), outputs
+    want, got = _losses(one.stdout), _losses(outputs[0][0])
+    assert len(got) == len(want) == 7 and not _losses(outputs[1][0]), (want, outputs)
+    assert got == pytest.approx(want, rel=1e-5)  # float32: one process's losses, to rounding
+    assert want[-1] < 0.5 * want[0], want
+
+
+def test_torchrun_runs_the_example():
+    # 1.13's torchrun fails under Python 3.11 on its default --redirects (an IntFlag change);
+    # naming a stream works around it.
     workaround = ["--redirects", "1", "--tee", "1"] if torch.__version__ < "2" else []
-    two = _losses("-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                  *workaround, "ddp_train.py")
-    one = _losses("ddp_train.py")
-    assert len(two) == len(one) == 7, (one, two)
-    assert two == pytest.approx(one, rel=1e-5)  # float32: one process's losses, to rounding
-    assert one[-1] < 0.5 * one[0], one
+    done = _run(["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                 *workaround, "ddp_train.py"])
+    if "use_libuv was requested but PyTorch was build without libuv" in done.stderr:
+        pytest.skip("this torch's torchrun cannot rendezvous: it asks for libuv, which this "
+                    "build lacks (pytorch/pytorch#148283; Debian's 2.x)")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(_losses(done.stdout)) == 7, done.stdout
 
 
 def test_bench_script_compares_one_and_two_processes():
