@@ -75,12 +75,14 @@ GradientResult checkpoint_bidirectional(const Workload& workload, const Bidirect
   GradientResult result;
   result.loss = head.loss.detach();
   result.step_losses = head.step_losses;
-  result.final_state = model.join_states(finals).detached();
+  const State final_state = model.join_states(finals);
   // In steps of the whole model (both directions of every layer).
   const int64_t runs = 2 * model.num_layers();
   result.counters = {direction_steps.forward_with_grad / runs, direction_steps.forward_no_grad / runs,
                      direction_steps.backward / runs};
-  head.loss.backward();
+  result.final_state = final_state.detached();
+  // NOTE [ Gradients across calls ]: both directions' final states take their seeds.
+  backward_block(BlockForward{head.loss, head.step_losses, final_state}, workload.final_state_grad);
   return result;
 }
 

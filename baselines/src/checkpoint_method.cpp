@@ -89,7 +89,8 @@ GradientResult CheckpointMethod::compute_impl(const Workload& workload) {
   }
   result.final_state = State(state).detached();
   result.loss = loss.detach();
-  loss.backward();
+  // One backward from the loss and the final state (NOTE [ Gradients across calls ]).
+  backward_block(BlockForward{loss, result.step_losses, State(state)}, workload.final_state_grad);
   return result;
 }
 

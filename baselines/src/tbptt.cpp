@@ -79,7 +79,8 @@ GradientResult TbpttMethod::compute_impl(const Workload& workload) {
     result.step_losses.narrow(0, c0, t - c0).copy_(chunk.step_losses);
     boundary_state[t] = chunk.exit.detached();
     boundary_rng[t] = RngState::capture(device);
-    backward_block(chunk, State());
+    // The caller's seed at T joins the last window only (NOTE [ Gradients across calls ]).
+    backward_block(chunk, t == steps ? workload.final_state_grad : State());
     result.counters.backward += t - s;
 
     // Boundaries no later window can start from are dropped: memory stays O(k2 / k1) states.

@@ -59,12 +59,14 @@ State state_from(const py::object& tensors) {
 
 Workload workload_from(RecurrentModule& model, OutputModule& head, const torch::Tensor& inputs,
                        const torch::Tensor& targets, const py::object& lengths,
-                       const py::object& h0, const std::string& reduction) {
+                       const py::object& h0, const std::string& reduction,
+                       const py::object& final_state_grad = py::none()) {
   SequenceBatch batch;
   batch.inputs = inputs;
   batch.targets = targets;
   if (!lengths.is_none()) batch.lengths = lengths.cast<torch::Tensor>();
   Workload workload{model, head, batch, state_from(h0), Reduction::kMean};
+  workload.final_state_grad = state_from(final_state_grad);
   workload.reduction = input_error([&] { return reduction_from_string(reduction); });
   input_error([&] { return validated(workload); });
   return workload;
@@ -79,8 +81,10 @@ std::shared_ptr<GradientMethod> method_from_spec(const std::string& spec) {
 py::dict compute(GradientMethod& method, RecurrentModule& model, OutputModule& head,
                  const torch::Tensor& inputs, const torch::Tensor& targets,
                  const py::object& lengths, const py::object& h0, const std::string& reduction,
-                 const py::object& progress, double progress_interval) {
-  const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction);
+                 const py::object& progress, double progress_interval,
+                 const py::object& final_state_grad) {
+  const Workload workload =
+      workload_from(model, head, inputs, targets, lengths, h0, reduction, final_state_grad);
   GradientResult result;
   {
     std::optional<PythonProgress> sink;
@@ -315,12 +319,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("compute", &compute, py::arg("method"), py::arg("model"), py::arg("head"),
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("reduction"), py::arg("progress") = py::none(),
-        py::arg("progress_interval") = 0.25,
+        py::arg("progress_interval") = 0.25, py::arg("final_state_grad") = py::none(),
         "Runs a gradient method (a registry spec) on time-major inputs [T, B, F]; "
         "accumulates .grad and returns the detached loss, per-step losses [T, B], the final "
         "state and the step counters. progress: None, or a callable told the schedule's "
         "size and then its advance, at most every progress_interval seconds (NOTE "
-        "[ Progress of a long call ]).");
+        "[ Progress of a long call ]). final_state_grad: None, or dL/d(final state) from a "
+        "later consumer, in the engine's state layout, back-propagated with the loss.");
   m.def("verify", &verify_methods, py::arg("model"), py::arg("head"), py::arg("inputs"),
         py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),
         py::arg("methods"), py::arg("seed"), py::arg("label"), py::arg("head_label"));

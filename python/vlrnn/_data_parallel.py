@@ -104,18 +104,18 @@ class DataParallel:
         """A DataParallel when rnn or out is wrapped in DDP, else None."""
         return DataParallel(rnn, out) if is_wrapped(rnn) or is_wrapped(out) else None
 
-    def _global_batch(self, local_batch, device):
+    def share(self, local_batch, reduction, device):
+        """This rank's share of the global loss: B_rank / B_global for MEAN (one all-reduce
+        of one number), 1 for SUM (NOTE [ The loss of the global batch ])."""
+        if reduction != "mean":
+            return 1.0
         count = torch.tensor([float(local_batch)], dtype=torch.float64, device=device)
         torch.distributed.all_reduce(count, group=self.group)
-        return count.item()
+        return local_batch / count.item()
 
-    def scale_gradients(self, tensors, local_batch, reduction, device):
-        """Scales each tensor's .grad (this call's gradients alone) to this rank's share of
-        the global batch's gradient, DDP's averaging undone (NOTE [ The loss of the global
-        batch ])."""
-        share = 1.0
-        if reduction == "mean":
-            share = local_batch / self._global_batch(local_batch, device)
+    def scale_gradients(self, tensors, share):
+        """Scales each tensor's .grad (this call's gradients alone) by the rank's share, and
+        a wrapped parameter's by world_size too, DDP's averaging undone."""
         with torch.no_grad():
             for t in tensors:
                 if t.grad is None:

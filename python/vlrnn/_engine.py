@@ -148,15 +148,17 @@ def check_dtypes(modules, batch):
                                  f"{dtype}; convert the module (e.g. {prefix}.to({dtype}))")
 
 
-def check_h0(h0, layout, batch):
-    """h0 as the engine's list of tensors, checked against the module's layout."""
+def check_h0(h0, layout, batch, what="h0"):
+    """h0 (or another state named `what`, such as grad_h) as a list of tensors in the
+    module's layout, checked against it."""
     if h0 is None:
         return None
-    tensors = as_state_tuple(h0, "h0")
-    layout.check(tensors, batch.batch_size, "h0")
+    tensors = as_state_tuple(h0, what)
+    layout.check(tensors, batch.batch_size, what)
     for i, t in enumerate(tensors):
         if t.dtype != batch.inputs.dtype:
-            raise TypeError(f"h0[{i}]: expected dtype {batch.inputs.dtype} (x's), got {t.dtype}")
+            raise TypeError(f"{what}[{i}]: expected dtype {batch.inputs.dtype} (x's), got "
+                            f"{t.dtype}")
     return list(tensors)
 
 
@@ -254,7 +256,7 @@ class EngineCall:
     changed_buffers: the buffers a call of the modules changes (BatchNorm's running
     statistics, spectral_norm's power iteration), put back after the probe."""
 
-    def __init__(self, rnn, out, x, y, h0, fast_cells=True):
+    def __init__(self, rnn, out, x, y, h0, fast_cells=True, grad_h=None):
         check_module(rnn, "rnn")
         check_module(out, "out")
         if getattr(rnn, "batch_first", True) is False:
@@ -298,6 +300,7 @@ class EngineCall:
         inputs = x.data if isinstance(x, PackedSequence) else x
         self.grad_tensors = parameters + _grad_leaves(inputs, *(self.h0 or []))
         self.engine_h0 = self._engine_h0()
+        self.engine_grad_h = self._engine_grad_h(grad_h)
 
     def _engine_h0(self):
         """h0 in the engine model's layout. Converted, it is a view of the caller's h0;
@@ -309,6 +312,18 @@ class EngineCall:
             converted = self.engine.to_engine(tuple(self.h0))
         requires = any(t.requires_grad for t in self.h0)
         return [t.detach().clone().requires_grad_(requires) for t in converted]
+
+    def _engine_grad_h(self, grad_h):
+        """grad_h (dL/d(final state), in the module's layout) in the engine model's layout,
+        detached: every layout conversion only moves elements, so a gradient converts as the
+        state it belongs to does."""
+        tensors = check_h0(grad_h, self.layout, self.batch, "grad_h")
+        if tensors is None:
+            return None
+        tensors = [t.detach() for t in tensors]
+        if self.engine is not None:
+            tensors = list(self.engine.to_engine(tuple(tensors)))
+        return tensors
 
     def accumulate_h0_grad(self):
         """After the engine ran: dL/dh0 of the engine's leaves into the caller's h0's .grad."""

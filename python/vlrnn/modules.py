@@ -214,13 +214,20 @@ class VLRNN(PlainRNN):
         base = "bivlrnn" if bidirectional else "vlrnn"
         return f"{base}:blocks={N}" if N is not None else base
 
-    def forward(self, x, y, h0=None, N=None, method=None):
+    def forward(self, x, y, h0=None, N=None, method=None, grad_h=None):
         """(loss, loss_seq, h): the gradients computed and accumulated into .grad.
 
         x: batch-first [B, T, F], or a PackedSequence; y: targets [B, T, ...], or a
         PackedSequence with x's lengths; h0: None (the rnn's own initial state) or its state,
         a tensor or tuple of tensors [layers, B, ...] (its .grad gets dL/dh0 when it requires
         grad). N / method: this call's, instead of the constructor's (not both).
+        grad_h: None, or the gradient of a later loss with respect to the final state h
+        (what a next call on the same stream gives as its h0's .grad), in h's layout: the
+        gradients then include that later loss's share through h. Sequence b's final state
+        is its state after its own last step, so its grad_h reaches that step. A stream cut
+        into calls, run forward with each call's h as the next one's h0 and then backward
+        from the last call to the first, each handed the next call's h0.grad as grad_h, gets
+        the whole stream's gradients (loss_scaling='SUM'; examples/python/chunked_stream.py).
 
         Returns loss, the scalar loss detached (its gradients are already in .grad: do not
         call loss.backward()); loss_seq, the per-step losses [B, T] (packed as x when x is
@@ -234,28 +241,37 @@ class VLRNN(PlainRNN):
             with torch.no_grad():
                 return super().forward(x, y, h0)
         with autocast_cache_off():
-            return self._compute(spec, x, y, h0)
+            return self._compute(spec, x, y, h0, grad_h)
 
-    def _compute(self, spec, x, y, h0):
+    def _compute(self, spec, x, y, h0, grad_h=None):
         # Under DistributedDataParallel the engine runs the wrapped modules, and DDP
         # all-reduces once, after the last block (NOTE [ One all-reduce per iteration ]).
         data_parallel = DataParallel.of(self.rnn, self.out)
+        reduction = reduction_of(self.loss_scaling)
+        share = 1.0
+        if data_parallel is not None:
+            batch = x.batch_sizes[0] if isinstance(x, PackedSequence) else x.shape[0]
+            share = data_parallel.share(int(batch), reduction, x.data.device)
+            # grad_h is in the global loss's units; the call's gradients are scaled by the
+            # share below, so it goes in divided by it.
+            if grad_h is not None and share != 1.0:
+                grad_h = (grad_h / share if isinstance(grad_h, torch.Tensor)
+                          else type(grad_h)(g / share for g in grad_h))
         call = EngineCall(unwrapped(self.rnn), unwrapped(self.out), x, y, h0,
-                          self.fast_cells)
+                          self.fast_cells, grad_h)
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)
         method = self._methods[spec]
         check_method_fits(method, call.model)
         if method.name != "full":  # one call on the whole sequence cuts nothing
             self._refuse_cut_dependence(call, spec)
-        reduction = reduction_of(self.loss_scaling)
         with grads_kept_on_error(call.grad_tensors):
             result = _C.compute(method, reduction=reduction,
-                                **progress_args(spec, self.progress), **call.engine_args())
+                                **progress_args(spec, self.progress), **call.engine_args(),
+                                final_state_grad=call.engine_grad_h)
             call.accumulate_h0_grad()
             if data_parallel is not None:
-                data_parallel.scale_gradients(call.grad_tensors, call.batch.batch_size,
-                                              reduction, call.batch.inputs.device)
+                data_parallel.scale_gradients(call.grad_tensors, share)
         if data_parallel is not None:
             data_parallel.reduce()
         self.last_counters = result["counters"]

@@ -41,6 +41,7 @@ class Case(NamedTuple):
     # The first iteration's gradients kept, not zeroed: '' (zeroed), 'synced', or 'no_sync'
     # (the first iteration inside DDP's no_sync()): either way .grad ends at twice one's.
     accumulate: str = ""
+    grad_h: bool = False      # also dL/dh_T of a later consumer, in the global loss's units
 
 
 class GRUModule(nn.Module):
@@ -76,6 +77,9 @@ def _cases():
     # Ranks of unequal batches: MEAN is the mean over the global batch's sequences.
     cases.append(Case("uneven-MEAN", "vlrnn:block=2", "MEAN", (4, 11, 7, 8, 6), (4, 1)))
     cases.append(Case("module-MEAN", "vlrnn:block=4", "MEAN", (12, 5, 9, 3), (2, 2), "gru"))
+    for scaling in ("MEAN", "SUM"):
+        cases.append(Case(f"grad_h-{scaling}", "vlrnn:block=3", scaling, (4, 11, 7, 8, 6),
+                          (3, 2), grad_h=True))
     for accumulate in ("synced", "no_sync"):
         cases.append(Case(f"accumulate-{accumulate}", "vlrnn:block=4", "MEAN", (4, 11, 7, 8, 6),
                           (3, 2), accumulate=accumulate))
@@ -96,6 +100,15 @@ def build(case):
     states = 2 if case.rnn == "lstm" else 1
     h0 = tuple(torch.randn(1, B, H, dtype=DTYPE) for _ in range(states))
     return rnn, out, x, y, h0
+
+
+def grad_h_of(case, rows):
+    """The case's dL/dh_T for the sequences `rows` (a tuple like the state), or None."""
+    if not case.grad_h:
+        return None
+    g = torch.randn(1, len(case.lengths), H, dtype=DTYPE,
+                    generator=torch.Generator().manual_seed(5))
+    return (g[:, rows], 0.5 * g[:, rows])
 
 
 def batch_of(case, x, y, h0, rows):
@@ -122,8 +135,11 @@ def reference(case):
     """One process on the whole batch: PlainRNN's loss and loss.backward()'s gradients."""
     rnn, out, x, y, h0 = build(case)
     x, y, h0_arg, h0_leaves = batch_of(case, x, y, h0, list(range(len(case.lengths))))
-    loss = vlrnn.PlainRNN(rnn, out, case.loss_scaling)(x, y, h0_arg)[0]
-    loss.backward()
+    rows = list(range(len(case.lengths)))
+    loss, _, h = vlrnn.PlainRNN(rnn, out, case.loss_scaling)(x, y, h0_arg)
+    seed = grad_h_of(case, rows)
+    total = loss if seed is None else loss + sum((a * b).sum() for a, b in zip(h, seed))
+    total.backward()
     return {"loss": loss.item(), "grads": gradients(rnn, out, h0_leaves)}
 
 
@@ -155,7 +171,7 @@ def _rank_result(case, rank):
             if case.accumulate == "no_sync" and iteration == 0:
                 for ddp in wrapped:
                     stack.enter_context(ddp.no_sync())
-            loss = model(x_r, y_r, h0_arg)[0]
+            loss = model(x_r, y_r, h0_arg, grad_h=grad_h_of(case, rows))[0]
     result = {"loss": loss.item(), "rows": rows, "all_reduces": state["all_reduces"],
               "counters": model.last_counters, "grads": gradients(rnn, out, h0_leaves)}
     state["all_reduces"] = 0  # one plain DDP iteration: DDP's own count per backward

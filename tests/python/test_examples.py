@@ -49,3 +49,11 @@ def test_docs_show_the_bidirectional_example_as_it_is():
     example = (EXAMPLES / "bidirectional.py").read_text()
     body = example[example.index("models = {"):]
     assert "```python\n" + body + "```" in page
+
+
+def test_chunked_stream_equals_one_call():
+    lines = [l for l in run("chunked_stream.py").splitlines() if "vs one call" in l]
+    assert [l.split(": ")[0] for l in lines] == ["vlrnn:block=3", "vlrnn:block=10",
+                                                "revolve:slots=2"], lines
+    for line in lines:
+        assert float(line.split()[-1]) < 1e-10, line

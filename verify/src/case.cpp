@@ -70,12 +70,12 @@ SequenceBatch make_batch(const VerifyCase& spec, const OutputModule& head) {
   return batch;
 }
 
-State make_h0(const VerifyCase& spec, const RecurrentModule& model) {
-  if (!spec.h0_with_grad) return {};
+// A random state for `spec`'s batch: h0 (requiring grad) or the seed of the final state.
+State random_state(const VerifyCase& spec, const RecurrentModule& model, bool requires_grad) {
   std::vector<torch::Tensor> tensors;
   for (const auto& s : model.state_spec()) {
     tensors.push_back(torch::randn(s.shape_for_batch(spec.batch), torch::dtype(spec.dtype))
-                          .requires_grad_(true));
+                          .requires_grad_(requires_grad));
   }
   return State(std::move(tensors));
 }
@@ -110,9 +110,11 @@ struct BuiltCase {
   std::shared_ptr<RecurrentModule> model;
   std::shared_ptr<OutputModule> head;
   SequenceBatch batch;
-  State h0;
+  State h0, final_state_grad;
   Workload workload(const VerifyCase& spec) const {
-    return Workload{*model, *head, batch, h0, reduction_from_string(spec.reduction)};
+    Workload w{*model, *head, batch, h0, reduction_from_string(spec.reduction)};
+    w.final_state_grad = final_state_grad;
+    return w;
   }
 };
 
@@ -126,7 +128,12 @@ BuiltCase build_case(const VerifyCase& spec, const CaseInjection& injection) {
   built.head = make_head(spec.head, built.model->output_size(), spec.head == "ce" ? 3 : 2);
   built.head->to(spec.dtype);
   built.batch = make_batch(spec, *built.head);
-  built.h0 = make_h0(spec, *built.model);
+  if (spec.h0_with_grad) {
+    // A call inside a stream (NOTE [ Gradients across calls ]): h0 with a gradient, and a
+    // later call's dL/d(final state) seeding this one.
+    built.h0 = random_state(spec, *built.model, true);
+    built.final_state_grad = random_state(spec, *built.model, false);
+  }
   return built;
 }
 

@@ -65,15 +65,22 @@ Workload validated(const Workload& workload) {
   }
   workload.head.check_targets(out.batch.targets, "batch.targets");
 
+  // A state the caller gave: shaped as the model's state for this batch, on the inputs'
+  // dtype and device.
+  auto check_state = [&](const State& state, const char* argument) {
+    workload.model.check_state(state, batch, x.scalar_type(), argument);
+    for (size_t i = 0; i < state.size(); ++i) {
+      TORCH_CHECK(state[i].device() == x.device(), argument, "[", i, "]: expected it on ",
+                  x.device(), " with batch.inputs, got ", state[i].device());
+    }
+  };
   if (workload.h0.empty()) {
     out.h0 = workload.model.initial_state(batch, x.options().requires_grad(false));
   } else {
-    workload.model.check_state(workload.h0, batch, x.scalar_type(), "h0");
-    for (size_t i = 0; i < workload.h0.size(); ++i) {
-      TORCH_CHECK(workload.h0[i].device() == x.device(), "h0[", i, "]: expected it on ",
-                  x.device(), " with batch.inputs, got ", workload.h0[i].device());
-    }
+    check_state(workload.h0, "h0");
   }
+  // NOTE [ Gradients across calls ] (gradient_method.h)
+  if (!workload.final_state_grad.empty()) check_state(workload.final_state_grad, "final_state_grad");
   return out;
 }
 

@@ -69,12 +69,19 @@ class BidirectionalRun {
         inputs_(size_t(L_)),
         masks_(size_t(L_)),
         input_grads_(size_t(L_)),
+        seeds_(size_t(L_)),
         forward_(size_t(L_)),
         backward_(size_t(L_)) {
     inputs_[0] = workload.batch.inputs;  // [T, B, F]
     for (int64_t l = 0; l < L_; ++l) {
       auto [h0_f, h0_b] = model.split_state(workload.h0, l);
       h0_.emplace_back(std::move(h0_f), std::move(h0_b));
+      // NOTE [ Gradients across calls ]: each direction's sweep starts from its part of the
+      // caller's seed, at the block holding its final state (the last block for the forward
+      // direction, block 0 for the backward one).
+      if (!workload.final_state_grad.empty()) {
+        seeds_[size_t(l)] = model.split_state(workload.final_state_grad, l);
+      }
     }
     result_.step_losses = torch::zeros({T_, workload.batch.batch_size()},
                                        workload.batch.inputs.options().requires_grad(false));
@@ -189,7 +196,7 @@ class BidirectionalRun {
     chain.rng.assign(size_t(N_), RngState());
     chain.states[size_t(N_)] = h0_[size_t(top)].second;
     RngState chain_rng = RngState::capture(device_);  // where the forward direction's pass left it
-    State delta;
+    State delta = seeds_[size_t(top)].first;
     for (int64_t i = N_ - 1; i >= 0; --i) {
       const int64_t t0 = begin(i), n = size(i);
       torch::Tensor zb;  // [n, B, Zb]
@@ -222,7 +229,7 @@ class BidirectionalRun {
   // from the head.
   void sweep_top_backward() {
     const int64_t top = L_ - 1;
-    State delta;
+    State delta = seeds_[size_t(top)].second;
     for (const int64_t i : backward_sweep_) {
       const int64_t t0 = begin(i), n = size(i);
       torch::Tensor zf;  // [n, B, Zf]
@@ -264,7 +271,7 @@ class BidirectionalRun {
     std::iota(last_to_first.rbegin(), last_to_first.rend(), 0);
     for (const Direction d : {Direction::kForward, Direction::kBackward}) {
       const bool forward = d == Direction::kForward;
-      State delta;
+      State delta = forward ? seeds_[size_t(layer)].first : seeds_[size_t(layer)].second;
       for (const int64_t i : forward ? last_to_first : backward_sweep_) {
         boundaries(layer, d).rng[size_t(i)].restore();
         const State entry = grad_entry(layer, d, i);
@@ -294,6 +301,7 @@ class BidirectionalRun {
   std::vector<torch::Tensor> masks_;        // per lower layer: [T, B, Z] dropout, or none
   std::vector<torch::Tensor> input_grads_;  // per layer: [T, B, I] dL/dinput, when wanted
   std::vector<std::pair<State, State>> h0_;  // per layer: (forward, backward) parts of h0
+  std::vector<std::pair<State, State>> seeds_;  // per layer: the parts of final_state_grad
   std::vector<Boundaries> forward_, backward_;
   RngState after_forward_;
   torch::Tensor loss_;

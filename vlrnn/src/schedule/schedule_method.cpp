@@ -52,6 +52,7 @@ class Executor {
     loss_ = torch::zeros({}, inputs_.options().requires_grad(false));
     if (want_input_grad_) input_grad_ = torch::zeros_like(inputs_, torch::MemoryFormat::Contiguous);
     stored_[0] = {workload.h0, RngState::capture(inputs_.device())};
+    delta_ = workload.final_state_grad;  // δh_T: NOTE [ Gradients across calls ]
   }
 
   void run(const Op& op) {
@@ -167,7 +168,7 @@ class Executor {
   std::map<int64_t, Tape> tapes_;
   std::map<int64_t, int64_t> tape_at_end_;  // end -> begin of each live tape
   std::vector<bool> kept_exits_;            // [T + 1] kept_tape_exits(schedule)
-  State delta_;              // δh at the start of the last back-propagated range; empty at T
+  State delta_;  // δh at the start of the last back-propagated range; at T the caller's seed
   RngState after_forward_;   // where one forward pass leaves the generators
   bool reached_end_ = false;
 };

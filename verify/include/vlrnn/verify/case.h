@@ -25,7 +25,9 @@ struct VerifyCase {
   std::string method = "vlrnn:block=7";  // a method spec (vlrnn/registry/methods.h)
   std::string reduction = "mean";
   torch::ScalarType dtype = torch::kFloat64;
-  bool h0_with_grad = true;      // false: h0 absent (zeros, no grad)
+  // true: a call inside a stream: h0 requires grad, and a random dL/d(final state) seeds
+  // the call (Workload::final_state_grad); false: h0 absent (zeros, no grad), no seed.
+  bool h0_with_grad = true;
   bool inputs_with_grad = true;  // false: no dL/dx is asked for
   // Empty: every sequence has all T steps. Otherwise one length per sequence (B of them,
   // 1 <= len <= T), the padding filled with nan (-1 for class targets) so that any leak into

@@ -21,6 +21,11 @@ struct Workload {
   SequenceBatch batch;
   State h0 = {};  // empty = zeros that require no grad
   Reduction reduction = Reduction::kMean;
+  // dL/d(final state) from a later consumer of it (the next call on the same stream), shaped
+  // like the state; empty = none. Every exact method back-propagates it with the loss, so a
+  // stream cut into calls, each handing its h0's gradient to the one before, gets the
+  // whole stream's gradients (NOTE [ Gradients across calls ]).
+  State final_state_grad = {};
 };
 
 // How many steps each phase ran (summed over all blocks / segments).
@@ -63,6 +68,17 @@ class GradientMethod {
   virtual GradientResult compute_impl(const Workload& workload) = 0;
   virtual void prepare_impl(const Workload& workload) {}
 };
+
+// NOTE [ Gradients across calls ]
+// A stream cut into calls: call j starts from call j - 1's final state, so the losses of the
+// calls after it reach its parameters through that state. With a SUM loss the whole stream's
+// gradient is, call by call, the gradient of the call's own loss plus <δ, final state>, δ
+// being dL/dh0 of the next call. So the calls run forward, then last to first, each seeded
+// with the next one's dL/dh0 as final_state_grad, give one whole-stream call's gradients
+// exactly. Sequence b's final state is its state after its own last step (carried unchanged
+// to T), so its seed reaches that step. A bidirectional model's final state is each layer's
+// forward direction after its last step and backward direction after step 0: both parts
+// are seeded. Truncated BPTT adds the seed to its last window only.
 
 // Throws an error naming the argument when `workload` is inconsistent; returns it with
 // h0 filled in with zeros when it was absent.
