@@ -50,6 +50,18 @@ int64_t fingerprint(const std::string& text) {
   return int64_t(h >> 2);
 }
 
+#ifdef VLRNN_WITH_GLOO
+// The store's libuv backend, which 2.4+ asks for by default, is missing from builds without
+// libuv (Debian's 2.x: "use_libuv was requested but PyTorch was build without libuv
+// support"); the older backend, the only one before 2.4, serves a few ranks as well.
+template <typename Options>
+auto without_libuv(Options& options, int) -> decltype(options.useLibUV = false, void()) {
+  options.useLibUV = false;
+}
+template <typename Options>
+void without_libuv(Options&, long) {}  // before 2.4: no such option
+#endif
+
 }  // namespace
 
 ProcessGroupConfig ProcessGroupConfig::from_environment() {
@@ -128,6 +140,7 @@ DataParallel::DataParallel(const ProcessGroupConfig& config)
   store_options.isServer = rank_ == 0;
   store_options.numWorkers = static_cast<std::size_t>(world_size_);
   store_options.timeout = config.timeout;
+  without_libuv(store_options, 0);
   group_ = std::make_unique<Group>();
   group_->who = config.describe();
   group_->timeout = config.timeout;
