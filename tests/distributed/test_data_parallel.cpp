@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 namespace vlrnn {
@@ -141,12 +142,19 @@ void expect_ranks_equal_one_process(const std::vector<Case>& cases, int64_t worl
     want.push_back(whole.gradients());
     for (int64_t r = 0; r < world; ++r) copies[i].push_back(std::make_unique<Problem>(cases[i].variable));
   }
+  // One rank computes at a time: the planner's measurements and the memory meters are
+  // process-wide (ranks are processes in real use, threads only here), and two threads
+  // measuring at once corrupt each other's counts. The collectives stay concurrent.
+  std::mutex computing;
   on_ranks(world, [&](int64_t rank, DataParallel& ranks) {
     for (size_t i = 0; i < cases.size(); ++i) {
       Problem& mine = *copies[i][rank];
       const auto share = ranks.share(mine.batch);
-      make_method_from_spec(cases[i].method)->compute(
-          {*mine.model, *mine.head, share, {}, cases[i].reduction});
+      {
+        const std::lock_guard<std::mutex> one_at_a_time(computing);
+        make_method_from_spec(cases[i].method)->compute(
+            {*mine.model, *mine.head, share, {}, cases[i].reduction});
+      }
       ranks.reduce_gradients(mine.parameters(), share.batch_size(), cases[i].reduction);
     }
   });
