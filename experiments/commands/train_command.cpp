@@ -179,8 +179,9 @@ int run_train_command(const TrainArgs& args) {
     if (done.count(run.label())) continue;
     if (args.resume && ranks.is_root()) trim_to_checkpoint(store, checkpoints, run.label());
     experiments::TrainHooks hooks;
+    // (train_run calls hooks.log on rank 0 alone; the others print nothing either.)
+    hooks.log = [&](const std::vector<json>& records) { store.append_all(records); };
     if (ranks.is_root()) {
-      hooks.log = [&](const std::vector<json>& records) { store.append_all(records); };
       hooks.progress = [&](const experiments::TrainProgress& p) {
         progress_line.show(p, i, config.runs.size());
       };
@@ -225,8 +226,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "checkpoint_every steps. Ctrl-C stops after the current step with a checkpoint; "
       "--resume continues every unfinished run on exactly the trajectory it was on. "
       "Started as several processes (torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, "
-      "or an srun step's SLURM_PROCID, SLURM_STEP_NUM_TASKS), it trains data-parallel over c10d's gloo: each "
-      "rank takes its share of every batch, the gradients are summed once per step, and "
+      "or an srun step's SLURM_PROCID, SLURM_STEP_NUM_TASKS), it trains data-parallel over "
+      "c10d's gloo: each rank takes its share of every batch, the gradients are summed once per step, and "
       "rank 0 writes DIR; a rank waits at most VLRNN_DIST_TIMEOUT_S (300) seconds for the "
       "others. docs/distributed.md.");
   sub->add_option("config", args->config_path, "the training config (JSON)")

@@ -373,10 +373,8 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
     if (ranks.is_root()) save_checkpoint(path, t, at, config.device);
   };
   auto evaluation = [&] { return ranks.is_root() ? evaluate(t, task, config) : Evaluation{}; };
-  auto time_is_up = [&] {
-    return ranks.any(config.time_limit_s > 0 && at.wall_s >= config.time_limit_s);
-  };
-  bool stop_now = time_is_up();
+  auto time_is_up = [&] { return config.time_limit_s > 0 && at.wall_s >= config.time_limit_s; };
+  bool stop_now = ranks.any(time_is_up());
   while (at.step < config.steps && !stop_now) {
     const auto start = Clock::now();
     const auto global = task.batch(Split::kTrain, at.step, at.batch, spec.seed);
@@ -400,13 +398,16 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
     const bool checkpoint_now = at.step % config.checkpoint_every == 0;
     if (evaluate_now || checkpoint_now) flush();
     if (checkpoint_now) checkpoint();
-    const bool stop_requested = ranks.any(hooks.stop_requested && hooks.stop_requested());
-    if (stop_requested && at.step < config.steps) {
+    // Whether any rank was asked to stop, and whether any ran out of time: one collective.
+    auto stops = torch::tensor({int64_t(hooks.stop_requested && hooks.stop_requested()),
+                                int64_t(time_is_up())}, torch::kLong);
+    ranks.sum({stops});
+    if (stops[0].item<int64_t>() > 0 && at.step < config.steps) {
       flush();
       checkpoint();
       return {at.step, false, {}};
     }
-    stop_now = time_is_up();
+    stop_now = stops[1].item<int64_t>() > 0;
   }
   // Stopped by the time limit between evaluations: the last step gets one.
   if (!pending.empty() && !pending.back().contains("eval_loss")) {

@@ -248,17 +248,16 @@ class VLRNN(PlainRNN):
         # all-reduces once, after the last block (NOTE [ One all-reduce per iteration ]).
         data_parallel = DataParallel.of(self.rnn, self.out)
         reduction = reduction_of(self.loss_scaling)
-        share = 1.0
-        if data_parallel is not None:
-            batch = x.batch_sizes[0] if isinstance(x, PackedSequence) else x.shape[0]
-            share = data_parallel.share(int(batch), reduction, x.data.device)
-            # grad_h is in the global loss's units; the call's gradients are scaled by the
-            # share below, so it goes in divided by it.
-            if grad_h is not None and share != 1.0:
-                grad_h = (grad_h / share if isinstance(grad_h, torch.Tensor)
-                          else type(grad_h)(g / share for g in grad_h))
         call = EngineCall(unwrapped(self.rnn), unwrapped(self.out), x, y, h0,
                           self.fast_cells, grad_h)
+        share = 1.0
+        if data_parallel is not None:
+            share = data_parallel.share(call.batch.batch_size, reduction,
+                                        call.batch.inputs.device)
+            # grad_h is in the global loss's units; the call's gradients are scaled by the
+            # share below, so it goes in divided by it.
+            if call.engine_grad_h is not None and share != 1.0:
+                call.engine_grad_h = [g / share for g in call.engine_grad_h]
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)
         method = self._methods[spec]
