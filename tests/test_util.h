@@ -24,6 +24,22 @@ inline schedule::Schedule make_schedule(int64_t T, std::vector<schedule::Op> ops
   return s;
 }
 
+// A float64 state for `batch` sequences of `model`, drawn standard normal.
+inline State random_state(const RecurrentModule& model, int64_t batch) {
+  std::vector<torch::Tensor> tensors;
+  for (const auto& spec : model.state_spec()) {
+    tensors.push_back(torch::randn(spec.shape_for_batch(batch), torch::kFloat64));
+  }
+  return State(std::move(tensors));
+}
+
+// Clears the .grad of every parameter of `modules`.
+inline void zero_grads(std::initializer_list<const torch::nn::Module*> modules) {
+  for (const auto* module : modules) {
+    for (auto p : module->parameters()) p.mutable_grad() = torch::Tensor();
+  }
+}
+
 // Expects `fn` to throw, with a message holding every one of `fragments` (the argument's
 // name, what was expected, what came).
 inline void expect_error_mentions(const std::function<void()>& fn,

@@ -33,19 +33,11 @@ struct Stream {
     x = torch::randn({kSteps, kBatch, 3}, torch::kFloat64);
     y = torch::randint(0, 3, {kSteps, kBatch}, torch::kLong);
     if (!lengths_given.empty()) lengths = torch::tensor(lengths_given, torch::kLong);
-    std::vector<torch::Tensor> h, g;
-    for (const auto& spec : model->state_spec()) {
-      h.push_back(torch::randn(spec.shape_for_batch(kBatch), torch::kFloat64));
-      g.push_back(torch::randn(spec.shape_for_batch(kBatch), torch::kFloat64));
-    }
-    h0 = State(std::move(h));
-    seed = State(std::move(g));
+    h0 = testing::random_state(*model, kBatch);
+    seed = testing::random_state(*model, kBatch);
   }
 
-  void zero_grads() const {
-    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
-    for (auto& p : head->parameters()) p.mutable_grad() = torch::Tensor();
-  }
+  void zero_grads() const { testing::zero_grads({model.get(), head.get()}); }
   // The parameters' gradients and dL/dh0 (`h0_grad`), by name.
   Named gradients(const State& h0_grad) const {
     Named out;

@@ -12,7 +12,22 @@ SequenceBatch SequenceBatch::slice(int64_t t0, int64_t n) const {
   if (lengths.defined()) {
     block.lengths = (lengths - t0).clamp(0, n);  // [B]
   }
+  if (resets.defined()) block.resets = resets.narrow(0, t0, n);  // [n, B]
   return block;
+}
+
+torch::Tensor resets_from_segment_starts(const std::vector<std::vector<int64_t>>& segment_starts,
+                                         int64_t time_steps) {
+  auto resets = torch::zeros({time_steps, int64_t(segment_starts.size())}, torch::kBool);
+  auto mask = resets.accessor<bool, 2>();
+  for (size_t b = 0; b < segment_starts.size(); ++b) {
+    for (int64_t t : segment_starts[b]) {
+      TORCH_CHECK(t >= 0 && t <= time_steps, "segment_starts[", b, "]: expected steps in [0, T = ",
+                  time_steps, "], got ", t);
+      if (t < time_steps) mask[t][int64_t(b)] = true;
+    }
+  }
+  return resets;
 }
 
 namespace {

@@ -25,6 +25,35 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
   return {(weights * losses).sum(), losses.detach()};
 }
 
+namespace {
+
+// The model on steps [t0, t0 + n) from `entry`, with no reset inside.
+std::pair<torch::Tensor, State> run_unbroken(const Workload& workload, const torch::Tensor& inputs,
+                                             int64_t t0, int64_t n, const State& entry) {
+  const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid steps in the block
+  // NOTE [ Padding never reaches the model ]
+  return workload.model.forward(workload.model.reads_padding() ? zero_padding(inputs, lengths)
+                                                               : inputs,
+                                entry, lengths);
+}
+
+// `state` entering step t, with the sequences that start a new segment there restarted from
+// their initial state (NOTE [ Resets ] in core/sequence.h): a select, so no gradient flows
+// back across the boundary, and h0's rows get it instead.
+State restarted(const Workload& workload, const State& state, int64_t t) {
+  const auto restart = workload.batch.resets[t];  // [B] bool
+  const auto specs = workload.model.state_spec();
+  std::vector<torch::Tensor> out;
+  for (size_t i = 0; i < state.size(); ++i) {
+    std::vector<int64_t> shape(size_t(state[i].dim()), 1);
+    shape[size_t(specs[i].batch_dim)] = restart.size(0);
+    out.push_back(torch::where(restart.to(state[i].device()).view(shape), workload.h0[i], state[i]));
+  }
+  return State(std::move(out));
+}
+
+}  // namespace
+
 std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
                                           int64_t t0, int64_t n, const State& entry) {
   const int64_t steps = workload.batch.time_steps();
@@ -35,11 +64,25 @@ std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch:
                 " on their own, as a method that cuts the sequence into blocks needs; use a "
                 "method that handles bidirectional models: full, checkpoint, bivlrnn or planner");
   }
-  const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid steps in the block
-  // NOTE [ Padding never reaches the model ]
-  return workload.model.forward(workload.model.reads_padding() ? zero_padding(inputs, lengths)
-                                                               : inputs,
-                                entry, lengths);
+  if (!workload.batch.has_resets()) return run_unbroken(workload, inputs, t0, n, entry);
+  // NOTE [ Resets ]: the block runs in pieces cut at the steps where any sequence restarts.
+  const auto cuts = workload.batch.resets.narrow(0, t0, n).any(1).nonzero().flatten();
+  std::vector<int64_t> starts{0};
+  for (int64_t i = 0; i < cuts.size(0); ++i) {
+    const int64_t s = cuts[i].item<int64_t>();
+    if (s > 0) starts.push_back(s);
+  }
+  starts.push_back(n);
+  std::vector<torch::Tensor> outputs;
+  State state = entry;
+  for (size_t p = 0; p + 1 < starts.size(); ++p) {
+    const int64_t a = starts[p], m = starts[p + 1] - a;
+    if (workload.batch.resets[t0 + a].any().item<bool>()) state = restarted(workload, state, t0 + a);
+    auto [z, exit] = run_unbroken(workload, inputs.narrow(0, a, m), t0 + a, m, state);
+    outputs.push_back(std::move(z));
+    state = std::move(exit);
+  }
+  return {outputs.size() == 1 ? outputs[0] : torch::cat(outputs), state};
 }
 
 BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,

@@ -1,8 +1,35 @@
 #include "vlrnn/methods/gradient_method.h"
 
+#include "vlrnn/core/bidirectional.h"
 #include "vlrnn/core/rng.h"
 
 namespace vlrnn {
+
+namespace {
+
+// NOTE [ Resets ] (core/sequence.h): the caller's mask, checked, on the CPU, with the resets
+// that change nothing dropped (at step 0, past a sequence's end); undefined when none is left.
+torch::Tensor checked_resets(const Workload& workload) {
+  const auto& resets = workload.batch.resets;
+  const int64_t steps = workload.batch.time_steps(), batch = workload.batch.batch_size();
+  TORCH_CHECK(resets.dim() == 2 && resets.size(0) == steps && resets.size(1) == batch,
+              "batch.resets: expected a mask of shape [T, B] = [", steps, ", ", batch,
+              "] (true where a new segment starts), got shape ", resets.sizes());
+  TORCH_CHECK(resets.scalar_type() == torch::kBool, "batch.resets: expected a bool mask, got ",
+              resets.scalar_type());
+  TORCH_CHECK(!as_bidirectional(workload.model), "batch.resets: a bidirectional model does "
+              "not take resets yet (its backward direction would have to restart at each "
+              "segment's end); split the stream into sequences with lengths instead");
+  auto kept = resets.to(torch::kCPU).clone();  // [T, B]
+  kept[0].fill_(false);  // step 0 starts from the initial state anyway
+  if (workload.batch.has_lengths()) {
+    const auto lengths = workload.batch.lengths.to(torch::kCPU, torch::kLong);
+    kept &= torch::arange(steps, torch::kLong).unsqueeze(1) < lengths.unsqueeze(0);
+  }
+  return kept.any().item<bool>() ? kept : torch::Tensor();
+}
+
+}  // namespace
 
 Workload validated(const Workload& workload) {
   const auto& x = workload.batch.inputs;
@@ -64,6 +91,7 @@ Workload validated(const Workload& workload) {
     out.batch.targets = torch::where(valid.to(y.device()), y, torch::zeros_like(y));
   }
   workload.head.check_targets(out.batch.targets, "batch.targets");
+  if (workload.batch.has_resets()) out.batch.resets = checked_resets(workload);
 
   // A state the caller gave: shaped as the model's state for this batch, on the inputs'
   // dtype and device.
@@ -92,7 +120,16 @@ void GradientMethod::prepare(const Workload& workload) {
 }
 
 GradientResult GradientMethod::compute(const Workload& workload) {
-  const Workload checked = validated(workload);
+  Workload checked = validated(workload);
+  // NOTE [ Resets ]: h0 starts every segment, so with resets the blocks reach it many times,
+  // and a caller's h0 computed from parameters (a learned initial state) would see its graph
+  // back-propagated once per block. The method gets leaves in its place instead; their
+  // gradient, summed over the segments, goes back into the caller's h0 once at the end.
+  State caller_h0;
+  if (checked.batch.has_resets() && checked.h0.requires_grad()) {
+    caller_h0 = checked.h0;
+    checked.h0 = caller_h0.detached_leaves();
+  }
   // NOTE [ Generators on failure ]: a method that throws midway (a model error in its third
   // block, an out-of-memory) has drawn or restored generator states partway through; put
   // them back where the call found them, so a caller that catches the error and goes on
@@ -104,6 +141,16 @@ GradientResult GradientMethod::compute(const Workload& workload) {
   } catch (...) {
     on_entry.restore();
     throw;
+  }
+  if (!caller_h0.empty()) {
+    std::vector<torch::Tensor> roots, grads;
+    for (size_t i = 0; i < caller_h0.size(); ++i) {
+      if (caller_h0[i].requires_grad() && checked.h0[i].grad().defined()) {
+        roots.push_back(caller_h0[i]);
+        grads.push_back(checked.h0[i].grad());
+      }
+    }
+    if (!roots.empty()) torch::autograd::backward(roots, grads);
   }
   if (checked.batch.from_packed) {
     result.packed_step_losses = torch::nn::utils::rnn::pack_padded_sequence(

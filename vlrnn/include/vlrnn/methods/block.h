@@ -35,7 +35,8 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
 // (a select, whose backward sends them no gradient) before the model sees them. A model
 // that never reads them (RecurrentModule::reads_padding() false) gets `inputs` as they are:
 // the zero-filled copy costs [n, B, F], and a view of it saved by any step keeps all of it
-// alive for as long as the tape.
+// alive for as long as the tape. A batch with resets runs in pieces cut where a sequence
+// restarts, the state restarted there (NOTE [ Resets ] in core/sequence.h).
 std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
                                           int64_t t0, int64_t n, const State& entry);
 
