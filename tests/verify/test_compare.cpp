@@ -58,8 +58,14 @@ TEST(Matrix, CoversTheIssueAxes) {
   // The hand-written cells (gru_v1 .. gru_v4, lstm_block) run on a reduced grid, counted apart.
   // The linear recurrences and the bidirectional models run on grids of their own, counted
   // apart too.
-  std::map<std::string, int> per_method, variant_cases, linear_cases, bidirectional_cases;
+  // Resets run on a grid of their own, counted apart.
+  std::map<std::string, int> per_method, variant_cases, linear_cases, bidirectional_cases,
+      reset_cases;
   for (const auto& c : cases) {
+    if (!c.segment_starts.empty()) {
+      reset_cases[c.method.substr(0, c.method.find(':'))]++;
+      continue;
+    }
     const bool hand_written = c.model.rfind("gru_v", 0) == 0 || c.model == "lstm_block";
     const bool linear = c.model == "mingru" || c.model == "minlstm" || c.model == "lru" ||
                         c.model == "ssm";
@@ -86,6 +92,34 @@ TEST(Matrix, CoversTheIssueAxes) {
   EXPECT_EQ(bidirectional_cases["bivlrnn"], 4 * 2 * 2 * 2 * 3 * 6);
   EXPECT_EQ(bidirectional_cases["planner"], 4 * 2 * 2 * 2 * 3 * 2);
   EXPECT_EQ(per_method.count("bivlrnn"), 0u);
+  // Resets: 4 shapes × 2 reductions × float64 × 2 h0 modes × one set of mixed lengths, on
+  // the reduced grid (vlrnn K ∈ {1, 7, T}); none for bidirectional models (refused).
+  EXPECT_EQ(reset_cases["vlrnn"], 4 * 2 * 1 * 2 * 1 * 3);
+  EXPECT_GT(reset_cases["checkpoint"], 0);
+  EXPECT_GT(reset_cases["planner"], 0);
+  EXPECT_EQ(reset_cases.count("bivlrnn"), 0u);
+}
+
+// The reset set holds a reset at step 0, two in adjacent steps, one at a sequence's last
+// step and one inside a padded tail (NOTE [ Resets ] in vlrnn/core/sequence.h).
+TEST(Matrix, ResetCasesHoldTheEdgeCases) {
+  for (const auto& c : default_matrix()) {
+    if (c.segment_starts.empty()) continue;
+    bool at_zero = false, adjacent = false, at_last = false, in_tail = false;
+    for (size_t b = 0; b < c.segment_starts.size(); ++b) {
+      const auto& starts = c.segment_starts[b];
+      const int64_t length = c.lengths.empty() ? c.time_steps : c.lengths[b];
+      for (size_t i = 0; i < starts.size(); ++i) {
+        at_zero |= starts[i] == 0;
+        adjacent |= i > 0 && starts[i] == starts[i - 1] + 1 && starts[i] < length;
+        at_last |= starts[i] == length - 1;
+        in_tail |= starts[i] >= length && starts[i] < c.time_steps;
+      }
+    }
+    EXPECT_TRUE(at_zero && adjacent && at_last && in_tail) << c.name();
+    return;
+  }
+  ADD_FAILURE() << "the matrix has no case with resets";
 }
 
 // A case naming an unknown method is an error row, not a crash (wrong gradients are caught

@@ -28,9 +28,10 @@ std::string VerifyCase::name() const {
     lengths_mode = *std::max_element(lengths.begin(), lengths.end()) == time_steps ? "/var"
                                                                                    : "/tail";
   }
-  return fmt::format("{}/{}/{}/{}/h0={}{}/T={}{}", model_name, head, reduction,
+  return fmt::format("{}/{}/{}/{}/h0={}{}/T={}{}{}", model_name, head, reduction,
                      dtype == torch::kFloat64 ? "f64" : "f32", h0_with_grad ? "grad" : "none",
-                     inputs_with_grad ? "" : "/x=none", time_steps, lengths_mode);
+                     inputs_with_grad ? "" : "/x=none", time_steps, lengths_mode,
+                     segment_starts.empty() ? "" : "/resets");
 }
 
 namespace {
@@ -65,6 +66,12 @@ SequenceBatch make_batch(const VerifyCase& spec, const OutputModule& head) {
     } else {
       batch.targets.masked_fill_(padded, -1);
     }
+  }
+  if (!spec.segment_starts.empty()) {
+    TORCH_CHECK(int64_t(spec.segment_starts.size()) == spec.batch, "verify case segment_starts: "
+                "expected ", spec.batch, " lists (one per sequence), got ",
+                spec.segment_starts.size());
+    batch.resets = resets_from_segment_starts(spec.segment_starts, spec.time_steps);
   }
   if (spec.inputs_with_grad) batch.inputs.requires_grad_(true);
   return batch;

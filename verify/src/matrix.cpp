@@ -86,6 +86,7 @@ struct ModelShape {
 struct LengthSet {
   std::vector<int64_t> lengths;
   bool tail = false;
+  std::vector<std::vector<int64_t>> segment_starts;  // empty: no resets
 };
 
 // Every sequence T long; mixed lengths, unsorted, one of length 1, one shorter than most
@@ -106,6 +107,28 @@ std::vector<LengthSet> default_length_sets(int64_t T, int64_t B) {
   auto tail = repeat(short_of_T);
   if (*std::max_element(tail.begin(), tail.end()) < T) sets.push_back({tail, true});
   return sets;
+}
+
+// Mixed lengths (as default_length_sets()) with resets (NOTE [ Resets ] in
+// vlrnn/core/sequence.h) at step 0, in two adjacent steps, at a sequence's last step and
+// inside a padded tail, the others spread over the sequences. At T = 28, B = 4: lengths
+// {17, 28, 1, 4}, segment starts {0, 5, 6, 16, 20}, {9, 27}, {3}, {1, 2}.
+LengthSet reset_length_set(int64_t T, int64_t B) {
+  const auto sets = default_length_sets(T, B);
+  LengthSet set = sets.size() > 1 && !sets[1].tail ? sets[1] : sets[0];
+  auto lengths = set.lengths;
+  if (lengths.empty()) lengths.assign(size_t(B), T);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = lengths[size_t(b)], third = std::max<int64_t>(len / 3, 1);
+    switch (b % 4) {
+      case 0: set.segment_starts.push_back({0, third, third + 1, len - 1, len + 3}); break;
+      case 1: set.segment_starts.push_back({third, len - 1}); break;
+      case 2: set.segment_starts.push_back({len + 2}); break;
+      default: set.segment_starts.push_back({1, 2}); break;
+    }
+    for (auto& t : set.segment_starts.back()) t = std::min(t, T);
+  }
+  return set;
 }
 
 // B lengths uniform in [ceil(f T), T], one of them T, a portable function of `seed`
@@ -140,6 +163,7 @@ void add_cases(std::vector<VerifyCase>& cases, const VerifyCase& base,
             for (const auto& set : length_sets) {
               VerifyCase c = base;
               c.lengths = set.lengths;
+              c.segment_starts = set.segment_starts;
               if (!set.lengths.empty()) c.batch = int64_t(set.lengths.size());
               // The padded tail runs with and without dL/dx asked for (paired with the h0
               // mode, so the matrix does not double): a block no sequence reaches gets no
@@ -184,6 +208,11 @@ std::vector<VerifyCase> default_matrix() {
       {"bilstm", 2, "mse", 0.25}};
   // The linear recurrences run by an in-block scan (vlrnn/cells/linear_recurrence.h), one of
   // them stacked with dropout, on the same reduced grid.
+  // Resets (NOTE [ Resets ] in vlrnn/core/sequence.h) on stacks with dropout, the composite
+  // state, a hand-written block cell and a scan; float64 only.
+  const std::vector<ModelShape> with_resets = {
+      {"lstm", 3, "ce", 0.3}, {"gru_lstm", 1, "mse", 0.25}, {"lstm_block", 2, "ce", 0.3},
+      {"mingru", 1, "mse", 0.0}};
   const std::vector<ModelShape> linear_recurrences = {
       {"mingru", 1, "ce", 0.0}, {"minlstm", 2, "mse", 0.3}, {"lru", 1, "mse", 0.0},
       {"ssm", 1, "ce", 0.0}};
@@ -198,6 +227,8 @@ std::vector<VerifyCase> default_matrix() {
                 length_sets);
       add_cases(cases, base, linear_recurrences,
                 reduced_method_variants(method, base.time_steps), length_sets);
+      add_cases(cases, base, with_resets, reduced_method_variants(method, base.time_steps),
+                {reset_length_set(base.time_steps, 4)}, {torch::kFloat64});
     }
     if (handles_bidirectional(method)) {
       add_cases(cases, base, bidirectional, method_variants(method, base.time_steps),

@@ -47,6 +47,24 @@ std::vector<int64_t> draw_lengths(Draw& draw, int64_t T, int64_t B) {
   return lengths;
 }
 
+// Resets for B sequences of T steps (NOTE [ Resets ] in vlrnn/core/sequence.h): none in
+// most cases; else each step of each sequence starts a segment with a drawn chance, often
+// in adjacent steps, sometimes at step 0 or past the sequence's end (all change nothing
+// there). Drawn from a stream of their own, so a case's other draws are what they were
+// before resets existed. None for a bidirectional model, which does not take them.
+std::vector<std::vector<int64_t>> draw_segment_starts(uint64_t case_seed, const VerifyCase& c) {
+  Draw draw(mix(case_seed ^ 0x7E5E7ull));
+  if (is_bidirectional_kind(c.model) || c.time_steps < 2 || !draw.chance(30)) return {};
+  const int64_t percent = draw.pick<int64_t>({3, 10, 30, 60});
+  std::vector<std::vector<int64_t>> starts(size_t(c.batch));
+  for (auto& sequence : starts) {
+    for (int64_t t = 0; t < c.time_steps; ++t) {
+      if (draw.chance(percent)) sequence.push_back(t);
+    }
+  }
+  return starts;
+}
+
 // The methods' options, drawn for a sequence of T steps. A method the registry gains later
 // runs with its defaults.
 std::string draw_method_spec(Draw& draw, const std::string& method, int64_t T) {
@@ -101,6 +119,7 @@ std::vector<VerifyCase> random_configuration(uint64_t case_seed) {
   c.h0_with_grad = draw.chance(50);
   c.inputs_with_grad = draw.chance(60);
   c.lengths = draw_lengths(draw, c.time_steps, c.batch);
+  c.segment_starts = draw_segment_starts(case_seed, c);
 
   std::vector<VerifyCase> cases;
   for (const auto& method : method_names()) {

@@ -114,6 +114,7 @@ nlohmann::json outcome_to_json(const VerifyOutcome& o) {
           {"input_size", c.input_size},
           {"hidden_size", c.hidden_size},
           {"lengths", c.lengths},
+          {"segment_starts", c.segment_starts},
           {"exact", o.exact},
           {"max_abs_diff", o.diff.max_abs},
           {"max_rel_diff", o.diff.max_rel},

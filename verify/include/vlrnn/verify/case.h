@@ -33,12 +33,15 @@ struct VerifyCase {
   // 1 <= len <= T), the padding filled with nan (-1 for class targets) so that any leak into
   // a valid step fails the case.
   std::vector<int64_t> lengths;
+  // Empty: no resets. Otherwise, per sequence, the steps where a new segment starts
+  // (NOTE [ Resets ] in vlrnn/core/sequence.h; resets_from_segment_starts()).
+  std::vector<std::vector<int64_t>> segment_starts;
   int64_t time_steps = 28, batch = 3, input_size = 4, hidden_size = 5;
   uint64_t seed = 1234;
 
   // "lstmx3+drop0.3/ce/mean/f64/h0=grad/T=28/var": model, head, reduction, dtype, h0 mode,
   // "/x=none" when no dL/dx is asked for, T and the lengths mode ("/var" lengths reaching T,
-  // "/tail" all ending before T).
+  // "/tail" all ending before T), "/resets" with resets.
   std::string name() const;
 };
 
