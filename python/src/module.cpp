@@ -60,11 +60,13 @@ State state_from(const py::object& tensors) {
 Workload workload_from(RecurrentModule& model, OutputModule& head, const torch::Tensor& inputs,
                        const torch::Tensor& targets, const py::object& lengths,
                        const py::object& h0, const std::string& reduction,
-                       const py::object& final_state_grad = py::none()) {
+                       const py::object& final_state_grad = py::none(),
+                       const py::object& resets = py::none()) {
   SequenceBatch batch;
   batch.inputs = inputs;
   batch.targets = targets;
   if (!lengths.is_none()) batch.lengths = lengths.cast<torch::Tensor>();
+  if (!resets.is_none()) batch.resets = resets.cast<torch::Tensor>();
   Workload workload{model, head, batch, state_from(h0), Reduction::kMean};
   workload.final_state_grad = state_from(final_state_grad);
   workload.reduction = input_error([&] { return reduction_from_string(reduction); });
@@ -82,9 +84,9 @@ py::dict compute(GradientMethod& method, RecurrentModule& model, OutputModule& h
                  const torch::Tensor& inputs, const torch::Tensor& targets,
                  const py::object& lengths, const py::object& h0, const std::string& reduction,
                  const py::object& progress, double progress_interval,
-                 const py::object& final_state_grad) {
-  const Workload workload =
-      workload_from(model, head, inputs, targets, lengths, h0, reduction, final_state_grad);
+                 const py::object& final_state_grad, const py::object& resets) {
+  const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction,
+                                          final_state_grad, resets);
   GradientResult result;
   {
     std::optional<PythonProgress> sink;
@@ -129,9 +131,11 @@ py::dict verify_methods(RecurrentModule& model, OutputModule& head, const torch:
                         const torch::Tensor& targets, const py::object& lengths,
                         const py::object& h0, const std::string& reduction,
                         const std::vector<std::string>& specs, uint64_t seed,
-                        const std::string& label, const std::string& head_label) {
+                        const std::string& label, const std::string& head_label,
+                        const py::object& resets) {
   for (const auto& spec : specs) input_error([&] { return make_method_from_spec(spec); });
-  const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction);
+  const Workload workload =
+      workload_from(model, head, inputs, targets, lengths, h0, reduction, py::none(), resets);
   interrupted() = false;
   verify::VerifyModelOptions options;
   options.h0 = workload.h0;
@@ -320,15 +324,19 @@ PYBIND11_MODULE(_C, m) {
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("reduction"), py::arg("progress") = py::none(),
         py::arg("progress_interval") = 0.25, py::arg("final_state_grad") = py::none(),
+        py::arg("resets") = py::none(),
         "Runs a gradient method (a registry spec) on time-major inputs [T, B, F]; "
         "accumulates .grad and returns the detached loss, per-step losses [T, B], the final "
         "state and the step counters. progress: None, or a callable told the schedule's "
         "size and then its advance, at most every progress_interval seconds (NOTE "
         "[ Progress of a long call ]). final_state_grad: None, or dL/d(final state) from a "
-        "later consumer, in the engine's state layout, back-propagated with the loss.");
+        "later consumer, in the engine's state layout, back-propagated with the loss. resets: "
+        "None, or a [T, B] bool mask, true where a sequence starts a new segment from its "
+        "initial state (NOTE [ Resets ]).");
   m.def("verify", &verify_methods, py::arg("model"), py::arg("head"), py::arg("inputs"),
         py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),
-        py::arg("methods"), py::arg("seed"), py::arg("label"), py::arg("head_label"));
+        py::arg("methods"), py::arg("seed"), py::arg("label"), py::arg("head_label"),
+        py::arg("resets") = py::none());
   m.def("cut_dependence", &cut_dependence, py::arg("model"), py::arg("head"),
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("seed"),

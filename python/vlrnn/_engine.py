@@ -11,7 +11,7 @@ from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
 from ._compat import add_note
-from ._sequences import batch_from
+from ._sequences import batch_from, resets_from
 from .nn import _BlockRNN, per_call_dropout_layers, stock_engine_block, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
@@ -256,7 +256,7 @@ class EngineCall:
     changed_buffers: the buffers a call of the modules changes (BatchNorm's running
     statistics, spectral_norm's power iteration), put back after the probe."""
 
-    def __init__(self, rnn, out, x, y, h0, fast_cells=True, grad_h=None):
+    def __init__(self, rnn, out, x, y, h0, fast_cells=True, grad_h=None, resets=None):
         check_module(rnn, "rnn")
         check_module(out, "out")
         if getattr(rnn, "batch_first", True) is False:
@@ -264,6 +264,7 @@ class EngineCall:
                              "its rnn batch-first (x [B, T, F]); construct it with "
                              "batch_first=True")
         self.batch = batch_from(x, y)
+        self.resets = resets_from(resets, self.batch)  # [T, B] bool, or None
         check_features(rnn, self.batch)
         check_dtypes((("rnn", rnn), ("out", out)), self.batch)
         with buffers_kept((("rnn", rnn), ("out", out))) as self.changed_buffers:
@@ -350,7 +351,7 @@ class EngineCall:
     def engine_args(self):
         b = self.batch
         return dict(model=self.model, head=self.head, inputs=b.inputs, targets=b.targets,
-                    lengths=b.lengths, h0=self.engine_h0)
+                    lengths=b.lengths, h0=self.engine_h0, resets=self.resets)
 
     def final_state(self, tensors):
         if self.engine is not None:

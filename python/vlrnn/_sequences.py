@@ -67,6 +67,57 @@ def batch_from(x, y, x_name="x", y_name="y"):
     return Batch(x.transpose(0, 1), y.transpose(0, 1), None, None)
 
 
+def resets_from(resets, batch, name="resets"):
+    """The engine's [T, B] bool mask of segment starts (NOTE [ Resets ]: a sequence restarts
+    from its initial state there), on the CPU, from what a caller gives, or None:
+    - a bool tensor [B, T], batch-first like x (for a packed x, T is the longest sequence
+      and the sequences are in the caller's order), true where a new segment starts;
+    - segment starts in the style of cu_seqlens, offsets into each sequence's stream: a list
+      of B 1-D integer tensors (or lists), or one 1-D tensor when B = 1 (values in [0, T]).
+    Starts at step 0 or past a sequence's end change nothing and are dropped.
+    TypeError / ValueError naming the argument."""
+    if resets is None:
+        return None
+    steps, size = batch.time_steps, batch.batch_size
+    if isinstance(resets, torch.Tensor) and resets.dtype == torch.bool:
+        if list(resets.shape) != [size, steps]:
+            raise ValueError(f"{name}: expected a bool mask [B, T] = [{size}, {steps}] "
+                             f"(batch-first, like x), got shape {list(resets.shape)}")
+        mask = resets.detach().to("cpu").t().clone()  # [T, B]
+    else:
+        if isinstance(resets, torch.Tensor):
+            if resets.dim() != 1 or resets.is_floating_point():
+                raise TypeError(f"{name}: expected a bool mask [B, T] or integer segment "
+                                f"starts, got a {resets.dtype} tensor of shape "
+                                f"{list(resets.shape)}")
+            if size != 1:
+                raise ValueError(f"{name}: one tensor of segment starts is for a batch of "
+                                 f"one sequence; for B = {size}, give a list of {size} (one "
+                                 "per sequence) or a bool mask [B, T]")
+            resets = [resets]
+        if not isinstance(resets, (list, tuple)):
+            raise TypeError(f"{name}: expected None, a bool mask [B, T], or segment starts "
+                            f"(a list of B integer tensors), got {_kind(resets)}")
+        if len(resets) != size:
+            raise ValueError(f"{name}: expected segment starts for each of the {size} "
+                             f"sequences, got {len(resets)} lists")
+        mask = torch.zeros(steps, size, dtype=torch.bool)
+        for b, starts in enumerate(resets):
+            starts = torch.as_tensor(starts).to("cpu")
+            if starts.dim() != 1 or starts.is_floating_point() or starts.dtype == torch.bool:
+                raise TypeError(f"{name}[{b}]: expected 1-D integer segment starts, got "
+                                f"{starts.dtype} of shape {list(starts.shape)}")
+            if starts.numel() and (starts.min() < 0 or starts.max() > steps):
+                raise ValueError(f"{name}[{b}]: expected segment starts in [0, T = {steps}], "
+                                 f"got values in [{int(starts.min())}, {int(starts.max())}]")
+            starts = starts[starts < steps].long()
+            mask[starts, b] = True
+    mask[0] = False  # every sequence starts from its initial state anyway
+    if batch.lengths is not None:
+        mask &= torch.arange(steps).unsqueeze(1) < batch.lengths.unsqueeze(0)
+    return mask if bool(mask.any()) else None
+
+
 def packed_rows(batch_sizes, order):
     """For packed data with `batch_sizes` [T'] whose step t holds order[0 .. batch_sizes[t]):
     each row's step and sequence ([N] each), so data = padded[step, sequence]."""

@@ -17,7 +17,7 @@ import abc
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from . import _C
 from ._compat import warn_caller
@@ -25,7 +25,7 @@ from ._data_parallel import DataParallel, unwrapped
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
     cut_dependence, grads_kept_on_error, inexact_parts, reduction_of
 from ._progress import progress_args
-from ._sequences import from_time_major, pack_like
+from ._sequences import batch_from, from_time_major, pack_like, resets_from
 
 
 class RNNModule(nn.Module, abc.ABC):
@@ -67,6 +67,63 @@ def _check_method(method):
     return method
 
 
+def _run_in_segments(rnn, x, h0, resets):
+    """(z, h) of rnn on x (batch-first [B, T, F], or packed) with resets ([T, B] bool, from
+    resets_from()): one call per stretch between steps where some sequence restarts, its
+    state there replaced by its initial one (h0's row, or zeros), as run_model() does in the
+    engine. With a packed x, each call gets the sequences that reach the stretch, packed."""
+    packed = isinstance(x, PackedSequence)
+    if packed:
+        padded, lengths = pad_packed_sequence(x, batch_first=True)  # [B, T, F], [B]
+    else:
+        padded = x
+        lengths = torch.full((x.shape[0],), x.shape[1], dtype=torch.int64)
+    steps = padded.shape[1]
+    cuts = [0] + [t for t in range(1, steps) if bool(resets[t].any())] + [steps]
+    h, z_pieces = h0, []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        if a > 0 and bool(resets[a].any()):
+            tensors = _tensors(h)
+            initial = _tensors(h0) if h0 is not None else [torch.zeros_like(t) for t in tensors]
+            shape = [1, -1]  # the batch at dim 1: [layers, B, ...]
+            restarted = [torch.where(resets[a].to(t.device).view(shape + [1] * (t.dim() - 2)),
+                                     i, t) for t, i in zip(tensors, initial)]
+            h = restarted[0] if isinstance(h, torch.Tensor) else tuple(restarted)
+        if not packed:
+            z, h = rnn(padded[:, a:b], h)[:2]
+            z_pieces.append(z)
+            continue
+        valid = (lengths - a).clamp(0, b - a)  # [B] steps of each sequence in the stretch
+        alive = (valid > 0).nonzero().flatten()
+        piece = pack_padded_sequence(padded[alive, a:b], valid[alive], batch_first=True,
+                                     enforce_sorted=False)
+        tensors = None if h is None else _tensors(h)
+        z, h_alive = rnn(piece, None if h is None else _state_like(
+            h, [t.index_select(1, alive.to(t.device)) for t in tensors]))[:2]
+        z, _ = pad_packed_sequence(z, batch_first=True, total_length=b - a)  # [b', n, Z]
+        z_piece = z.new_zeros((padded.shape[0],) + tuple(z.shape[1:]))
+        z_pieces.append(z_piece.index_copy(0, alive.to(z.device), z))
+        if h is None:
+            h = h_alive  # the first stretch: every sequence is alive
+        else:
+            h = _state_like(h, [t.index_copy(1, alive.to(t.device), s)
+                                for t, s in zip(tensors, _tensors(h_alive))])
+    z = torch.cat(z_pieces, 1)  # [B, T, Z]
+    if packed:
+        z = pack_padded_sequence(z, lengths, batch_first=True, enforce_sorted=False)
+    return z, h
+
+
+def _tensors(state):
+    """A state's tensors as a list: one tensor, or a tuple's."""
+    return [state] if isinstance(state, torch.Tensor) else list(state)
+
+
+def _state_like(state, tensors):
+    """tensors in the form of `state`: one tensor, or a tuple."""
+    return tensors[0] if isinstance(state, torch.Tensor) else tuple(tensors)
+
+
 class PlainRNN(nn.Module):
     """Full backpropagation through time in plain PyTorch: the reference VLRNN matches.
 
@@ -81,15 +138,24 @@ class PlainRNN(nn.Module):
         reduction_of(loss_scaling)
         self.rnn, self.out, self.loss_scaling = rnn, out, loss_scaling
 
-    def forward(self, x, y, h0=None):
+    def forward(self, x, y, h0=None, resets=None):
         """(loss, loss_seq, h) of one call of rnn on the whole sequence and out on its output;
         the caller back-propagates: loss.backward().
 
         x: batch-first [B, T, F], or a PackedSequence; y: [B, T, ...] targets, or a
         PackedSequence with x's lengths; h0: None, or the rnn's state (a tensor or a tuple of
-        tensors [layers, B, ...]). Returns loss (a scalar, with its graph), loss_seq (the
-        per-step losses [B, T], packed as x when x is packed) and h (the final state)."""
-        z, h = self.rnn(x, h0)[:2]
+        tensors [layers, B, ...]). resets: None, or where sequences start a new segment (an
+        episode, a document) from the initial state, h0's row or zeros: a bool mask [B, T],
+        or segment starts as in cu_seqlens (a list of B integer tensors; one tensor when
+        B = 1); the rnn is then called once per stretch between resets. Returns loss (a
+        scalar, with its graph), loss_seq (the per-step losses [B, T], packed as x when x is
+        packed) and h (the final state)."""
+        mask = None if resets is None else resets_from(resets, batch_from(x, y))
+        if mask is not None and getattr(unwrapped(self.rnn), "bidirectional", False) is True:
+            raise ValueError("resets: a bidirectional rnn does not take resets (its backward "
+                             "direction would have to restart at each segment's end); split "
+                             "the stream into sequences with lengths instead")
+        z, h = self.rnn(x, h0)[:2] if mask is None else _run_in_segments(self.rnn, x, h0, mask)
         if isinstance(x, PackedSequence):
             if not isinstance(y, PackedSequence):
                 raise TypeError(f"y: expected a PackedSequence like x, got {type(y).__name__}")
@@ -214,7 +280,7 @@ class VLRNN(PlainRNN):
         base = "bivlrnn" if bidirectional else "vlrnn"
         return f"{base}:blocks={N}" if N is not None else base
 
-    def forward(self, x, y, h0=None, N=None, method=None, grad_h=None):
+    def forward(self, x, y, h0=None, N=None, method=None, grad_h=None, resets=None):
         """(loss, loss_seq, h): the gradients computed and accumulated into .grad.
 
         x: batch-first [B, T, F], or a PackedSequence; y: targets [B, T, ...], or a
@@ -228,6 +294,11 @@ class VLRNN(PlainRNN):
         into calls, run forward with each call's h as the next one's h0 and then backward
         from the last call to the first, each handed the next call's h0.grad as grad_h, gets
         the whole stream's gradients (loss_scaling='SUM'; examples/python/chunked_stream.py).
+        resets: None, or where sequences start a new segment from their initial state (h0's
+        row, or zeros), as episodes or documents packed into one stream: a bool mask [B, T]
+        (batch-first), or segment starts as in cu_seqlens (a list of B integer tensors; one
+        tensor when B = 1). No gradient crosses a reset, and every method stays exact
+        (examples/python/packed_episodes.py). Not for a bidirectional rnn.
 
         Returns loss, the scalar loss detached (its gradients are already in .grad: do not
         call loss.backward()); loss_seq, the per-step losses [B, T] (packed as x when x is
@@ -239,17 +310,17 @@ class VLRNN(PlainRNN):
             # Evaluation (torch.no_grad(), or nothing requires grad): the loss alone, in one
             # pass without a graph, as the original computes it there.
             with torch.no_grad():
-                return super().forward(x, y, h0)
+                return super().forward(x, y, h0, resets)
         with autocast_cache_off():
-            return self._compute(spec, x, y, h0, grad_h)
+            return self._compute(spec, x, y, h0, grad_h, resets)
 
-    def _compute(self, spec, x, y, h0, grad_h=None):
+    def _compute(self, spec, x, y, h0, grad_h=None, resets=None):
         # Under DistributedDataParallel the engine runs the wrapped modules, and DDP
         # all-reduces once, after the last block (NOTE [ One all-reduce per iteration ]).
         data_parallel = DataParallel.of(self.rnn, self.out)
         reduction = reduction_of(self.loss_scaling)
         call = EngineCall(unwrapped(self.rnn), unwrapped(self.out), x, y, h0,
-                          self.fast_cells, grad_h)
+                          self.fast_cells, grad_h, resets)
         share = 1.0
         if data_parallel is not None:
             share = data_parallel.share(call.batch.batch_size, reduction,

@@ -85,11 +85,11 @@ class VerifyReport(list):
 
 
 def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,
-           fast_cells=True):
+           fast_cells=True, resets=None):
     """Every method of `methods` (specs; default DEFAULT_METHODS, or BIDIRECTIONAL_METHODS for
     a bidirectional rnn) against full BPTT on
-    rnn and out with the batch (x, y) and h0, as VLRNN(..., fast_cells=fast_cells) calls
-    them. Gradients are computed into .grad on the way (zeroed first); nothing else changes."""
+    rnn and out with the batch (x, y), h0 and resets, as VLRNN(..., fast_cells=fast_cells)
+    calls them. Gradients are computed into .grad on the way (zeroed first); nothing else changes."""
     if methods is not None and (isinstance(methods, str)
                                 or not all(isinstance(m, str) for m in methods)):
         raise TypeError("methods: expected a list of method specs (str), e.g. "
@@ -97,7 +97,7 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
     with autocast_cache_off():
-        call = EngineCall(rnn, out, x, y, h0, fast_cells)
+        call = EngineCall(rnn, out, x, y, h0, fast_cells, resets=resets)
         if methods is None:
             bidirectional = isinstance(call.model, _C.Bidirectional)
             methods = BIDIRECTIONAL_METHODS if bidirectional else DEFAULT_METHODS
@@ -117,8 +117,8 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
 
 
 def assert_exact(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234,
-                 fast_cells=True):
+                 fast_cells=True, resets=None):
     """verify(), raising AssertionError with the table when any exact method differs."""
-    report = verify(rnn, out, x, y, h0, methods, loss_scaling, seed, fast_cells)
+    report = verify(rnn, out, x, y, h0, methods, loss_scaling, seed, fast_cells, resets)
     report.assert_exact()
     return report

@@ -2,7 +2,7 @@
 import pytest
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pack_sequence
 
 import vlrnn
 
@@ -102,3 +102,33 @@ def max_rel_diff(got, want):
 @pytest.fixture(autouse=True)
 def _seeded():
     torch.manual_seed(1234)
+
+
+# State and gradient helpers of the tests that compare gradients across calls (grad_h,
+# resets).
+def as_tuple(h):
+    """A state's tensors as a tuple: one tensor, or a tuple's."""
+    return (h,) if isinstance(h, torch.Tensor) else tuple(h)
+
+
+def leaves(h):
+    """Detached copies of a state that require grad, in its layout."""
+    if isinstance(h, torch.Tensor):
+        return h.detach().clone().requires_grad_()
+    return tuple(t.detach().clone().requires_grad_() for t in h)
+
+
+def packed(t, lengths):
+    """Batch-first t [B, T, ...] packed with `lengths`, in the caller's order."""
+    return pack_padded_sequence(t, lengths, batch_first=True, enforce_sorted=False)
+
+
+def zero(*modules):
+    for m in modules:
+        m.zero_grad(set_to_none=True)
+
+
+def worst(got, want):
+    """The largest relative difference of paired tensors (by each one's max magnitude)."""
+    assert len(got) == len(want)
+    return max(((g - w).abs().max() / w.abs().max()).item() for g, w in zip(got, want))

@@ -51,9 +51,20 @@ def test_docs_show_the_bidirectional_example_as_it_is():
     assert "```python\n" + body + "```" in page
 
 
-def test_chunked_stream_equals_one_call():
-    lines = [l for l in run("chunked_stream.py").splitlines() if "vs one call" in l]
-    assert [l.split(": ")[0] for l in lines] == ["vlrnn:block=3", "vlrnn:block=10",
-                                                "revolve:slots=2"], lines
+def assert_exact_lines(example, marker, methods):
+    """The example prints one line per method holding `marker`, ending in its max relative
+    difference from the reference: each below 1e-10 (float64)."""
+    lines = [l for l in run(example).splitlines() if marker in l]
+    assert [l.split(": ")[0] for l in lines] == methods, lines
     for line in lines:
         assert float(line.split()[-1]) < 1e-10, line
+
+
+def test_chunked_stream_equals_one_call():
+    assert_exact_lines("chunked_stream.py", "vs one call",
+                       ["vlrnn:block=3", "vlrnn:block=10", "revolve:slots=2"])
+
+
+def test_packed_episodes_equal_plain_rnn():
+    assert_exact_lines("packed_episodes.py", "vs PlainRNN",
+                       ["vlrnn:block=20", "checkpoint", "planner:percent=10"])

@@ -5,20 +5,12 @@ Shapes: B = 4 sequences, T = 7 steps, F = 3 features, H = 5 hidden."""
 import pytest
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence
 
 import vlrnn
-from conftest import CrossEntropyHead
+from conftest import GRU, CrossEntropyHead, as_tuple, leaves, packed, worst, zero
 
 B, T, F, H, C = 4, 7, 3, 5, 3
 LENGTHS = torch.tensor([7, 2, 5, 1])  # one of 1, one ending inside a call of 2 or 3 steps
-
-
-class PythonGRU(nn.GRU, vlrnn.RNNModule):
-    """A GRU the engine calls block by block (a subclass: not run by the cells)."""
-
-    def forward(self, x, h=None):
-        return super().forward(x, h)
 
 
 def make_rnn(kind):
@@ -26,7 +18,7 @@ def make_rnn(kind):
     return {
         "nn.LSTM": lambda: nn.LSTM(F, H, num_layers=2, batch_first=True),  # the cells
         "nn.GRU": lambda: nn.GRU(F, H, batch_first=True),
-        "python GRU": lambda: PythonGRU(F, H, batch_first=True),
+        "python GRU": lambda: GRU(F, H, batch_first=True),  # called block by block
         "vlrnn.nn.MinGRU": lambda: vlrnn.nn.MinGRU(F, H, num_layers=2, batch_first=True),
         "bidirectional nn.LSTM": lambda: nn.LSTM(F, H, num_layers=2, batch_first=True,
                                                  bidirectional=True),
@@ -46,21 +38,6 @@ def state_like(h, generator):
     return tuple(torch.randn(t.shape, dtype=t.dtype, generator=generator) for t in h)
 
 
-def as_tuple(h):
-    return (h,) if isinstance(h, torch.Tensor) else tuple(h)
-
-
-def leaves(h):
-    """Detached copies of a state that require grad, in its layout."""
-    if isinstance(h, torch.Tensor):
-        return h.detach().clone().requires_grad_()
-    return tuple(t.detach().clone().requires_grad_() for t in h)
-
-
-def packed(t, lengths):
-    return pack_padded_sequence(t, lengths, batch_first=True, enforce_sorted=False)
-
-
 def problem(kind, variable):
     rnn, out = make_rnn(kind), CrossEntropyHead(2 * H if "bidirectional" in kind else H, C)
     out.double()
@@ -78,16 +55,6 @@ def problem(kind, variable):
 def gradients(modules, h0):
     grads = [p.grad.clone() for m in modules for p in m.parameters()]
     return grads + [t.grad.clone() for t in as_tuple(h0)]
-
-
-def zero(*modules):
-    for m in modules:
-        m.zero_grad(set_to_none=True)
-
-
-def worst(got, want):
-    assert len(got) == len(want)
-    return max(((g - w).abs().max() / w.abs().max()).item() for g, w in zip(got, want))
 
 
 @pytest.mark.parametrize("variable", [False, True], ids=["fixed", "packed"])
