@@ -399,6 +399,11 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "variable-length batch: lengths uniform in [f*T, T] for a fraction f < 1 "
                   "(default 1: all sequences T steps)")
       ->capture_default_str();
+  sub->add_option("--segments", p.mean_segment,
+                  "resets: each sequence a stream of segments (episodes, documents) of lengths "
+                  "uniform in [1, 2N-1], restarting from the initial state at each (default 0: "
+                  "none)")
+      ->capture_default_str();
   sub->add_option("--head", p.head, "per-step head: ce (Linear + cross-entropy), mse or a plugin's head kind")
       ->capture_default_str();
   sub->add_option("--classes", p.head_outputs, "C: head outputs (classes for ce)")

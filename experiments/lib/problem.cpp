@@ -16,6 +16,7 @@ std::string ProblemSpec::describe() const {
                                  input_size, hidden_size, head, head_outputs, time_steps, batch,
                                  dtype_name(dtype), device.str());
   if (min_length_fraction < 1.0) text += fmt::format(" lengths~U[{}T,T]", min_length_fraction);
+  if (mean_segment > 0) text += fmt::format(" segments~{}", mean_segment);
   return text;
 }
 
@@ -31,6 +32,20 @@ torch::Tensor random_lengths(double min_fraction, int64_t T, int64_t batch, int6
   auto lengths = torch::randint(shortest, T + 1, {batch}, generator, torch::kLong);  // [B]
   lengths[0] = T;  // the batch spans all T steps
   return lengths;
+}
+
+torch::Tensor random_resets(int64_t mean, int64_t T, int64_t batch,
+                            c10::optional<at::Generator> generator) {
+  TORCH_CHECK(mean >= 1, "mean_segment: expected >= 1 steps, got ", mean);
+  // Enough segment lengths to cover T steps even if every one is 1 long.
+  const auto lengths = torch::randint(1, 2 * mean, {batch, T}, generator, torch::kLong);  // [B, T]
+  const auto starts = lengths.cumsum(1) - lengths;  // [B, T] each segment's first step
+  auto resets = torch::zeros({T, batch}, torch::kBool);
+  for (int64_t b = 0; b < batch; ++b) {
+    const auto inside = starts[b].masked_select(starts[b] < T);
+    resets.select(1, b).index_fill_(0, inside, true);
+  }
+  return resets;
 }
 
 namespace {
@@ -77,6 +92,8 @@ Problem make_problem(const ProblemSpec& spec) {
   TORCH_CHECK(spec.min_length_fraction > 0.0 && spec.min_length_fraction <= 1.0,
               "min_length_fraction: expected a fraction of T in (0, 1], got ",
               spec.min_length_fraction);
+  TORCH_CHECK(spec.mean_segment >= 0, "mean_segment: expected >= 1 steps (0: no resets), got ",
+              spec.mean_segment);
   Problem p;
   p.spec = spec;
   torch::manual_seed(spec.seed);
@@ -117,6 +134,9 @@ Problem make_problem(const ProblemSpec& spec) {
                         .to(spec.device);  // [T, B] or [T, B, C]
   if (spec.min_length_fraction < 1.0) {
     p.batch.lengths = random_lengths(spec.min_length_fraction, spec.time_steps, spec.batch);
+  }
+  if (spec.mean_segment > 0) {
+    p.batch.resets = random_resets(spec.mean_segment, spec.time_steps, spec.batch);
   }
   // A user's head: its weights' GEMMs, and the elementwise work of the built-in head that
   // reads the same targets.

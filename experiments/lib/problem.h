@@ -25,6 +25,9 @@ struct ProblemSpec {
   // < 1: a variable-length batch, lengths drawn uniformly from [ceil(f * T), T] (one of
   // them T); 1: every sequence has all T steps.
   double min_length_fraction = 1.0;
+  // > 0: resets (NOTE [ Resets ] in vlrnn/core/sequence.h): each sequence a stream of
+  // segments whose lengths are drawn uniformly from [1, 2 * mean_segment - 1]; 0: none.
+  int64_t mean_segment = 0;
   torch::ScalarType dtype = torch::kFloat32;
   torch::Device device = torch::kCPU;
   uint64_t seed = 1;
@@ -50,6 +53,11 @@ struct Problem {
 // `generator` (default: the global one); the first is set to T so the batch spans all T steps.
 torch::Tensor random_lengths(double min_fraction, int64_t T, int64_t batch, int64_t at_least = 1,
                              c10::optional<at::Generator> generator = c10::nullopt);
+
+// [T, B] resets of streams of segments whose lengths are uniform in [1, 2 * mean - 1],
+// from `generator` (default: the global one).
+torch::Tensor random_resets(int64_t mean, int64_t T, int64_t batch,
+                            c10::optional<at::Generator> generator = c10::nullopt);
 
 // NOTE [ Data that cannot fit ] (problem.cpp): throws, naming the batch, what its data
 // needs and how many sequences fit, when a batch's data alone ([T, B, F] inputs and [T, B]

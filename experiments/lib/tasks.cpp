@@ -314,6 +314,57 @@ double min_length_of(const json& config) {
 
 }  // namespace
 
+// `episodes` of a task's sequences packed back to back into each sequence, as an RL buffer
+// or a corpus packs episodes or documents: sequence b's episodes follow one another by their
+// own lengths, a reset at each one's start, and the padding gathers at the end.
+class EpisodesTask : public Task {
+ public:
+  EpisodesTask(std::unique_ptr<Task> inner, int64_t episodes)
+      : inner_(std::move(inner)), episodes_(episodes) {}
+  std::string describe() const override {
+    return fmt::format("{}, {} episodes packed", inner_->describe(), episodes_);
+  }
+  std::string kind() const override { return inner_->kind(); }
+  int64_t input_size() const override { return inner_->input_size(); }
+  std::string head_kind() const override { return inner_->head_kind(); }
+  int64_t head_outputs() const override { return inner_->head_outputs(); }
+  int64_t time_steps() const override { return episodes_ * inner_->time_steps(); }
+  double chance_loss() const override { return inner_->chance_loss(); }
+  bool classifies_sequences() const override { return inner_->classifies_sequences(); }
+
+ protected:
+  SequenceBatch draw(Split split, int64_t batch_size, at::Generator& generator) const override {
+    std::vector<SequenceBatch> parts;
+    for (int64_t e = 0; e < episodes_; ++e) parts.push_back(inner_->draw(split, batch_size, generator));
+    const int64_t steps = time_steps();
+    SequenceBatch out;
+    auto input_shape = parts[0].inputs.sizes().vec();
+    auto target_shape = parts[0].targets.sizes().vec();
+    input_shape[0] = target_shape[0] = steps;
+    out.inputs = torch::zeros(input_shape, parts[0].inputs.options());     // [T, B, F]
+    out.targets = torch::zeros(target_shape, parts[0].targets.options());  // [T, B(, O)]
+    out.resets = torch::zeros({steps, batch_size}, torch::kBool);          // [T, B]
+    auto lengths = torch::zeros({batch_size}, torch::kLong);               // [B]
+    for (int64_t b = 0; b < batch_size; ++b) {
+      int64_t at = 0;
+      for (const auto& part : parts) {
+        const int64_t n = part.has_lengths() ? part.lengths[b].item<int64_t>() : part.time_steps();
+        out.inputs.narrow(0, at, n).select(1, b).copy_(part.inputs.narrow(0, 0, n).select(1, b));
+        out.targets.narrow(0, at, n).select(1, b).copy_(part.targets.narrow(0, 0, n).select(1, b));
+        out.resets[at][b] = true;
+        at += n;
+      }
+      lengths[b] = at;
+    }
+    if (lengths.min().item<int64_t>() < steps) out.lengths = lengths;
+    return out;
+  }
+
+ private:
+  std::unique_ptr<Task> inner_;
+  int64_t episodes_;
+};
+
 SequenceBatch Task::batch(Split split, int64_t index, int64_t batch_size, uint64_t seed) const {
   TORCH_CHECK(batch_size >= 1, "batch: expected >= 1 sequences, got ", batch_size);
   check_data_fits(time_steps(), batch_size, input_size(), torch::kFloat32);  // drawn in float32
@@ -355,6 +406,13 @@ std::vector<int64_t> pixel_permutation(int64_t size) {
 std::unique_ptr<Task> make_task(const json& config) {
   using namespace json_fields;  // as in min_length_of
   if (!config.is_object()) fail("task", "expected an object with a \"kind\", got " + type_of(config));
+  if (config.contains("episodes")) {
+    const int64_t episodes = read_int(config["episodes"], "task.episodes", 1);
+    json inner = config;
+    inner.erase("episodes");
+    if (episodes == 1) return make_task(inner);
+    return std::make_unique<EpisodesTask>(make_task(inner), episodes);
+  }
   TORCH_CHECK(config.contains("kind"), "config task.kind: missing; known kinds: ",
               fmt::format("{}", fmt::join(task_kinds(), ", ")));
   const auto kind = read_string(config["kind"], "task.kind", task_kinds());

@@ -46,6 +46,7 @@ class Task {
   SequenceBatch batch(Split split, int64_t index, int64_t batch_size, uint64_t seed) const;
 
  protected:
+  friend class EpisodesTask;  // draws its inner task's episodes
   // Draws one batch from `generator`; float tensors in float32 (converted by the caller).
   virtual SequenceBatch draw(Split split, int64_t batch_size, at::Generator& generator) const = 0;
 };
@@ -60,6 +61,9 @@ int64_t scored_steps(const SequenceBatch& batch);  // how many
 //   adding: steps (T), min_length (fraction of T, default 1: every sequence has T steps)
 //   copy:   delay (D), symbols (S, default 10), alphabet (A, default 8), min_length (of D)
 //   text:   path, steps (T), min_length, eval_fraction (default 0.1)
+//   any kind: episodes (default 1): each sequence is that many of the task's sequences
+//           packed back to back, by their own lengths, the state reset at each one's start
+//           (NOTE [ Resets ] in vlrnn/core/sequence.h); T becomes episodes times the task's.
 //   fashion_mnist: permuted (default false), path (default kFashionMnistFolder: a folder
 //           with the four files of kFashionMnistFiles, each gzip-compressed or not; the
 //           original MNIST's files, renamed so, work too). T = 784, F = 1, 10 classes.

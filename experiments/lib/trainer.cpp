@@ -8,6 +8,7 @@
 #include "vlrnn/core/rng.h"
 #include "vlrnn/measure/iteration_measurement.h"
 #include "vlrnn/measure/timer.h"
+#include "vlrnn/methods/block.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
 
@@ -162,13 +163,15 @@ Evaluation evaluate(Trainee& t, const Task& task, const TrainConfig& config) {
   double total = 0.0, scored = 0.0, correct = 0.0;
   for (int64_t i = 0; i < config.eval_batches; ++i) {
     // Seed 0 for every run: all runs are judged on the same held-out batches. validated()
-    // fills h0 and clears the padding (NOTE [ Padded steps ]), as a training step has it.
+    // fills h0 and clears the padding (NOTE [ Padded steps ]), as a training step has it;
+    // run_model() applies resets where the task has them (NOTE [ Resets ]).
     const auto batch = on_device(task.batch(Split::kEval, i, config.eval_batch, 0), config);
     const auto checked = validated(Workload{*t.model, *t.head, batch});
     State state = checked.h0;
     for (int64_t t0 = 0; t0 < batch.time_steps(); t0 += kEvalSliceSteps) {
-      const auto slice = checked.batch.slice(t0, std::min(kEvalSliceSteps, batch.time_steps() - t0));
-      auto [z, next] = t.model->forward(slice.inputs, state, slice.lengths);  // [Tb, B, Z]
+      const int64_t n = std::min(kEvalSliceSteps, batch.time_steps() - t0);
+      const auto slice = checked.batch.slice(t0, n);
+      auto [z, next] = run_model(checked, slice.inputs, t0, n, state);  // [Tb, B, Z]
       state = next;
       const auto mask = scored_mask(slice);  // [Tb, B]
       total += (t.head->forward(z, slice.targets) * mask).sum().item<double>();

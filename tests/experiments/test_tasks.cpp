@@ -97,6 +97,33 @@ TEST(Tasks, CopyWithVariableDelaysRecallsAtEachSequencesEnd) {
   }
 }
 
+// episodes: k of the task's sequences back to back in each sequence, by their own lengths,
+// a reset at each one's start (NOTE [ Resets ] in vlrnn/core/sequence.h).
+TEST(Tasks, EpisodesPackTheTasksSequencesBackToBackWithResets) {
+  const json inner = {{"kind", "copy"}, {"delay", 6}, {"symbols", 2}, {"min_length", 0.5}};
+  json packed = inner;
+  packed["episodes"] = 3;
+  const auto one = make_task(inner), three = make_task(packed);
+  EXPECT_EQ(three->time_steps(), 3 * one->time_steps());
+  EXPECT_NE(three->describe().find("3 episodes packed"), std::string::npos);
+  const auto batch = three->batch(Split::kTrain, 0, 4, 1);
+  ASSERT_TRUE(batch.has_resets());
+  ASSERT_TRUE(batch.has_lengths());
+  for (int64_t b = 0; b < 4; ++b) {
+    // Three episodes start in sequence b: at 0, and where each earlier one ended.
+    const auto starts = batch.resets.select(1, b).nonzero().flatten();
+    ASSERT_EQ(starts.size(0), 3);
+    EXPECT_EQ(starts[0].item<int64_t>(), 0);
+    const int64_t length = batch.lengths[b].item<int64_t>();
+    EXPECT_GT(length, starts[2].item<int64_t>());
+    // Each episode scores its own recall: as many scored steps as three copies of one.
+    const auto scored = scored_mask(batch).select(1, b).sum().item<int64_t>();
+    EXPECT_EQ(scored, 3 * 2);
+  }
+  EXPECT_NE(error_of({{"kind", "copy"}, {"delay", 6}, {"episodes", 0}}).find("task.episodes"),
+            std::string::npos);
+}
+
 TEST(Tasks, TextWindowsPredictTheNextCharacter) {
   const std::string path = ::testing::TempDir() + "/vlrnn_text_task.txt";
   std::string text;

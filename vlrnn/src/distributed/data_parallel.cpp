@@ -171,6 +171,7 @@ SequenceBatch DataParallel::share(const SequenceBatch& batch) const {
   mine.inputs = batch.inputs.narrow(1, first, count);
   mine.targets = batch.targets.narrow(1, first, count);
   if (batch.lengths.defined()) mine.lengths = batch.lengths.narrow(0, first, count);
+  if (batch.resets.defined()) mine.resets = batch.resets.narrow(1, first, count);
   return mine;
 }
 
