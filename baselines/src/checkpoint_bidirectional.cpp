@@ -35,8 +35,10 @@ std::pair<torch::Tensor, State> checkpointed_direction(const Workload& workload,
       State entry(std::vector<torch::Tensor>(in.begin(), in.begin() + long(state_size)));
       const auto x = pass_input ? in.back() : input.narrow(0, t0, n);
       const auto lengths = workload.batch.slice(t0, n).lengths;  // [B] valid in the segment
-      auto [z, exit] = forward ? model.run_forward_direction(layer, x, entry, lengths)
-                               : model.run_backward_direction(layer, x, entry, lengths);
+      const auto restarts =
+          model.restarts(workload.batch.resets, workload.h0, layer, forward, t0, n);
+      auto [z, exit] = forward ? model.run_forward_direction(layer, x, entry, lengths, restarts)
+                               : model.run_backward_direction(layer, x, entry, lengths, restarts);
       std::vector<torch::Tensor> out{z};
       out.insert(out.end(), exit.begin(), exit.end());
       return out;

@@ -152,9 +152,10 @@ class PlainRNN(nn.Module):
         packed) and h (the final state)."""
         mask = None if resets is None else resets_from(resets, batch_from(x, y))
         if mask is not None and getattr(unwrapped(self.rnn), "bidirectional", False) is True:
-            raise ValueError("resets: a bidirectional rnn does not take resets (its backward "
-                             "direction would have to restart at each segment's end); split "
-                             "the stream into sequences with lengths instead")
+            raise ValueError("resets: PlainRNN calls the rnn once per stretch between resets, "
+                             "which cuts a bidirectional rnn's backward direction; use "
+                             "VLRNN(..., method='full') (or any bidirectional method), whose "
+                             "engine restarts each direction at its segment's edge")
         z, h = self.rnn(x, h0)[:2] if mask is None else _run_in_segments(self.rnn, x, h0, mask)
         if isinstance(x, PackedSequence):
             if not isinstance(y, PackedSequence):
@@ -298,7 +299,9 @@ class VLRNN(PlainRNN):
         row, or zeros), as episodes or documents packed into one stream: a bool mask [B, T]
         (batch-first), or segment starts as in cu_seqlens (a list of B integer tensors; one
         tensor when B = 1). No gradient crosses a reset, and every method stays exact
-        (examples/python/packed_episodes.py). Not for a bidirectional rnn.
+        (examples/python/packed_episodes.py); a bidirectional rnn's backward direction
+        restarts at each segment's end (gradients only: its evaluation under no_grad goes
+        through PlainRNN, which refuses it).
 
         Returns loss, the scalar loss detached (its gradients are already in .grad: do not
         call loss.backward()); loss_seq, the per-step losses [B, T] (packed as x when x is

@@ -1,6 +1,7 @@
 // Resets inside a sequence (NOTE [ Resets ] in vlrnn/core/sequence.h): a batch whose
-// sequences restart at given steps against the same segments run as sequences of their own,
-// and every exact method against full BPTT with resets. Float64, 1e-10 relative.
+// sequences restart at given steps against the same segments run as sequences of their own
+// (bidirectional models too), and every exact method against full BPTT with resets.
+// Float64, 1e-10 relative.
 // Shapes: T = 9 steps, B = 3 sequences, F = 3 features, H = 4 hidden; S = segments.
 #include "test_util.h"
 
@@ -88,7 +89,7 @@ struct Problem {
     const State leaves = h0.detached_leaves();
     const auto x_leaf = x.detach().requires_grad_(true);
     std::vector<torch::Tensor> xs, ys;
-    std::vector<int64_t> segment_lengths, rows, last_of_sequence(kBatch);
+    std::vector<int64_t> segment_lengths, rows, last_of_sequence(kBatch), first_of_sequence(kBatch, -1);
     for (int64_t i = 0; i < S; ++i) {
       const auto& s = segments[size_t(i)];
       const int64_t n = s.end - s.begin;
@@ -99,6 +100,7 @@ struct Problem {
       segment_lengths.push_back(n);
       rows.push_back(s.sequence);
       last_of_sequence[size_t(s.sequence)] = i;
+      if (first_of_sequence[size_t(s.sequence)] < 0) first_of_sequence[size_t(s.sequence)] = i;
     }
     const auto row_index = torch::tensor(rows, torch::kLong);  // [S]
     std::vector<torch::Tensor> entry;
@@ -112,10 +114,15 @@ struct Problem {
     losses = torch::where(torch::arange(longest).unsqueeze(1) < seg_lengths.unsqueeze(0), losses,
                           torch::zeros_like(losses));
     auto loss = losses.sum();
-    const auto last = torch::tensor(last_of_sequence, torch::kLong);  // [B]
+    // A bidirectional model's backward direction ends at step 0: its final part is the
+    // first segment's.
+    const auto last = torch::tensor(last_of_sequence, torch::kLong);    // [B]
+    const auto first = torch::tensor(first_of_sequence, torch::kLong);  // [B]
     std::vector<torch::Tensor> finals;
     for (size_t i = 0; i < seed.size(); ++i) {
-      finals.push_back(final_state[i].index_select(specs[i].batch_dim, last));
+      const bool backward = specs[i].name.size() > 4 &&
+                            specs[i].name.compare(specs[i].name.size() - 4, 4, "_bwd") == 0;
+      finals.push_back(final_state[i].index_select(specs[i].batch_dim, backward ? first : last));
       loss = loss + (finals.back() * seed[i]).sum();
     }
     loss.backward();
@@ -133,7 +140,8 @@ struct Problem {
 // Full BPTT with resets computes what the segments give run as separate sequences.
 TEST(Resets, FullBpttEqualsTheSegmentsAsSeparateSequences) {
   for (const auto& [kind, layers] : std::vector<std::pair<std::string, int64_t>>{
-           {"lstm", 2}, {"gru_lstm", 1}, {"lstm_block", 2}, {"mingru", 1}}) {
+           {"lstm", 2}, {"gru_lstm", 1}, {"lstm_block", 2}, {"mingru", 1}, {"bilstm", 2},
+           {"bi:gru_v3", 1}}) {
     Problem p(kind, layers);
     auto full = make_method("full");
     expect_close(p.with_resets(*full), p.as_separate_sequences(), 1e-10, kind + " full");
@@ -161,6 +169,29 @@ TEST(Resets, EveryExactMethodEqualsFullBptt) {
     auto method = make_method_from_spec(spec);
     torch::manual_seed(1);
     expect_close(p.with_resets(*method), reference, 1e-10, spec);
+  }
+}
+
+// The bidirectional methods: each direction restarts, the backward one at each segment's
+// end; dropout between layers.
+TEST(Resets, EveryBidirectionalMethodEqualsFullBptt) {
+  Problem p("bilstm", 2, /*dropout=*/0.3);
+  p.model->train();
+  auto full = make_method("full");
+  torch::manual_seed(1);
+  const Named reference = p.with_resets(*full);
+  for (const auto& name : method_names()) {
+    if (name == "full" || !make_method(name)->is_exact() || !handles_bidirectional(name)) continue;
+    for (const auto& spec : {name, name + ":block=2", name + ":segments=4"}) {
+      std::unique_ptr<GradientMethod> method;
+      try {
+        method = make_method_from_spec(spec);
+      } catch (const std::exception&) {
+        continue;  // an option this method does not take
+      }
+      torch::manual_seed(1);
+      expect_close(p.with_resets(*method), reference, 1e-10, spec);
+    }
   }
 }
 
@@ -197,7 +228,7 @@ TEST(Resets, AtStepZeroAndInThePaddedTailChangeNothing) {
   expect_close(p.with_resets(*full), with_none, 0.0, "resets that change nothing");
 }
 
-TEST(Resets, BadMasksAndBidirectionalModelsAreRefused) {
+TEST(Resets, BadMasksAreRefused) {
   Problem p("lstm", 1);
   auto full = make_method("full");
   auto run = [&](const torch::Tensor& resets) {
@@ -211,17 +242,6 @@ TEST(Resets, BadMasksAndBidirectionalModelsAreRefused) {
                         {"batch.resets", "bool", "Long"});
   expect_error_mentions([&] { resets_from_segment_starts({{3, 10}}, kSteps); },
                         {"segment_starts[0]", "[0, T = 9]", "10"});
-  auto bi = make_model({"bilstm", kFeatures, kHidden, 1});
-  bi->to(torch::kFloat64);
-  auto bi_head = make_head("ce", bi->output_size(), 3);
-  bi_head->to(torch::kFloat64);
-  expect_error_mentions(
-      [&] {
-        Workload w{*bi, *bi_head, SequenceBatch{p.x, p.y}};
-        w.batch.resets = p.resets;
-        full->compute(w);
-      },
-      {"batch.resets", "bidirectional"});
 }
 
 }  // namespace

@@ -93,11 +93,11 @@ TEST(Matrix, CoversTheIssueAxes) {
   EXPECT_EQ(bidirectional_cases["planner"], 4 * 2 * 2 * 2 * 3 * 2);
   EXPECT_EQ(per_method.count("bivlrnn"), 0u);
   // Resets: 4 shapes × 2 reductions × float64 × 2 h0 modes × one set of mixed lengths, on
-  // the reduced grid (vlrnn K ∈ {1, 7, T}); none for bidirectional models (refused).
+  // the reduced grid (vlrnn K ∈ {1, 7, T}); 2 bidirectional shapes for bivlrnn's K ∈ {1, 7, T}.
   EXPECT_EQ(reset_cases["vlrnn"], 4 * 2 * 1 * 2 * 1 * 3);
+  EXPECT_EQ(reset_cases["bivlrnn"], 2 * 2 * 1 * 2 * 1 * 3);
   EXPECT_GT(reset_cases["checkpoint"], 0);
   EXPECT_GT(reset_cases["planner"], 0);
-  EXPECT_EQ(reset_cases.count("bivlrnn"), 0u);
 }
 
 // The reset set holds a reset at step 0, two in adjacent steps, one at a sequence's last

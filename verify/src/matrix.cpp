@@ -209,16 +209,19 @@ std::vector<VerifyCase> default_matrix() {
   // The linear recurrences run by an in-block scan (vlrnn/cells/linear_recurrence.h), one of
   // them stacked with dropout, on the same reduced grid.
   // Resets (NOTE [ Resets ] in vlrnn/core/sequence.h) on stacks with dropout, the composite
-  // state, a hand-written block cell and a scan; float64 only.
+  // state, a hand-written block cell and a scan, and two bidirectional models; float64 only.
   const std::vector<ModelShape> with_resets = {
       {"lstm", 3, "ce", 0.3}, {"gru_lstm", 1, "mse", 0.25}, {"lstm_block", 2, "ce", 0.3},
       {"mingru", 1, "mse", 0.0}};
+  const std::vector<ModelShape> bidirectional_with_resets = {
+      {"bilstm", 2, "mse", 0.25}, {"bigru", 1, "ce", 0.0}};
   const std::vector<ModelShape> linear_recurrences = {
       {"mingru", 1, "ce", 0.0}, {"minlstm", 2, "mse", 0.3}, {"lru", 1, "mse", 0.0},
       {"ssm", 1, "ce", 0.0}};
   std::vector<VerifyCase> cases;
   const VerifyCase base;
   const auto length_sets = default_length_sets(base.time_steps, 4);
+  const auto reset_set = reset_length_set(base.time_steps, 4);
   for (const auto& method : method_names()) {
     if (method == "full") continue;
     if (handles_left_to_right(method)) {
@@ -228,11 +231,13 @@ std::vector<VerifyCase> default_matrix() {
       add_cases(cases, base, linear_recurrences,
                 reduced_method_variants(method, base.time_steps), length_sets);
       add_cases(cases, base, with_resets, reduced_method_variants(method, base.time_steps),
-                {reset_length_set(base.time_steps, 4)}, {torch::kFloat64});
+                {reset_set}, {torch::kFloat64});
     }
     if (handles_bidirectional(method)) {
       add_cases(cases, base, bidirectional, method_variants(method, base.time_steps),
                 length_sets);
+      add_cases(cases, base, bidirectional_with_resets,
+                reduced_method_variants(method, base.time_steps), {reset_set}, {torch::kFloat64});
     }
   }
   return cases;

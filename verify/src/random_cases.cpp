@@ -51,10 +51,10 @@ std::vector<int64_t> draw_lengths(Draw& draw, int64_t T, int64_t B) {
 // most cases; else each step of each sequence starts a segment with a drawn chance, often
 // in adjacent steps, sometimes at step 0 or past the sequence's end (all change nothing
 // there). Drawn from a stream of their own, so a case's other draws are what they were
-// before resets existed. None for a bidirectional model, which does not take them.
+// before resets existed.
 std::vector<std::vector<int64_t>> draw_segment_starts(uint64_t case_seed, const VerifyCase& c) {
   Draw draw(mix(case_seed ^ 0x7E5E7ull));
-  if (is_bidirectional_kind(c.model) || c.time_steps < 2 || !draw.chance(30)) return {};
+  if (c.time_steps < 2 || !draw.chance(30)) return {};
   const int64_t percent = draw.pick<int64_t>({3, 10, 30, 60});
   std::vector<std::vector<int64_t>> starts(size_t(c.batch));
   for (auto& sequence : starts) {

@@ -95,26 +95,40 @@ State Bidirectional::join_states(const std::vector<std::pair<State, State>>& per
 }
 
 std::pair<torch::Tensor, State> Bidirectional::run_forward_direction(
-    int64_t layer, const torch::Tensor& x, const State& entry, const torch::Tensor& lengths) const {
+    int64_t layer, const torch::Tensor& x, const State& entry, const torch::Tensor& lengths,
+    const Restarts& restarts) const {
   auto& module = forward_module(layer);
-  return module.forward(module.reads_padding() ? zero_padding(x, lengths) : x, entry, lengths);
+  const auto inputs = module.reads_padding() ? zero_padding(x, lengths) : x;  // [n, B, I]
+  return run_with_restarts(
+      x.size(0), restarts, module.state_spec(), entry,
+      [&](int64_t a, int64_t m, const State& from) {
+        const auto piece_lengths = lengths.defined() ? (lengths - a).clamp(0, m) : lengths;
+        return module.forward(inputs.narrow(0, a, m), from, piece_lengths);
+      });
 }
 
 std::pair<torch::Tensor, State> Bidirectional::run_backward_direction(
-    int64_t layer, const torch::Tensor& x, const State& entry, const torch::Tensor& lengths) const {
+    int64_t layer, const torch::Tensor& x, const State& entry, const torch::Tensor& lengths,
+    const Restarts& restarts) const {
   // NOTE [ The backward direction's steps ]
   auto& module = backward_module(layer);
   const int64_t n = x.size(0);
-  if (!lengths.defined()) {
+  if (!lengths.defined() && !restarts.any()) {
     auto [z, exit] = module.forward(x.flip(0), entry, lengths);  // z [n, B, Zb], reversed
     return {z.flip(0), exit};
   }
-  const auto valid = lengths.to(torch::kCPU, torch::kLong);  // [B]
+  const auto valid = lengths.defined() ? lengths.to(torch::kCPU, torch::kLong)
+                                       : torch::full({x.size(1)}, n, torch::kLong);  // [B]
   const auto inputs = module.reads_padding() ? zero_padding(x, valid) : x;  // [n, B, I]
   std::set<int64_t> cuts{0, n};
   for (int64_t i = 0; i < valid.size(0); ++i) {
     const int64_t v = valid[i].item<int64_t>();
     if (v > 0 && v < n) cuts.insert(v);
+  }
+  // NOTE [ Resets ]: a piece also ends where a restart enters its first step run.
+  const auto restart_rows = restarts.any() ? restarts.at.any(1) : torch::Tensor();  // [n]
+  for (int64_t i = 0; restarts.any() && i < n; ++i) {
+    if (restart_rows[i].item<bool>()) cuts.insert(i + 1);
   }
   // Pieces [lo, hi), last to first; in each, a sequence is valid throughout (length >= hi)
   // or not at all.
@@ -122,6 +136,9 @@ std::pair<torch::Tensor, State> Bidirectional::run_backward_direction(
   State state = entry;
   for (auto hi = cuts.rbegin(), lo = std::next(cuts.rbegin()); lo != cuts.rend(); ++hi, ++lo) {
     const int64_t m = *hi - *lo;
+    if (restarts.any() && restart_rows[*hi - 1].item<bool>()) {
+      state = restarted(state, restarts.at[*hi - 1], restarts.initial, module.state_spec());
+    }
     auto piece_lengths = torch::where(valid >= *hi, torch::full_like(valid, m),
                                       torch::zeros_like(valid));  // [B]
     auto [z, exit] = module.forward(inputs.narrow(0, *lo, m).flip(0), state, piece_lengths);
@@ -140,17 +157,38 @@ torch::Tensor Bidirectional::draw_dropout_masks(int64_t layer, int64_t steps, in
   return masks.defined() ? masks.select(1, 0) : masks;  // [T, B, Z]
 }
 
+Restarts Bidirectional::restarts(const torch::Tensor& resets, const State& h0, int64_t layer,
+                                 bool forward, int64_t t0, int64_t n) const {
+  if (!resets.defined()) return {};
+  const int64_t steps = resets.size(0);
+  auto [h0_f, h0_b] = split_state(h0, layer);
+  if (forward) return {resets.narrow(0, t0, n), std::move(h0_f)};
+  // Segment ends: the step before each start; the last step of the batch ends none here.
+  auto ends = torch::zeros({n, resets.size(1)}, resets.options());  // [n, B]
+  const int64_t shifted = std::min(n, steps - t0 - 1);
+  if (shifted > 0) ends.narrow(0, 0, shifted).copy_(resets.narrow(0, t0 + 1, shifted));
+  return {ends, std::move(h0_b)};
+}
+
 std::pair<torch::Tensor, State> Bidirectional::forward(const torch::Tensor& x,
                                                        const State& h_entry,
                                                        const torch::Tensor& lengths) {
+  return run(x, h_entry, lengths, {});
+}
+
+std::pair<torch::Tensor, State> Bidirectional::run(const torch::Tensor& x, const State& h_entry,
+                                                   const torch::Tensor& lengths,
+                                                   const torch::Tensor& resets) const {
   // x [T, B, F] -> per layer: [T, B, I] -> (zf [T, B, Zf], zb [T, B, Zb]) -> [T, B, Z]
   const int64_t steps = x.size(0), batch = x.size(1);
   std::vector<std::pair<State, State>> exits;
   torch::Tensor input = x;
   for (int64_t l = 0; l < num_layers(); ++l) {
     auto [entry_f, entry_b] = split_state(h_entry, l);
-    auto [zf, exit_f] = run_forward_direction(l, input, entry_f, lengths);
-    auto [zb, exit_b] = run_backward_direction(l, input, entry_b, lengths);
+    auto [zf, exit_f] = run_forward_direction(l, input, entry_f, lengths,
+                                              restarts(resets, h_entry, l, true, 0, steps));
+    auto [zb, exit_b] = run_backward_direction(l, input, entry_b, lengths,
+                                               restarts(resets, h_entry, l, false, 0, steps));
     input = torch::cat({zf, zb}, -1);  // [T, B, Z]
     const auto masks = draw_dropout_masks(l, steps, batch, input.options());
     if (masks.defined()) input = input * masks;

@@ -2,6 +2,7 @@
 
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/core/padding.h"
+#include "vlrnn/core/resets.h"
 
 #include <cmath>
 
@@ -37,21 +38,6 @@ std::pair<torch::Tensor, State> run_unbroken(const Workload& workload, const tor
                                 entry, lengths);
 }
 
-// `state` entering step t, with the sequences that start a new segment there restarted from
-// their initial state (NOTE [ Resets ] in core/sequence.h): a select, so no gradient flows
-// back across the boundary, and h0's rows get it instead.
-State restarted(const Workload& workload, const State& state, int64_t t) {
-  const auto restart = workload.batch.resets[t];  // [B] bool
-  const auto specs = workload.model.state_spec();
-  std::vector<torch::Tensor> out;
-  for (size_t i = 0; i < state.size(); ++i) {
-    std::vector<int64_t> shape(size_t(state[i].dim()), 1);
-    shape[size_t(specs[i].batch_dim)] = restart.size(0);
-    out.push_back(torch::where(restart.to(state[i].device()).view(shape), workload.h0[i], state[i]));
-  }
-  return State(std::move(out));
-}
-
 }  // namespace
 
 std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch::Tensor& inputs,
@@ -65,24 +51,17 @@ std::pair<torch::Tensor, State> run_model(const Workload& workload, const torch:
                 "method that handles bidirectional models: full, checkpoint, bivlrnn or planner");
   }
   if (!workload.batch.has_resets()) return run_unbroken(workload, inputs, t0, n, entry);
+  if (const auto* bidirectional = as_bidirectional(workload.model)) {
+    // The whole sequence from h0: each direction restarts, the backward one at each
+    // segment's end (Bidirectional::restarts()).
+    return bidirectional->run(inputs, entry, workload.batch.lengths, workload.batch.resets);
+  }
   // NOTE [ Resets ]: the block runs in pieces cut at the steps where any sequence restarts.
-  const auto cuts = workload.batch.resets.narrow(0, t0, n).any(1).nonzero().flatten();
-  std::vector<int64_t> starts{0};
-  for (int64_t i = 0; i < cuts.size(0); ++i) {
-    const int64_t s = cuts[i].item<int64_t>();
-    if (s > 0) starts.push_back(s);
-  }
-  starts.push_back(n);
-  std::vector<torch::Tensor> outputs;
-  State state = entry;
-  for (size_t p = 0; p + 1 < starts.size(); ++p) {
-    const int64_t a = starts[p], m = starts[p + 1] - a;
-    if (workload.batch.resets[t0 + a].any().item<bool>()) state = restarted(workload, state, t0 + a);
-    auto [z, exit] = run_unbroken(workload, inputs.narrow(0, a, m), t0 + a, m, state);
-    outputs.push_back(std::move(z));
-    state = std::move(exit);
-  }
-  return {outputs.size() == 1 ? outputs[0] : torch::cat(outputs), state};
+  const Restarts restarts{workload.batch.resets.narrow(0, t0, n), workload.h0};
+  return run_with_restarts(n, restarts, workload.model.state_spec(), entry,
+                           [&](int64_t a, int64_t m, const State& from) {
+                             return run_unbroken(workload, inputs.narrow(0, a, m), t0 + a, m, from);
+                           });
 }
 
 BlockForward forward_block(const Workload& workload, const torch::Tensor& inputs, int64_t t0,

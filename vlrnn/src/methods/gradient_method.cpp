@@ -1,6 +1,5 @@
 #include "vlrnn/methods/gradient_method.h"
 
-#include "vlrnn/core/bidirectional.h"
 #include "vlrnn/core/rng.h"
 
 namespace vlrnn {
@@ -17,9 +16,6 @@ torch::Tensor checked_resets(const Workload& workload) {
               "] (true where a new segment starts), got shape ", resets.sizes());
   TORCH_CHECK(resets.scalar_type() == torch::kBool, "batch.resets: expected a bool mask, got ",
               resets.scalar_type());
-  TORCH_CHECK(!as_bidirectional(workload.model), "batch.resets: a bidirectional model does "
-              "not take resets yet (its backward direction would have to restart at each "
-              "segment's end); split the stream into sequences with lengths instead");
   auto kept = resets.to(torch::kCPU).clone();  // [T, B]
   kept[0].fill_(false);  // step 0 starts from the initial state anyway
   if (workload.batch.has_lengths()) {

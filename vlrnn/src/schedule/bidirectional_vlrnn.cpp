@@ -130,8 +130,10 @@ class BidirectionalRun {
   std::pair<torch::Tensor, State> run_block(int64_t layer, Direction d, const torch::Tensor& x,
                                             int64_t i, const State& entry) const {
     const auto lengths = w_.batch.slice(begin(i), size(i)).lengths;  // [B] valid in the block
-    return d == Direction::kForward ? model_.run_forward_direction(layer, x, entry, lengths)
-                                    : model_.run_backward_direction(layer, x, entry, lengths);
+    const bool forward = d == Direction::kForward;
+    const auto restarts = model_.restarts(w_.batch.resets, w_.h0, layer, forward, begin(i), size(i));
+    return forward ? model_.run_forward_direction(layer, x, entry, lengths, restarts)
+                   : model_.run_backward_direction(layer, x, entry, lengths, restarts);
   }
 
   // Block i of `layer`'s input: a view, or a leaf whose .grad() is the block's dL/dinput.

@@ -38,6 +38,7 @@
 // below ran (NOTE [ Dropout masks drawn per step ] in layer_stack.h).
 
 #include "vlrnn/core/recurrent_module.h"
+#include "vlrnn/core/resets.h"
 
 #include <memory>
 #include <string>
@@ -56,6 +57,11 @@ class Bidirectional : public RecurrentModule {
   // x [T, B, F], h_entry as state_spec(), lengths [B] (or undefined: all T) -> z [T, B, Z].
   std::pair<torch::Tensor, State> forward(const torch::Tensor& x, const State& h_entry,
                                           const torch::Tensor& lengths = {}) override;
+  // forward() with resets [T, B] (undefined: none), from h_entry as the initial state
+  // (NOTE [ Resets ] in core/sequence.h; restarts()).
+  std::pair<torch::Tensor, State> run(const torch::Tensor& x, const State& h_entry,
+                                      const torch::Tensor& lengths,
+                                      const torch::Tensor& resets) const;
   int64_t input_size() const override;
   int64_t output_size() const override;
   std::vector<StateSpec> state_spec() const override;
@@ -75,13 +81,22 @@ class Bidirectional : public RecurrentModule {
   // x [n, B, I], lengths [B] valid steps in the range (undefined: all n) -> (z [n, B, Zf], exit).
   std::pair<torch::Tensor, State> run_forward_direction(int64_t layer, const torch::Tensor& x,
                                                         const State& entry,
-                                                        const torch::Tensor& lengths) const;
+                                                        const torch::Tensor& lengths,
+                                                        const Restarts& restarts = {}) const;
   // Layer l's backward direction on a range, from its last step down to its first
   // (NOTE [ The backward direction's steps ]): `entry` is the state before step n - 1 is
   // run, the exit the state after step 0; z [n, B, Zb] is returned in time order.
   std::pair<torch::Tensor, State> run_backward_direction(int64_t layer, const torch::Tensor& x,
                                                          const State& entry,
-                                                         const torch::Tensor& lengths) const;
+                                                         const torch::Tensor& lengths,
+                                                         const Restarts& restarts = {}) const;
+  // Where layer l's direction restarts in the range [t0, t0 + n) of a batch with `resets`
+  // [T, B] (undefined: none), from its part of the model's initial state `h0` (NOTE
+  // [ Resets ]): the forward direction entering step t where a segment starts at t, the
+  // backward one entering step t (from t + 1) where a segment ends at t, i.e. the next one
+  // starts at t + 1. Indexed in time order, as both runners take it.
+  Restarts restarts(const torch::Tensor& resets, const State& h0, int64_t layer, bool forward,
+                    int64_t t0, int64_t n) const;
   // The masks between layer l and l + 1 for T steps ([T, B, Z], scaled), or undefined when
   // none are drawn (eval mode, p = 0, or the top layer).
   torch::Tensor draw_dropout_masks(int64_t layer, int64_t steps, int64_t batch,

@@ -20,7 +20,9 @@ struct SequenceBatch {
   // step t is then the initial state (h0's row b, or zeros), as if a new sequence began
   // there, and no gradient crosses the boundary. Undefined = none. A reset at step 0 or past
   // a sequence's end changes nothing. Methods never see it: run_model() (methods/block.h)
-  // applies it, so every method and every model is exact with resets.
+  // applies it, so every method and every model is exact with resets; a bidirectional
+  // model's directions apply it too, the backward one at each segment's end
+  // (Bidirectional::restarts()).
   torch::Tensor resets;
   // True when the batch was made from PackedSequences: per-step results are then also
   // returned packed (GradientResult::packed_step_losses).
