@@ -195,6 +195,22 @@ TEST(Resets, EveryBidirectionalMethodEqualsFullBptt) {
   }
 }
 
+// Truncated BPTT's windows: where every window starts a segment of every sequence, nothing
+// crosses a window boundary, so truncation loses nothing and tbptt equals full BPTT.
+TEST(Resets, TruncationAtTheResetsLosesNothing) {
+  Problem p("gru_lstm", 1);
+  p.lengths = torch::Tensor();  // all T: the final state's seed lies in the last window
+  p.resets = resets_from_segment_starts({{3, 6}, {3, 6}, {3, 6}}, kSteps);
+  auto full = make_method("full");
+  auto windows = make_method_from_spec("tbptt:k=3");
+  expect_close(p.with_resets(*windows), p.with_resets(*full), 1e-10, "tbptt:k=3");
+  // Elsewhere the truncation still shows.
+  p.resets = resets_from_segment_starts({{4}, {4}, {4}}, kSteps);
+  const Named truncated = p.with_resets(*windows), reference = p.with_resets(*full);
+  EXPECT_GT(testing::rel_diff(truncated.at("model.gru.gru.weight_hh_l0"),
+                              reference.at("model.gru.gru.weight_hh_l0")), 1e-6);
+}
+
 // NOTE [ Resets ]: an h0 computed from a parameter (a learned initial state) gets its
 // gradient from every segment, its graph back-propagated once.
 TEST(Resets, LearnedInitialStateGetsEverySegmentsGradient) {
