@@ -6,7 +6,9 @@
 - its Layout block names every top-level folder of the tree (`git ls-files`, else the folders
   on disk);
 - every relative link in README.md and docs/*.md, images included, leads to a file that
-  exists, and a link's #anchor to a heading of the page it names.
+  exists, and a link's #anchor to a heading of the page it names;
+- the tracked tree (`git ls-files`) stays under MAX_TREE_BYTES, light enough to clone and to
+  carry to a GPU machine.
 
 Usage: test_contents.py SOURCE_DIR
 """
@@ -16,6 +18,7 @@ import subprocess
 import sys
 
 MAX_LINES = 250
+MAX_TREE_BYTES = 20_000_000
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -73,6 +76,23 @@ def top_level_folders(source):
                   and d != ".git" and not d.startswith("build"))
 
 
+def check_tree_size(source):
+    try:
+        files = subprocess.run(["git", "-C", source, "ls-files", "-z"], capture_output=True,
+                               text=True, check=True).stdout.split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        return []  # not a git checkout: nothing tracked to weigh
+    sizes = sorted(((os.path.getsize(os.path.join(source, f)), f) for f in files
+                    if f and os.path.isfile(os.path.join(source, f))), reverse=True)
+    total = sum(size for size, _ in sizes)
+    if total <= MAX_TREE_BYTES:
+        return []
+    largest = ", ".join(f"{f} ({size / 1e6:.1f} MB)" for size, f in sizes[:5])
+    return [f"the tracked tree is {total / 1e6:.1f} MB, more than {MAX_TREE_BYTES / 1e6:.0f} MB; "
+            f"the largest files: {largest} (a result folder may keep its records as "
+            "results.jsonl.gz, gzip -9n)"]
+
+
 def check_layout(source, readme):
     after = readme.split("\n## Layout\n", 1)
     if len(after) < 2 or "```" not in after[1]:
@@ -114,6 +134,7 @@ def main():
         if word in readme:
             problems.append(f"README.md holds a placeholder: {word}")
     problems += check_layout(source, readme)
+    problems += check_tree_size(source)
     docs = os.path.join(source, "docs")
     pages = [readme_path] + sorted(os.path.join(docs, f) for f in os.listdir(docs)
                                    if f.endswith(".md"))
@@ -122,7 +143,8 @@ def main():
     if problems:
         sys.exit("FAIL: " + "\nFAIL: ".join(problems))
     print(f"README: {count} lines, contents in order, Layout lists every top-level folder; "
-          f"the links of {len(pages)} pages resolve")
+          f"the links of {len(pages)} pages resolve; the tracked tree is under "
+          f"{MAX_TREE_BYTES / 1e6:.0f} MB")
 
 
 if __name__ == "__main__":
