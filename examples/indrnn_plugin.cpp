@@ -2,7 +2,7 @@
 //   build/vlrnn verify --plugin build/examples/indrnn_plugin.so --model indrnn
 //   build/vlrnn compare --plugin build/examples/indrnn_plugin.so --model indrnn --T 512
 // The tool dlopens the library and calls this one function (NOTE [ Plugins ] in
-// experiments/lib/user_models.h); it may add models and methods alike.
+// vlrnn/registry/plugins.h); it may add models and methods alike.
 #include "indrnn.h"
 
 // --- README plugin begin ---

@@ -34,13 +34,13 @@ int main(int argc, char** argv) {
   vlrnn::cli::add_budget_command(app, exit_code);
   vlrnn::cli::add_merge_command(app, exit_code);
   vlrnn::cli::add_train_command(app, exit_code);
-  // NOTE [ Plugins ] (lib/user_models.h): every subcommand takes --plugin, loaded before
+  // NOTE [ Plugins ] (vlrnn/registry/plugins.h): every subcommand takes --plugin, loaded before
   // the command's own callback runs, so its models and methods are known by name there.
   for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     sub->add_option_function<std::vector<std::string>>(
         "--plugin",
         [](const std::vector<std::string>& paths) {
-          for (const auto& path : paths) vlrnn::experiments::load_plugin(path);
+          for (const auto& path : paths) vlrnn::load_plugin(path);
         },
         "PATH.so: a shared library whose extern \"C\" vlrnn_register_plugin() adds models "
         "or methods (repeatable; also VLRNN_PLUGINS=PATH[:PATH...])");
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     vlrnn::cli::command_line() += (i ? " " : "") + std::string(argv[i]);
   }
   try {
-    vlrnn::experiments::load_plugins_from_env();
+    vlrnn::load_plugins_from_env();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version are ParseErrors that succeed: CLI11 prints them. Every other

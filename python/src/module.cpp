@@ -6,9 +6,6 @@
 
 #include "python_modules.h"
 
-#if VLRNN_PYTHON_PLUGINS
-#include "lib/user_models.h"
-#endif
 
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lstm_block.h"
@@ -20,6 +17,7 @@
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
+#include "vlrnn/registry/plugins.h"
 #include "vlrnn/verify/compare.h"
 #include "vlrnn/verify/cut_dependence.h"
 #include "vlrnn/verify/report.h"
@@ -212,19 +210,14 @@ py::list named_parameters(const torch::nn::Module& module) {
 
 // NOTE [ Plugins from Python ]: a plugin's vlrnn_register_plugin() calls add_model /
 // add_method, which it leaves for the host to define (NOTE [ Plugins ] in
-// experiments/lib/user_models.h). Python loads this extension with RTLD_LOCAL, so its
+// vlrnn/registry/plugins.h). Python loads this extension with RTLD_LOCAL, so its
 // symbols are first made global; then the plugin's calls reach this extension's registries.
-void load_plugin(const std::string& path) {
+void load_plugin_globally(const std::string& path) {
   Dl_info self;
-  if (dladdr(reinterpret_cast<void*>(&load_plugin), &self) != 0 && self.dli_fname) {
+  if (dladdr(reinterpret_cast<void*>(&load_plugin_globally), &self) != 0 && self.dli_fname) {
     dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
   }
-#if VLRNN_PYTHON_PLUGINS
-  input_error([&] { experiments::load_plugin(path, "path"); return 0; });
-#else
-  throw InputError("path: this build of vlrnn has no plugin loader (configure with "
-                   "VLRNN_BUILD_TOOLS=ON)");
-#endif
+  input_error([&] { vlrnn::load_plugin(path, "path"); return 0; });
 }
 
 torch::Tensor optional_tensor(const py::object& tensor) {
@@ -357,7 +350,7 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1,
      py::arg("dropout") = 0.0);
   m.def("model_kinds", &model_kinds);
-  m.def("load_plugin", &load_plugin, py::arg("path"),
+  m.def("load_plugin", &load_plugin_globally, py::arg("path"),
         "dlopens a plugin and runs its vlrnn_register_plugin() (NOTE [ Plugins from Python ])");
   m.def("make_head", [](const std::string& kind, int64_t input_size, int64_t outputs) {
     return input_error([&] { return make_head(kind, input_size, outputs); });
