@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   vlrnn::cli::add_budget_command(app, exit_code);
   vlrnn::cli::add_merge_command(app, exit_code);
   vlrnn::cli::add_train_command(app, exit_code);
+  vlrnn::cli::add_online_counts_command(app, exit_code);
   // NOTE [ Plugins ] (lib/user_models.h): every subcommand takes --plugin, loaded before
   // the command's own callback runs, so its models and methods are known by name there.
   for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {

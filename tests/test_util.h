@@ -66,6 +66,27 @@ inline void expect_close(const Named& got, const Named& ref, double tol, const s
             << ")\n";
 }
 
+// A state shaped as `model`'s for `batch` sequences, drawn from N(0, 1): leaves that require
+// grad when `requires_grad`.
+inline State random_state(const RecurrentModule& model, int64_t batch, torch::ScalarType dtype,
+                          bool requires_grad = false) {
+  std::vector<torch::Tensor> tensors;
+  for (const auto& spec : model.state_spec()) {
+    tensors.push_back(torch::randn(spec.shape_for_batch(batch), torch::dtype(dtype))
+                          .requires_grad_(requires_grad));
+  }
+  return State(std::move(tensors));
+}
+
+// Drops the .grad of every parameter of `model` and `head` and of `more` (h0, inputs), so the
+// next run's gradients are its own.
+inline void clear_grads(const torch::nn::Module& model, const torch::nn::Module& head,
+                        std::vector<torch::Tensor> more = {}) {
+  for (const auto& p : model.parameters()) more.push_back(p);
+  for (const auto& p : head.parameters()) more.push_back(p);
+  for (auto& leaf : more) leaf.mutable_grad() = torch::Tensor();
+}
+
 // A module's parameters by name.
 inline Named parameters_by_name(const torch::nn::Module& module) {
   Named out;
