@@ -9,9 +9,9 @@ namespace vlrnn::cli {
 namespace {
 
 struct OnlineCountsArgs {
-  std::vector<int64_t> slots = {2, 3, 4, 8, 16, 32};
-  std::vector<int64_t> steps = {10, 30, 100, 300, 1000, 3000, 10000, 30000, 100000};
-  int64_t longest = 100000;
+  std::vector<int64_t> slots = experiments::kOnlineCountsSlots;
+  std::vector<int64_t> steps = experiments::kOnlineCountsSteps;
+  int64_t longest = experiments::kOnlineCountsLongest;
 };
 
 }  // namespace

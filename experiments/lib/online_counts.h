@@ -12,6 +12,12 @@
 
 namespace vlrnn::experiments {
 
+// What `vlrnn online-counts` tabulates by default: the table docs/methods.md holds.
+inline const std::vector<int64_t> kOnlineCountsSlots = {2, 3, 4, 8, 16, 32};
+inline const std::vector<int64_t> kOnlineCountsSteps = {10,   30,    100,   300,   1000,
+                                                        3000, 10000, 30000, 100000};
+constexpr int64_t kOnlineCountsLongest = 100000;
+
 struct OnlineCountsRow {
   int64_t steps = 0;              // T
   int64_t slots = 0;              // s

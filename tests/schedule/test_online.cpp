@@ -7,6 +7,7 @@
 #include "vlrnn/schedule/online.h"
 #include "vlrnn/schedule/online_method.h"
 #include "vlrnn/schedule/schedulers.h"
+#include "vlrnn/schedule/simulator.h"
 
 #include <fmt/format.h>
 
@@ -105,6 +106,22 @@ TEST(OnlineSchedule, ItsForwardPhaseDoesNotDependOnT) {
             (std::vector<Op>{Op::forward_no_grad(0, 1), Op::forward_no_grad(1, 2),
                              Op::forward_no_grad(2, 4), Op::free(2), Op::forward_no_grad(4, 5),
                              Op::free(1)}));
+}
+
+// The simulator prices it as any schedule: revolve's peak at the same slots, and at
+// least revolve's time (revolve recomputes the least).
+TEST(OnlineSchedule, TheSimulatorPricesItBesideRevolve) {
+  for (int64_t T : {40, 500}) {
+    const auto model = CostModel::uniform(T, 1.0, 1.5, 2.5, 1000, 200, 0);
+    const auto online = simulate(online_schedule(T, 4), model);
+    const auto revolve = simulate(revolve_schedule(T, 4), model);
+    EXPECT_EQ(online.peak_bytes, revolve.peak_bytes) << T;
+    EXPECT_GE(online.seconds, revolve.seconds) << T;
+    EXPECT_EQ(online.counts.forward_no_grad_steps, online_cost(moved_to(T - 1, 4)).forward_no_grad_steps);
+    std::cout << "[ simulated] T=" << T << " s=4: online " << online.peak_bytes << " B, "
+              << online.seconds << " s; revolve " << revolve.peak_bytes << " B, "
+              << revolve.seconds << " s\n";
+  }
 }
 
 TEST(OnlineCost, IsWhatTheScheduleRuns) {
