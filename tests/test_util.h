@@ -119,6 +119,26 @@ inline Named run_and_backprop(const ForwardFn& forward, const torch::Tensor& x, 
   return out;
 }
 
+// `inner`, which throws on its `failing`-th call (counting from 1): a model that fails midway.
+class ThrowsOnCall : public RecurrentModule {
+ public:
+  ThrowsOnCall(std::shared_ptr<RecurrentModule> inner, int64_t failing)
+      : inner_(register_module("inner", inner)), failing_(failing) {}
+  std::pair<torch::Tensor, State> forward(const torch::Tensor& x, const State& h,
+                                          const torch::Tensor& lengths) override {
+    TORCH_CHECK(++calls_ != failing_, "ThrowsOnCall: call ", calls_);
+    return inner_->forward(x, h, lengths);
+  }
+  int64_t input_size() const override { return inner_->input_size(); }
+  int64_t output_size() const override { return inner_->output_size(); }
+  std::vector<StateSpec> state_spec() const override { return inner_->state_spec(); }
+  int64_t calls_ = 0;
+
+ private:
+  std::shared_ptr<RecurrentModule> inner_;
+  int64_t failing_;
+};
+
 // LibTorch's intra-op pool on `threads` threads while it lives, then back to what it was
 // (ctest runs every test on one: NOTE [ One thread per test ] in tests/CMakeLists.txt).
 struct IntraOpThreads {

@@ -198,7 +198,7 @@ TEST(OnlineStream, BadCallsAreNamed) {
     expect_error_mentions([&] { stream.push(x.narrow(0, 2, 2).to(torch::kFloat32), p.y.narrow(0, 2, 2)); },
                           {"push inputs", "Double", "Float"});
     stream.finish();
-    expect_error_mentions([&] { stream.push(x, p.y); }, {"push", "finished"});
+    expect_error_mentions([&] { stream.push(x, p.y); }, {"push", "finished already"});
     expect_error_mentions([&] { stream.finish(); }, {"finish", "finished already"});
   }
   expect_error_mentions([&] { OnlineStream(*p.model, *p.head, OnlineOptions{}.with_slots(0)); },
@@ -206,6 +206,38 @@ TEST(OnlineStream, BadCallsAreNamed) {
   auto bidirectional = make_model({"bilstm", 3, 4, 1});
   expect_error_mentions([&] { OnlineStream stream(*bidirectional, *p.head); },
                         {"OnlineStream model", "bidirectional"});
+}
+
+// A model that throws midway (NOTE [ Generators on failure ]): the generators go back to where
+// the failing call found them, and the stream refuses to go on.
+TEST(OnlineStream, AFailureMidwayLeavesTheGeneratorsAndEndsTheStream) {
+  const StreamProblem p(12, 0.25);
+  auto generator_state = [] { return at::detail::getDefaultCPUGenerator().get_state(); };
+  auto pushes = [&](OnlineStream& stream, torch::Tensor& before) {
+    for (int64_t at = 0; at < 12; at += 2) {
+      before = generator_state();
+      stream.push(p.x.narrow(0, at, 2).detach(), p.y.narrow(0, at, 2));
+    }
+  };
+  // How many calls of the model the pushes make: a failure after them is finish()'s.
+  auto counting = std::make_shared<testing::ThrowsOnCall>(p.model, -1);
+  OnlineStream dry_run(*counting, *p.head, OnlineOptions{}.with_slots(2));
+  torch::Tensor before;
+  pushes(dry_run, before);
+  for (int64_t failing : {int64_t(2), counting->calls_ + 2}) {
+    auto throwing = std::make_shared<testing::ThrowsOnCall>(p.model, failing);
+    OnlineStream stream(*throwing, *p.head, OnlineOptions{}.with_slots(2));
+    try {
+      pushes(stream, before);
+      before = generator_state();
+      stream.finish();
+      ADD_FAILURE() << "the model's error did not reach the caller";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ThrowsOnCall"), std::string::npos);
+    }
+    EXPECT_TRUE(torch::equal(generator_state(), before)) << "failing call " << failing;
+    expect_error_mentions([&] { stream.finish(); }, {"finish", "failed midway", "new OnlineStream"});
+  }
 }
 
 // NOTE [ The stream's random numbers ]: with dropout, a caller who draws between pushes is

@@ -6,6 +6,7 @@
 #include "vlrnn/schedule/schedulers.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace vlrnn {
 namespace {
@@ -61,8 +62,13 @@ int64_t OnlineStream::held_states() const {
 
 void OnlineStream::note_held() { peak_held_ = std::max(peak_held_, held_states()); }
 
+void OnlineStream::check_usable(const char* call) const {
+  TORCH_CHECK(!failed_, call, ": an earlier call on this stream failed midway, and the states "
+              "it held are gone; start a new OnlineStream");
+  TORCH_CHECK(!finished_, call, ": the stream has finished already; start a new OnlineStream");
+}
+
 void OnlineStream::check_chunk(const torch::Tensor& inputs, const torch::Tensor& targets) const {
-  TORCH_CHECK(!finished_, "push: the stream has finished; start a new OnlineStream");
   TORCH_CHECK(inputs.defined() && inputs.dim() == 3,
               "push inputs: expected a time-major chunk [n, B, F], got ",
               inputs.defined() ? "shape " + std::string(c10::str(inputs.sizes())) : "none");
@@ -108,6 +114,7 @@ void OnlineStream::check_generators(const char* call) const {
 }
 
 void OnlineStream::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  check_usable("push");
   check_chunk(inputs, targets);
   if (chunks_.empty()) {
     start(inputs, targets);
@@ -118,23 +125,38 @@ void OnlineStream::push(const torch::Tensor& inputs, const torch::Tensor& target
   }
   chunks_.push_back({steps_, inputs, targets});
   steps_ += inputs.size(0);
-  // NOTE [ A stream runs one step behind ]: the working state moves to the newest step
-  // pushed; a state the rule keeps is stored when the working state passes it.
-  const RngState before = RngState::capture(inputs.device());
-  auto& rule = *checkpointer_;
-  while (rule.position() + 1 < steps_) {
-    const int64_t w = rule.position();
-    const schedule::OnlineMove move = rule.advance();
-    if (move.keeps_previous && w > 0) {
-      run_until(w);
-      kept_[w] = {working_, RngState::capture(inputs.device())};
+  failing_midway([&] {
+    // NOTE [ A stream runs one step behind ]: the working state moves to the newest step
+    // pushed; a state the rule keeps is stored when the working state passes it.
+    const RngState before = RngState::capture(inputs.device());
+    auto& rule = *checkpointer_;
+    while (rule.position() + 1 < steps_) {
+      const int64_t w = rule.position();
+      const schedule::OnlineMove move = rule.advance();
+      if (move.keeps_previous && w > 0) {
+        run_until(w);
+        kept_[w] = {working_, RngState::capture(inputs.device())};
+      }
+      if (move.dropped >= 0) kept_.erase(move.dropped);
+      note_held();
     }
-    if (move.dropped >= 0) kept_.erase(move.dropped);
-    note_held();
+    run_until(rule.position());
+    generators_after_ = RngState::capture(inputs.device());
+    if (!generators_after_.shares_storage_with(before)) model_draws_ = true;
+  });
+}
+
+void OnlineStream::failing_midway(const std::function<void()>& run) {
+  // NOTE [ Generators on failure ] (gradient_method.cpp): a model that throws midway leaves
+  // the generators where the caller found them; the stream itself cannot go on.
+  const RngCopy on_entry = RngCopy::take(chunks_.front().inputs.device());
+  try {
+    run();
+  } catch (...) {
+    on_entry.restore();
+    failed_ = true;
+    throw;
   }
-  run_until(rule.position());
-  generators_after_ = RngState::capture(inputs.device());
-  if (!generators_after_.shares_storage_with(before)) model_draws_ = true;
 }
 
 const OnlineStream::Chunk& OnlineStream::chunk_at(int64_t step) const {
@@ -175,10 +197,24 @@ SequenceBatch OnlineStream::batch_of(int64_t begin, int64_t end) const {
 }
 
 GradientResult OnlineStream::finish(const State& final_state_grad) {
-  TORCH_CHECK(!finished_, "finish: the stream has finished already; start a new OnlineStream");
+  check_usable("finish");
   TORCH_CHECK(steps_ >= 1, "finish: no step was pushed; push at least one chunk first");
   check_generators("finish");
+  // The last step's workload checks final_state_grad as compute() checks it.
+  if (!final_state_grad.empty()) {
+    Workload last{model_, head_, batch_of(steps_ - 1, steps_), h0_, reduction_};
+    last.final_state_grad = final_state_grad;
+    validated(last);
+  }
   finished_ = true;
+  GradientResult result;
+  failing_midway([&] { result = reverse_stream(final_state_grad); });
+  chunks_.clear();
+  kept_.clear();
+  return result;
+}
+
+GradientResult OnlineStream::reverse_stream(const State& final_state_grad) {
   const int64_t T = steps_, B = chunks_.front().inputs.size(1);
   const auto device = chunks_.front().inputs.device();
   WeightedStreamHead weighted(head_, 1.0 / double(T * B));
@@ -208,12 +244,7 @@ GradientResult OnlineStream::finish(const State& final_state_grad) {
     }
     return State(std::move(grads));
   };
-  // The last step, from the working state; final_state_grad checked as compute() checks it.
-  if (!final_state_grad.empty()) {
-    Workload probe{model_, head_, batch_of(T - 1, T), h0_, reduction_};
-    probe.final_state_grad = final_state_grad;
-    validated(probe);
-  }
+  // The last step, from the working state.
   State delta = reverse(T - 1, T, 1, Kept{working_, generators_after_}, final_state_grad);
   const RngState after_forward = RngState::capture(device);  // one forward pass's end
   working_ = {};
@@ -224,8 +255,6 @@ GradientResult OnlineStream::finish(const State& final_state_grad) {
   after_forward.restore();
   if (reduction_ == Reduction::kMean) result.step_losses.mul_(double(T * B));  // unweighted
   result.loss = loss;
-  chunks_.clear();
-  kept_.clear();
   return result;
 }
 

@@ -37,6 +37,7 @@
 #include "vlrnn/schedule/online.h"
 #include "vlrnn/schedule/online_method.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -78,7 +79,12 @@ class OnlineStream {
     RngState rng;  // the generators at this state (NOTE [ The stream's random numbers ])
   };
 
+  void check_usable(const char* call) const;
   void check_chunk(const torch::Tensor& inputs, const torch::Tensor& targets) const;
+  // Runs `run`; when it throws, puts the generators back and marks the stream failed.
+  void failing_midway(const std::function<void()>& run);
+  // finish()'s reversal (NOTE [ The reversal, interval by interval ]).
+  GradientResult reverse_stream(const State& final_state_grad);
   void start(const torch::Tensor& inputs, const torch::Tensor& targets);
   void check_generators(const char* call) const;
   // Advances the working state without grad to stream step `position`.
@@ -104,6 +110,7 @@ class OnlineStream {
   StepCounters counters_;
   int64_t peak_held_ = 0;
   bool finished_ = false;
+  bool failed_ = false;           // a call threw midway: the states are not what the rule says
 };
 
 }  // namespace vlrnn
