@@ -85,7 +85,8 @@ std::string online_counts_markdown(const std::vector<int64_t>& steps,
       "Over every T from 1 to {}: online = revolve up to T, against β(s, 2); whether the "
       "bound t·(T − 1) and the repetition number t held at every T; the worst online / "
       "revolve for T >= 10.\n\n"
-      "| s | online = revolve up to T | β(s, 2) | bound held | repetitions = t | worst online / revolve |\n"
+      "| s | online = revolve up to T | β(s, 2) | bound held | repetitions = t "
+      "| worst online / revolve |\n"
       "|---|---|---|---|---|---|\n",
       longest);
   for (const auto& s : online_counts_summary(longest, slots)) {

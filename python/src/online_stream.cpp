@@ -69,8 +69,10 @@ void bind_online_stream(py::module_& m) {
              return out;
            },
            py::arg("final_state_grad") = py::none())
-      .def_property_readonly("steps", [](const StreamOnModules& self) { return self.stream->steps(); })
-      .def_property_readonly("slots", [](const StreamOnModules& self) { return self.stream->slots(); })
+      .def_property_readonly("steps",
+                             [](const StreamOnModules& self) { return self.stream->steps(); })
+      .def_property_readonly("slots",
+                             [](const StreamOnModules& self) { return self.stream->slots(); })
       .def_property_readonly("held_states",
                              [](const StreamOnModules& self) { return self.stream->held_states(); })
       .def_property_readonly("peak_held_states", [](const StreamOnModules& self) {

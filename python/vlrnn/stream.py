@@ -29,13 +29,14 @@ class Stream:
     or, from any iterable of (x, y) chunks: loss, loss_seq, h = stream.run(chunks).
 
     push() runs the forward pass as the chunks come (one step behind the newest: only
-    finish() says which step is the last) and keeps at most `slots` states (h0's included),
-    whatever the stream's length: which ones is decided step by step, never knowing T, by
-    Wang, Moin and Iaccarino's rule. finish() back-propagates the stream, recomputing what it
-    did not keep (revolve between the kept states), and returns what VLRNN's call returns:
-    the gradients are those of PlainRNN's loss.backward() on the whole stream (to 1e-10 in
-    float64). The chunks you push are kept (referenced) until finish(); a chunk's steps are
-    copied only when the reversal needs steps of several chunks as one.
+    finish() says which step is the last) and holds at most `slots` states besides h0 (as
+    revolve with as many slots), whatever the stream's length: which ones, Wang, Moin and
+    Iaccarino's rule decides step by step, never knowing T. finish() back-propagates the
+    stream, recomputing what it did not keep (revolve between the kept states), and returns
+    what VLRNN's call returns: the gradients are those of PlainRNN's loss.backward() on the
+    whole stream (to 1e-10 in float64). The chunks you push are kept (referenced) until
+    finish(); a chunk's steps are copied only when the reversal needs steps of several
+    chunks as one.
 
     rnn(x, h) -> (z, h) and out(z, y) -> loss [B, n] are as for VLRNN; a module whose
     output depends on where the sequence is cut is refused at the first push. With dropout,
@@ -49,9 +50,10 @@ class Stream:
         """rnn, out: the recurrent module and the head, as for VLRNN. loss_scaling: 'SUM' or
         'MEAN' (over every step of the stream, then over the batch).
 
-        slots: the states kept at once, h0's included (default 4); or budget_bytes instead: as
-        many as states of the rnn's size fit in these bytes. Either is the whole memory the
-        stream's states take, whatever its length; more slots recompute less.
+        slots: the states held at once besides h0 (default 4; revolve's slots); or
+        budget_bytes instead: as many as states of the rnn's size fit in these bytes. Either
+        is the whole memory the stream's states take, whatever its length; more slots
+        recompute less.
 
         h0: None (the rnn's own initial state) or its state, as for VLRNN (its .grad gets
         dL/dh0 when it requires grad). fast_cells, check_cuts: as for VLRNN."""

@@ -117,7 +117,8 @@ TEST(OnlineSchedule, TheSimulatorPricesItBesideRevolve) {
     const auto revolve = simulate(revolve_schedule(T, 4), model);
     EXPECT_EQ(online.peak_bytes, revolve.peak_bytes) << T;
     EXPECT_GE(online.seconds, revolve.seconds) << T;
-    EXPECT_EQ(online.counts.forward_no_grad_steps, online_cost(moved_to(T - 1, 4)).forward_no_grad_steps);
+    EXPECT_EQ(online.counts.forward_no_grad_steps,
+              online_cost(moved_to(T - 1, 4)).forward_no_grad_steps);
     std::cout << "[ simulated] T=" << T << " s=4: online " << online.peak_bytes << " B, "
               << online.seconds << " s; revolve " << revolve.peak_bytes << " B, "
               << revolve.seconds << " s\n";

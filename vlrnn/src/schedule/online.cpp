@@ -117,7 +117,9 @@ Schedule online_schedule(int64_t time_steps, int64_t slots) {
   OnlineForwardPhase forward(slots);
   const int64_t last = time_steps - 1;  // the working state when the stream ends
   forward.advance_to(last, s.ops);
-  if (last > forward.advanced_from()) s.ops.push_back(Op::forward_no_grad(forward.advanced_from(), last));
+  if (last > forward.advanced_from()) {
+    s.ops.push_back(Op::forward_no_grad(forward.advanced_from(), last));
+  }
   s.ops.push_back(Op::forward_grad(last, time_steps));
   s.ops.push_back(Op::backward(last, time_steps));
   if (last > 0) s.ops.push_back(Op::free(last));

@@ -105,12 +105,12 @@ void OnlineStream::start(const torch::Tensor& inputs, const torch::Tensor& targe
 
 void OnlineStream::check_generators(const char* call) const {
   if (!model_draws_) return;
-  TORCH_CHECK(RngState::capture(chunks_.front().inputs.device()).shares_storage_with(generators_after_),
-              call, ": the random-number generators moved since the last push while the model "
-              "draws random numbers (dropout): recomputing a step would draw other numbers than "
-              "its first run and the gradient would not be exact; draw numbers of your own "
-              "between pushes from a generator of your own (NOTE [ The stream's random "
-              "numbers ])");
+  const RngState now = RngState::capture(chunks_.front().inputs.device());
+  TORCH_CHECK(now.shares_storage_with(generators_after_), call,
+              ": the random-number generators moved since the last push while the model draws "
+              "random numbers (dropout): recomputing a step would draw other numbers than its "
+              "first run and the gradient would not be exact; draw numbers of your own between "
+              "pushes from a generator of your own (NOTE [ The stream's random numbers ])");
 }
 
 void OnlineStream::push(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -218,7 +218,8 @@ GradientResult OnlineStream::reverse_stream(const State& final_state_grad) {
   const int64_t T = steps_, B = chunks_.front().inputs.size(1);
   const auto device = chunks_.front().inputs.device();
   WeightedStreamHead weighted(head_, 1.0 / double(T * B));
-  OutputModule& head = reduction_ == Reduction::kMean ? static_cast<OutputModule&>(weighted) : head_;
+  OutputModule& head =
+      reduction_ == Reduction::kMean ? static_cast<OutputModule&>(weighted) : head_;
 
   GradientResult result;
   result.step_losses = torch::zeros({T, B}, chunks_.front().inputs.options().requires_grad(false));
