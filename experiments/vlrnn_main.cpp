@@ -34,8 +34,9 @@ int main(int argc, char** argv) {
   vlrnn::cli::add_budget_command(app, exit_code);
   vlrnn::cli::add_merge_command(app, exit_code);
   vlrnn::cli::add_train_command(app, exit_code);
-  // NOTE [ Plugins ] (vlrnn/registry/plugins.h): every subcommand takes --plugin, loaded before
-  // the command's own callback runs, so its models and methods are known by name there.
+  vlrnn::cli::add_online_counts_command(app, exit_code);
+  // NOTE [ Plugins ] (vlrnn/registry/plugins.h): every subcommand takes --plugin, loaded
+  // before the command's own callback runs, so its models and methods are known by name there.
   for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
     sub->add_option_function<std::vector<std::string>>(
         "--plugin",

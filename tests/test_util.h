@@ -24,22 +24,6 @@ inline schedule::Schedule make_schedule(int64_t T, std::vector<schedule::Op> ops
   return s;
 }
 
-// A float64 state for `batch` sequences of `model`, drawn standard normal.
-inline State random_state(const RecurrentModule& model, int64_t batch) {
-  std::vector<torch::Tensor> tensors;
-  for (const auto& spec : model.state_spec()) {
-    tensors.push_back(torch::randn(spec.shape_for_batch(batch), torch::kFloat64));
-  }
-  return State(std::move(tensors));
-}
-
-// Clears the .grad of every parameter of `modules`.
-inline void zero_grads(std::initializer_list<const torch::nn::Module*> modules) {
-  for (const auto* module : modules) {
-    for (auto p : module->parameters()) p.mutable_grad() = torch::Tensor();
-  }
-}
-
 // Expects `fn` to throw, with a message holding every one of `fragments` (the argument's
 // name, what was expected, what came).
 inline void expect_error_mentions(const std::function<void()>& fn,
@@ -82,6 +66,27 @@ inline void expect_close(const Named& got, const Named& ref, double tol, const s
             << ")\n";
 }
 
+// A state shaped as `model`'s for `batch` sequences, drawn from N(0, 1): leaves that require
+// grad when `requires_grad`.
+inline State random_state(const RecurrentModule& model, int64_t batch,
+                          torch::ScalarType dtype = torch::kFloat64, bool requires_grad = false) {
+  std::vector<torch::Tensor> tensors;
+  for (const auto& spec : model.state_spec()) {
+    tensors.push_back(torch::randn(spec.shape_for_batch(batch), torch::dtype(dtype))
+                          .requires_grad_(requires_grad));
+  }
+  return State(std::move(tensors));
+}
+
+// Drops the .grad of every parameter of `model` and `head` and of `more` (h0, inputs), so the
+// next run's gradients are its own.
+inline void clear_grads(const torch::nn::Module& model, const torch::nn::Module& head,
+                        std::vector<torch::Tensor> more = {}) {
+  for (const auto& p : model.parameters()) more.push_back(p);
+  for (const auto& p : head.parameters()) more.push_back(p);
+  for (auto& leaf : more) leaf.mutable_grad() = torch::Tensor();
+}
+
 // A module's parameters by name.
 inline Named parameters_by_name(const torch::nn::Module& module) {
   Named out;
@@ -113,6 +118,26 @@ inline Named run_and_backprop(const ForwardFn& forward, const torch::Tensor& x, 
   for (const auto& [name, p] : params) out["grad " + name] = p.grad().defined() ? p.grad().clone() : p.grad();
   return out;
 }
+
+// `inner`, which throws on its `failing`-th call (counting from 1): a model that fails midway.
+class ThrowsOnCall : public RecurrentModule {
+ public:
+  ThrowsOnCall(std::shared_ptr<RecurrentModule> inner, int64_t failing)
+      : inner_(register_module("inner", inner)), failing_(failing) {}
+  std::pair<torch::Tensor, State> forward(const torch::Tensor& x, const State& h,
+                                          const torch::Tensor& lengths) override {
+    TORCH_CHECK(++calls_ != failing_, "ThrowsOnCall: call ", calls_);
+    return inner_->forward(x, h, lengths);
+  }
+  int64_t input_size() const override { return inner_->input_size(); }
+  int64_t output_size() const override { return inner_->output_size(); }
+  std::vector<StateSpec> state_spec() const override { return inner_->state_spec(); }
+  int64_t calls_ = 0;
+
+ private:
+  std::shared_ptr<RecurrentModule> inner_;
+  int64_t failing_;
+};
 
 // LibTorch's intra-op pool on `threads` threads while it lives, then back to what it was
 // (ctest runs every test on one: NOTE [ One thread per test ] in tests/CMakeLists.txt).

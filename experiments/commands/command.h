@@ -41,5 +41,6 @@ void add_sweep_command(CLI::App& app, int& exit_code);
 void add_budget_command(CLI::App& app, int& exit_code);
 void add_merge_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
+void add_online_counts_command(CLI::App& app, int& exit_code);
 
 }  // namespace vlrnn::cli

@@ -4,6 +4,7 @@
 // it validates arguments and adapts layouts before anything reaches here.
 // Shapes: T = steps, B = batch, F = input features, H = hidden, Z = model output features.
 
+#include "online_stream.h"
 #include "python_modules.h"
 
 
@@ -335,6 +336,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("seed"),
         "Whether the model's outputs depend on where the sequence is cut: {cut, here, "
         "any_layout, random_ops, diagnosis, warning} (vlrnn/verify/cut_dependence.h)");
+  bind_online_stream(m);
   m.def("methods", [] {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& entry : method_registry()) out.emplace_back(entry.name, entry.summary);

@@ -23,6 +23,14 @@ method, 'bivlrnn', which VLRNN picks for it:
 
     rnn = torch.nn.LSTM(F, H, bidirectional=True, batch_first=True)   # z_t: [fwd, bwd], 2H
     loss, loss_seq, h = vlrnn.VLRNN(rnn, out, "MEAN", N=40)(x, y)     # method bivlrnn
+
+A stream of unknown length (a sensor, an environment) pushes its chunks as they come and gets
+the whole stream's exact gradient at the end, its states within a budget set up front:
+
+    stream = vlrnn.Stream(rnn, out, "MEAN", slots=8)
+    for x, y in chunks:
+        stream.push(x, y)
+    loss, loss_seq, h = stream.finish()
 """
 import torch  # first: the extension links the LibTorch that torch loads
 
@@ -30,6 +38,7 @@ from . import _C, nn
 from .cpp_model import CppModel, load_plugin, model_kinds
 from .model_file import ModelFile
 from .modules import OutputModule, PlainRNN, RNNModule, VLRNN
+from .stream import Stream
 from .verification import BIDIRECTIONAL_METHODS, DEFAULT_METHODS, VerifyReport, VerifyRow, \
     assert_exact, verify
 
@@ -37,7 +46,7 @@ __version__ = "0.1.0"  # the CMake project's VERSION (tests/python/test_api_docs
 
 __all__ = ["__version__", "RNNModule", "OutputModule", "PlainRNN", "VLRNN", "verify", "assert_exact",
            "VerifyReport", "VerifyRow", "DEFAULT_METHODS", "BIDIRECTIONAL_METHODS", "methods",
-           "nn", "ModelFile", "CppModel", "load_plugin", "model_kinds"]
+           "nn", "ModelFile", "CppModel", "load_plugin", "model_kinds", "Stream"]
 
 
 def methods():

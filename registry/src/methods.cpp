@@ -8,6 +8,7 @@
 #include "vlrnn/baselines/full_bptt.h"
 #include "vlrnn/baselines/tbptt.h"
 #include "vlrnn/schedule/bidirectional_vlrnn.h"
+#include "vlrnn/schedule/online_method.h"
 #include "vlrnn/schedule/planner_method.h"
 #include "vlrnn/schedule/schedule_method.h"
 #include "vlrnn/schedule/schedulers.h"
@@ -121,6 +122,19 @@ std::unique_ptr<GradientMethod> make_revolve(MethodParams p) {
       });
 }
 
+std::unique_ptr<GradientMethod> make_online(MethodParams p) {
+  OnlineOptions options;
+  options.slots = p.take("slots", options.slots);
+  options.budget_bytes = p.take("bytes", 0);
+  p.finish("online", {"slots", "bytes"});
+  TORCH_CHECK(options.slots >= 1, "online slots: expected s >= 1 state slots, got ",
+              options.slots);
+  TORCH_CHECK(!p.has("bytes") || options.budget_bytes > 0,
+              "online bytes: expected a number of bytes >= 1, got ", options.budget_bytes);
+  TORCH_CHECK(!(p.has("slots") && p.has("bytes")), "online: give slots or bytes, not both");
+  return std::make_unique<OnlineMethod>(options);
+}
+
 std::unique_ptr<GradientMethod> make_planner(MethodParams p) {
   const auto budget = budget_options(p, "planner", 10);
   p.finish("planner", {"budget", "percent"});
@@ -166,6 +180,13 @@ std::vector<MethodEntry> builtin_methods() {
        "block=K or blocks=N (default K=ceil(sqrt(T))), or budget=BYTES or percent=P: the "
        "largest K whose measured iteration peak fits (measured on the workload on first use)",
        make_bivlrnn},
+      {"online",
+       "online checkpointing for sequences of unknown length (Wang, Moin and Iaccarino's "
+       "rule): states kept while the forward pass runs, never knowing T, then revolve between "
+       "them; a stream's method (vlrnn::OnlineStream), run here on a whole batch; option "
+       "slots=s (default 4, h0's included, as revolve's) or bytes=N: as many states of the "
+       "workload's size as N bytes hold",
+       make_online},
   };
 }
 

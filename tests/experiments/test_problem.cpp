@@ -31,7 +31,7 @@ TEST(Problem, SegmentsDrawResetsOfTheRequestedMeanLength) {
   auto full = make_method("full");
   auto blocks = make_method_from_spec("vlrnn:block=7");
   auto gradients = [&](GradientMethod& method) {
-    testing::zero_grads({small.model.get(), small.head.get()});
+    testing::clear_grads(*small.model, *small.head);
     method.compute(small.workload());
     testing::Named grads;
     for (const auto& p : small.model->named_parameters()) grads[p.key()] = p.value().grad().clone();

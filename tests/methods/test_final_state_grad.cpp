@@ -37,7 +37,7 @@ struct Stream {
     seed = testing::random_state(*model, kBatch);
   }
 
-  void zero_grads() const { testing::zero_grads({model.get(), head.get()}); }
+  void zero_grads() const { testing::clear_grads(*model, *head); }
   // The parameters' gradients and dL/dh0 (`h0_grad`), by name.
   Named gradients(const State& h0_grad) const {
     Named out;

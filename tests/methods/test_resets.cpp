@@ -41,7 +41,7 @@ struct Problem {
     seed = testing::random_state(*model, kBatch);
   }
 
-  void zero_grads() const { testing::zero_grads({model.get(), head.get()}); }
+  void zero_grads() const { testing::clear_grads(*model, *head); }
   Named gradients(const State& h0_leaves, const torch::Tensor& x_leaf) const {
     Named out;
     for (const auto& p : model->named_parameters()) out["model." + p.key()] = p.value().grad().clone();

@@ -82,30 +82,11 @@ TEST(SideEffects, EveryMethodMovesTheGeneratorsOnlyAsOneForwardPassWould) {
   }
 }
 
-// A model that draws random numbers (dropout) and throws on its third call.
-class ThrowsOnThirdCall : public RecurrentModule {
- public:
-  explicit ThrowsOnThirdCall(std::shared_ptr<RecurrentModule> inner)
-      : inner_(register_module("inner", inner)) {}
-  std::pair<torch::Tensor, State> forward(const torch::Tensor& x, const State& h,
-                                          const torch::Tensor& lengths) override {
-    if (++calls_ == 3) TORCH_CHECK(false, "ThrowsOnThirdCall: third call");
-    return inner_->forward(x, h, lengths);
-  }
-  int64_t input_size() const override { return inner_->input_size(); }
-  int64_t output_size() const override { return inner_->output_size(); }
-  std::vector<StateSpec> state_spec() const override { return inner_->state_spec(); }
-  int64_t calls_ = 0;
-
- private:
-  std::shared_ptr<RecurrentModule> inner_;
-};
-
 TEST(SideEffects, AMethodThatThrowsMidwayLeavesTheGeneratorWhereItWas) {
   DropoutProblem p(/*steps=*/30);
   for (const std::string spec : {"vlrnn:block=4", "checkpoint:segments=5", "tbptt:k=4",
                                  "revolve:slots=3"}) {
-    auto throwing = std::make_shared<ThrowsOnThirdCall>(p.model);
+    auto throwing = std::make_shared<testing::ThrowsOnCall>(p.model, 3);
     torch::manual_seed(5);
     const double before = next_draw();
     EXPECT_THROW(make_method_from_spec(spec)->compute({*throwing, *p.head, p.batch}),

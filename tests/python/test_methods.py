@@ -9,7 +9,7 @@ from conftest import F, H, CLASSES, GRU, MlpHead, grads, make_batch, make_rnn, m
 
 EXACT_SPECS = ["full", "vlrnn", "vlrnn:block=1", "vlrnn:block=7", "checkpoint",
                "checkpoint:segments=3", "revolve", "revolve:slots=2", "planner:percent=20",
-               "planner:percent=5"]
+               "planner:percent=5", "online", "online:slots=2"]
 
 
 class StepDropoutCell(vlrnn.RNNModule):

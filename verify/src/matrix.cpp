@@ -37,6 +37,8 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
   // Schedule-based methods (vlrnn/schedule/): one variant each keeps verify quick; the
   // schedule tests (tests/schedule) cover more (revolve with one slot, other budgets).
   if (method == "revolve") return {"revolve:slots=3"};
+  // T = 28 is past β(3, 2) = 10 steps: the rule drops dispensable states and raises levels.
+  if (method == "online") return {"online:slots=3"};
   // percent is raised to the minimum feasible budget when below it: 1% nests recomputation;
   // at 90% the planner keeps tapes (NOTE [ Kept tapes ]) on the single-layer LSTM (on the
   // measured costs of this machine: tests/schedule/test_kept_tapes.cpp forces the case).

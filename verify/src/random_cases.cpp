@@ -77,6 +77,7 @@ std::string draw_method_spec(Draw& draw, const std::string& method, int64_t T) {
                        draw.chance(70) ? 1 : 0);
   }
   if (method == "revolve") return fmt::format("revolve:slots={}", draw.range(1, 8));
+  if (method == "online") return fmt::format("online:slots={}", draw.range(1, 8));
   if (method == "bivlrnn") {
     if (draw.chance(25)) {  // K chosen under a budget
       return fmt::format("bivlrnn:percent={}", draw.pick<int64_t>({1, 10, 30, 100}));

@@ -15,3 +15,4 @@
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
+#include "vlrnn/schedule/online_stream.h"

@@ -53,6 +53,7 @@ int64_t binomial_beta(int64_t slots, int64_t repetitions) {
 
 int64_t binomial_repetitions(int64_t time_steps, int64_t slots) {
   TORCH_CHECK(slots >= 1, "revolve slots: expected s >= 1, got ", slots);
+  if (slots == 1) return std::max<int64_t>(time_steps - 1, 0);  // β(1, t) = t + 1, in O(1)
   int64_t t = 0;
   while (binomial_beta(slots, t) < time_steps) ++t;
   return t;

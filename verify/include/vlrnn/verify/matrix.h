@@ -12,7 +12,8 @@ namespace vlrnn::verify {
 // The default matrix: every method in the registry other than "full" (the reference), each
 // with its option variants (vlrnn: K ∈ {1, 2, 7, 5, T, T + 12}; checkpoint: S ∈ {1, 2,
 // sqrt(T), T} with the head inside, and sqrt(T) with it outside; tbptt: k ∈ {1, 7, T} and
-// (k1, k2) = (4, 10); revolve: s = 3; planner: 1% of full's peak, raised to the minimum)
+// (k1, k2) = (4, 10); revolve: s = 3; online: s = 3; planner: 1% of full's peak, raised to
+// the minimum)
 // × models {rnn, gru, lstm x1, lstm x3, gru_lstm, and lstm x3 and gru_lstm with dropout}
 // × {sum, mean} × {float64, float32} × {h0 with grad, h0 absent} × lengths {all T; B = 4
 // of lengths {17, T, 1, 4}; B = 4 of lengths {17, 9, 1, 4}, a padded tail no sequence
