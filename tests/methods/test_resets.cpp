@@ -153,7 +153,7 @@ TEST(Resets, EveryExactMethodEqualsFullBptt) {
   const std::vector<std::string> specs = {
       "vlrnn:block=1", "vlrnn:block=2", "vlrnn:block=4", "vlrnn:block=20",
       "checkpoint:segments=3", "checkpoint:segments=2,head_inside=0", "revolve:slots=2",
-      "planner:percent=1", "planner:percent=90"};
+      "planner:percent=1", "planner:percent=90", "online:slots=1", "online:slots=3"};
   for (const auto& name : method_names()) {
     if (name == "full" || !make_method(name)->is_exact() || !handles_left_to_right(name)) continue;
     bool listed = false;
