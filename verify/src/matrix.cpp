@@ -99,15 +99,15 @@ std::vector<LengthSet> default_length_sets(int64_t T, int64_t B) {
   const int64_t most = std::min(ceil_div(6 * T, 10), std::max<int64_t>(T - 1, 1));
   const std::vector<int64_t> mixed = {most, T, 1, ceil_div(T, 7)};
   const std::vector<int64_t> short_of_T = {most, std::max<int64_t>(T / 3, 1), 1, ceil_div(T, 7)};
-  std::vector<LengthSet> sets = {{{}, false}};
+  std::vector<LengthSet> sets = {{{}, false, {}}};
   auto repeat = [B](const std::vector<int64_t>& pattern) {
     std::vector<int64_t> lengths(static_cast<size_t>(B));
     for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = pattern[i % pattern.size()];
     return lengths;
   };
-  if (B >= 2) sets.push_back({repeat(mixed), false});  // B = 1: the same as all T
+  if (B >= 2) sets.push_back({repeat(mixed), false, {}});  // B = 1: the same as all T
   auto tail = repeat(short_of_T);
-  if (*std::max_element(tail.begin(), tail.end()) < T) sets.push_back({tail, true});
+  if (*std::max_element(tail.begin(), tail.end()) < T) sets.push_back({tail, true, {}});
   return sets;
 }
 
@@ -273,7 +273,7 @@ std::vector<VerifyCase> model_matrix(const std::string& kind, const ModelGrid& g
     auto lengths = drawn_lengths(grid.min_length, base.time_steps, base.batch, base.seed);
     const bool all_T = std::all_of(lengths.begin(), lengths.end(),
                                    [&](int64_t n) { return n == base.time_steps; });
-    length_sets = {{all_T ? std::vector<int64_t>{} : lengths, false}};
+    length_sets = {{all_T ? std::vector<int64_t>{} : lengths, false, {}}};
   } else {
     length_sets = default_length_sets(base.time_steps, grid.batch > 0 ? grid.batch : 4);
   }
