@@ -459,6 +459,21 @@ void BidirectionalVlrnn::prepare_impl(const Workload& workload) {
     }
     peak(k_min);
     bound();
+    // The fit is smooth, the peaks need not be: from the least peak measured, its unmeasured
+    // neighbours, down to a local minimum of the measured peaks (NOTE [ Choosing K under a
+    // budget ], step 3).
+    for (int64_t walk = 0; lo == 0 && walk < kBudgetChecks; ++walk) {
+      const int64_t least = std::min_element(peaks.begin(), peaks.end(), [](const auto& x, const auto& y) {
+        return x.second < y.second;
+      })->first;
+      int64_t next = 0;
+      for (const int64_t K : {least - 1, least + 1}) {
+        if (next == 0 && K >= 1 && K <= T && peaks.count(K) == 0) next = K;
+      }
+      if (next == 0) break;  // both neighbours measured, and higher
+      peak(next);
+      bound();
+    }
   }
   if (lo == 0) {
     const auto smallest = std::min_element(peaks.begin(), peaks.end(), [](const auto& x, const auto& y) {

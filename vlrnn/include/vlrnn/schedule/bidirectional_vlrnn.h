@@ -64,9 +64,14 @@ namespace vlrnn {
 //    fits the budget, is measured: kept as the new largest fitting K when it fits, else it
 //    bounds the search from above and its miss raises the margin; at most kBudgetChecks
 //    such checks, and K never rises past one measured over the budget;
-// 3. when no probe fits, the fitted minimum's K is measured; if it does not fit either, a
-//    budget in bytes is refused naming the smallest peak measured, and a percentage is
-//    raised to it (as the planner raises one).
+// 3. when no probe fits, the fitted minimum's K is measured, then, while nothing fits, the
+//    unmeasured neighbours of the least peak measured, down to a local minimum of the
+//    measured peaks (at most kBudgetChecks more): the peaks need not follow the smooth fit.
+//    PyTorch 2.x's oneDNN LSTM rounds its workspace up to whole pages, so a bilstm's peak is
+//    a staircase in K (two layers, F = 3, H = 16, B = 4, T = 60: the fit's minimum K = 2
+//    measured 254196 bytes, K = 3 240388). If none fits, a budget in bytes is refused
+//    naming the smallest peak measured, and a percentage is raised to it (as the planner
+//    raises one).
 // The chosen K was measured under the budget, so the budget holds however far the fit was
 // off; a poor fit costs speed (a smaller K), never the budget.
 
