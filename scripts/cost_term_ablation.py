@@ -23,9 +23,10 @@ import sys
 TERMS = [
     "forward_seconds", "forward_grad_seconds", "backward_seconds",
     "op_seconds", "ended_call_seconds", "tape_growth_seconds",
-    "tape_bytes", "backward_transient_bytes", "advance_transient_bytes", "state_bytes",
-    "backward_op_bytes", "later_backward_bytes",
-    "backward_floor_bytes", "fixed_bytes,fixed_step_bytes", "fixed_step_bytes", "gradient_bytes",
+    "tape_bytes", "backward_transient_bytes", "advance_transient_bytes", "advance_op_bytes",
+    "state_bytes", "kept_tape_bytes", "backward_op_bytes", "later_backward_bytes",
+    "backward_floor_bytes", "fixed_bytes,fixed_step_bytes,reversal_bytes", "fixed_step_bytes",
+    "reversal_bytes", "gradient_bytes",
     "head_backward_step_bytes", "backward_splits_at_ends",
     "backward_window_steps,window_step_bytes",
 ]

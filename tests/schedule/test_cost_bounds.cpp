@@ -47,6 +47,9 @@ CostModel random_model(std::mt19937_64& rng, int shape, bool long_chain) {
   m.later_backward_bytes = between(0, 600);
   m.backward_floor_bytes = between(0, 3000);
   m.fixed_bytes = between(0, 5000);
+  m.reversal_bytes = between(0, m.fixed_bytes);
+  m.advance_op_bytes = between(0, 400);
+  m.kept_tape_bytes = between(0, 300);
   m.gradient_bytes = between(0, 2000);
   const bool lengths = shape == 1 || (shape == 2 && between(0, 1) == 1);
   if (lengths) {

@@ -68,11 +68,14 @@ CostModel every_field_set() {
   m.tape_bytes[2] = 7;
   m.backward_transient_bytes[1] = 11;
   m.advance_transient_bytes[0] = 13;
+  m.advance_op_bytes = 17;
+  m.kept_tape_bytes = 23;
   m.backward_op_bytes = 19;
   m.later_backward_bytes = 29;
   m.backward_floor_bytes = 61;
   m.gradient_bytes = 31;
   m.fixed_step_bytes = 53;  // of fixed_bytes 5000
+  m.reversal_bytes = 67;    // of fixed_bytes 5000
   m.backward_window_steps = 2;
   m.window_step_bytes = 59;
   m.active_sequences = {3, 3, 3, 2, 1};
@@ -104,6 +107,9 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   EXPECT_EQ(loaded->fixed_step_bytes, 53);
   EXPECT_EQ(loaded->window_step_bytes, 59);
   EXPECT_EQ(loaded->backward_floor_bytes, 61);
+  EXPECT_EQ(loaded->advance_op_bytes, 17);
+  EXPECT_EQ(loaded->kept_tape_bytes, 23);
+  EXPECT_EQ(loaded->reversal_bytes, 67);
   EXPECT_EQ(loaded->active_sequences, model.active_sequences);
   EXPECT_EQ(loaded->source, model.source);
   // Stored again, the loaded model writes the same text: nothing was lost on the way.

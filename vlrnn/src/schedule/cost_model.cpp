@@ -50,6 +50,8 @@ void CostModel::check() const {
   TORCH_CHECK(fixed_step_bytes <= fixed_bytes / int64_t(T), "cost model fixed_step_bytes: "
               "expected at most fixed_bytes / T = ", fixed_bytes / int64_t(T), " (a part of "
               "fixed_bytes per step), got ", fixed_step_bytes);
+  TORCH_CHECK(reversal_bytes <= fixed_bytes, "cost model reversal_bytes: expected at most "
+              "fixed_bytes = ", fixed_bytes, " (a part of it), got ", reversal_bytes);
   TORCH_CHECK(backward_splits_at_ends <= 1, "cost model backward_splits_at_ends: expected 0 or "
               "1, got ", backward_splits_at_ends);
   TORCH_CHECK(window_step_bytes == 0 || backward_window_steps > 0, "cost model "
@@ -67,6 +69,7 @@ double CostModel::calls_seconds(int64_t a, int64_t b, int64_t call_steps) const 
 }
 
 int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const {
+  if (b <= a) return 0;
   int64_t largest = 0;
   for (int64_t t0 = a; t0 < b; t0 += chunk_steps) {
     int64_t chunk = 0;
@@ -75,7 +78,7 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
     }
     largest = std::max(largest, chunk);
   }
-  return largest;
+  return largest + advance_op_bytes;
 }
 
 // NOTE [ Other batches of the workload ]: what a step of a variable-length batch costs depends

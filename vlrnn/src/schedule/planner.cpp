@@ -137,6 +137,13 @@ int64_t largest_step_bytes(const CostModel& model) {
   return largest;
 }
 
+// What an advance adds to the fixed bytes and gradients at most: its largest chunk over
+// [0, T), less what only reversing a tape holds (reversal_bytes), as the simulator charges it.
+int64_t advance_bound(const CostModel& model) {
+  const int64_t advance = model.advance_transient(0, model.time_steps(), kAdvanceChunk);
+  return std::max<int64_t>(0, advance - model.reversal_bytes);
+}
+
 }  // namespace
 
 int64_t minimum_budget(const CostModel& model) {
@@ -147,7 +154,7 @@ int64_t minimum_budget(const CostModel& model) {
   const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
   return model.fixed_bytes + model.gradient_bytes +
-         std::max(model.advance_transient(0, model.time_steps(), kAdvanceChunk) + state,
+         std::max(advance_bound(model) + state,
                   state + worst_step +
                       (model.time_steps() > 1 ? model.backward_call_bytes(1, true) : 0));
 }
@@ -171,7 +178,7 @@ struct DpChain {
   // per-tape bytes with the tape's transient.
   int64_t floor_tape = 0;
   int64_t available = 0;          // budget less fixed bytes and parameter gradients
-  int64_t advance_transient = 0;  // the largest advance chunk's transient
+  int64_t advance_transient = 0;  // the largest advance chunk's transient (advance_bound)
   int64_t unit = 1;            // u: bytes per memory unit, >= s (one state = one unit)
   int64_t max_units = 0;       // M: units that stored states and kept tapes may hold
   bool keep_tapes = true;      // whether the DP may keep tapes (NOTE [ Kept tapes ])
@@ -190,7 +197,7 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   d.single_tape = model.backward_call_bytes(1, true);
   d.floor_tape = model.backward_floor_bytes;
   d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
-  d.advance_transient = model.advance_transient(0, model.time_steps(), kAdvanceChunk);
+  d.advance_transient = advance_bound(model);
   TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
               "tapes and states (fixed bytes ", model.fixed_bytes, "); the minimum is ",
               minimum_budget(model), " bytes");
@@ -235,14 +242,15 @@ class OuterDp {
         const size_t r = range(i, j);
         leaf_bytes_[r] = sums_.tape_b(a, b) +
                          (b - a >= 2 ? std::max(sums_.tape_transient_b(a, b) + d.per_tape,
-                                                d.floor_tape)
+                                                d.floor_tape + sums_.tape_transient_b(
+                                                                   a, a + kFloorTapeSteps))
                                      : sums_.tape_transient_b(a, b) + d.single_tape);
         leaf_s_[r] = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
                      2 * model.calls_seconds(a, b, b - a) +
                      model.tape_growth_seconds * double(b - a) * double(b - a);
         advance_s_[r] = sums_.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
-        // A kept tape: its steps and its exit as a stored state.
-        const int64_t kept = sums_.tape_b(a, b) + d.state;
+        // A kept tape: its steps, its exit as a stored state and its own bytes.
+        const int64_t kept = sums_.tape_b(a, b) + d.state + model.kept_tape_bytes;
         kept_units_[r] = (kept + d.unit - 1) / d.unit;
       }
     }

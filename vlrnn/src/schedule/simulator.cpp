@@ -16,10 +16,14 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
   Prediction p;
   p.counts = schedule.validate();
   const CostPrefix sums(model);
-  // A kept tape's exit counts as a stored state (NOTE [ Kept tapes ]).
+  // A kept tape's exit counts as a stored state (NOTE [ Kept tapes ]), and its own bytes
+  // as kept_tape_bytes until it is reversed (then they are reversal_bytes').
   const auto kept = kept_tape_exits(schedule);
   const auto kept_state = [&](int64_t b) {
     return kept[size_t(b)] ? model.state_bytes[size_t(b)] : int64_t(0);
+  };
+  const auto kept_own = [&](int64_t b) {
+    return kept[size_t(b)] ? model.kept_tape_bytes : int64_t(0);
   };
   int64_t live = model.fixed_bytes;
   int64_t tape_steps = 0;  // steps of tape alive
@@ -38,7 +42,8 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
       case OpKind::kForwardNoGrad: {
         const int64_t chunk_peak = model.advance_transient(a, b, kAdvanceChunk);
         p.seconds += sums.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
-        candidate(live + chunk_peak + model.state_bytes[size_t(b)], i);
+        // No tape is being reversed.
+        candidate(live - model.reversal_bytes + chunk_peak + model.state_bytes[size_t(b)], i);
         live += model.state_bytes[size_t(b)];
         break;
       }
@@ -48,7 +53,7 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
                      model.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a - 1) / 2);
         tape_steps += b - a;
-        live += sums.tape_b(a, b) + kept_state(b);
+        live += sums.tape_b(a, b) + kept_state(b) + kept_own(b);
         candidate(live, i);
         break;
       case OpKind::kBackward:
@@ -59,10 +64,14 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
                      model.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a + 1) / 2);
         if (!later) live += model.gradient_bytes;
+        live -= kept_own(b);
         candidate(live + model.backward_call_bytes(b - a, later) +
                       sums.tape_transient_b(a, b), i);
         // NOTE [ A later backward's floor ] in cost_measurement.cpp.
-        if (later && b - a >= 2) candidate(live + model.backward_floor_bytes, i);
+        if (later && b - a >= 2) {
+          candidate(live + model.backward_floor_bytes +
+                        sums.tape_transient_b(a, std::min(b, a + kFloorTapeSteps)), i);
+        }
         later = true;
         live -= sums.tape_b(a, b) + kept_state(b);
         break;

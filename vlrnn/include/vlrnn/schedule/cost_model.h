@@ -15,6 +15,9 @@ namespace vlrnn::schedule {
 // The longest tape a cost measurement runs (cost_measurement.cpp): a model measured on at
 // least this many steps prices a batch of any length (CostModel::prices_batch).
 constexpr int64_t kLongestMeasuredTape = 1024;
+// The tapes a later backward's floor is measured on (CostModel::backward_floor_bytes): its
+// transient over this many steps comes on top of the floor.
+constexpr int64_t kFloorTapeSteps = 2;
 
 struct CostModel {
   // Seconds per step.
@@ -41,7 +44,16 @@ struct CostModel {
   // runs ] below), beside the head's output gradient, head_backward_step_bytes per step.
   std::vector<int64_t> backward_transient_bytes;
   std::vector<int64_t> advance_transient_bytes;   // [T] extra live per step of an advance chunk
+  // Extra live per advance call, whatever its length: LibTorch 2.x's oneDNN LSTM reorders
+  // its weights and fills a scratchpad with a part of its own (NOTE [ What a call holds,
+  // whatever its length ] in cost_measurement.cpp).
+  int64_t advance_op_bytes = 0;
   std::vector<int64_t> state_bytes;               // [T + 1] a stored state (tensors + RNG)
+  // What a kept tape holds beyond its steps and its exit (charged as a stored state: NOTE [
+  // Kept tapes ]), whatever its length: its own bytes, the intercept of its bytes beyond the
+  // exit (2.x's oneDNN LSTM: its workspace's own part). The tape being reversed has them in
+  // reversal_bytes.
+  int64_t kept_tape_bytes = 0;
   // Per backward call of a tape of two or more steps, whatever its length: autograd sums a
   // weight's per-step gradients in buffers; a one-step tape has no sums and no such bytes.
   int64_t backward_op_bytes = 0;
@@ -53,15 +65,20 @@ struct CostModel {
   // backward_op_bytes.
   int64_t later_backward_bytes = 0;
   // A backward call of a tape of two steps or more after the first needs at least this much
-  // beyond its tape, however few its steps: its weights' per-step gradients summed, and the
-  // sum added to the gradients (NOTE [ A later backward's floor ] in cost_measurement.cpp).
-  // Above it, backward_call_bytes and the tape's transient, as above.
+  // beyond its tape and the transient of its first kFloorTapeSteps steps, however few its
+  // steps: its weights' per-step gradients summed, and the sum added to the gradients (NOTE
+  // [ A later backward's floor ] in cost_measurement.cpp). Above it, backward_call_bytes and
+  // the tape's transient, as above.
   int64_t backward_floor_bytes = 0;
   // Live for the whole iteration: parameter gradients, per-step losses, the dL/dx
-  // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots,
-  // and what a tape holds whatever its length (its loss, its exit state: NOTE [ One tape's
-  // own bytes ] in cost_measurement.cpp).
+  // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots;
+  // and reversal_bytes, at every op but an advance.
   int64_t fixed_bytes = 0;
+  // Of fixed_bytes, what only reversing a tape holds, whatever its length: the tape's own
+  // bytes (its loss, its exit state: NOTE [ One tape's own bytes ]) and its backward call's
+  // (NOTE [ What a call holds, whatever its length ]; both in cost_measurement.cpp). An
+  // advance needs fixed_bytes less this.
+  int64_t reversal_bytes = 0;
   // Of fixed_bytes, what every step adds (per-step losses, the dL/dx buffer and x.grad, the
   // targets' copy): a batch of another length is priced with fixed_bytes changed by it.
   int64_t fixed_step_bytes = 0;
@@ -107,8 +124,9 @@ struct CostModel {
   // call: call_steps = b - a; an advance: kAdvanceChunk).
   double calls_seconds(int64_t a, int64_t b, int64_t call_steps) const;
   // The transient of advancing over [a, b) without grad in chunks of `chunk_steps` from a
-  // (NOTE [ Chunked advance ]): the largest chunk's sum of advance_transient_bytes. The
-  // simulator prices one advance with it; the planner bounds every advance by [0, T)'s.
+  // (NOTE [ Chunked advance ]): the largest chunk's sum of advance_transient_bytes, and
+  // advance_op_bytes. The simulator prices one advance with it; the planner bounds every
+  // advance by [0, T)'s.
   int64_t advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const;
   // What a backward call of a tape of `steps` steps needs beyond its tape and transient: its
   // sums, and when it is `later` than the first, the new gradients added in.
@@ -155,11 +173,14 @@ void for_each_field(Model& m, Visit&& visit) {
   visit("tape_bytes", m.tape_bytes);
   visit("backward_transient_bytes", m.backward_transient_bytes);
   visit("advance_transient_bytes", m.advance_transient_bytes);
+  visit("advance_op_bytes", m.advance_op_bytes);
   visit("state_bytes", m.state_bytes);
+  visit("kept_tape_bytes", m.kept_tape_bytes);
   visit("backward_op_bytes", m.backward_op_bytes);
   visit("later_backward_bytes", m.later_backward_bytes);
   visit("backward_floor_bytes", m.backward_floor_bytes);
   visit("fixed_bytes", m.fixed_bytes);
+  visit("reversal_bytes", m.reversal_bytes);
   visit("fixed_step_bytes", m.fixed_step_bytes);
   visit("gradient_bytes", m.gradient_bytes);
   visit("head_backward_step_bytes", m.head_backward_step_bytes);

@@ -1,12 +1,14 @@
 #pragma once
 // Predicts a schedule's peak memory and time from a cost model, without running anything.
 //
-//   live = fixed + stored states (h0 excluded) + tapes (their steps)
-//          + parameter gradients from the first backward on
-//   forward_no_grad(a, b): peak candidate live + the largest advance chunk's transient
-//                          + state b; then state b is stored
-//   forward_grad(a, b):    live grows by the tape of [a, b), and by state b when a later op
-//                          starts from it (NOTE [ Kept tapes ])
+//   live = fixed + stored states (h0 excluded) + tapes (their steps; a kept tape's exit
+//          and own bytes) + parameter gradients from the first backward on
+//   forward_no_grad(a, b): peak candidate live - reversal_bytes + the largest advance
+//                          chunk's transient (and advance_op_bytes) + state b; then state
+//                          b is stored
+//   forward_grad(a, b):    live grows by the tape of [a, b), and by state b and
+//                          kept_tape_bytes when a later op starts from it (NOTE [ Kept
+//                          tapes ]; its own bytes leave again when it is reversed)
 //   backward(a, b):        peak candidate live + CostModel::backward_call_bytes (the
 //                          sums of a tape of >= 2 steps; after the first backward, the
 //                          larger of those and later_backward_bytes)
@@ -15,8 +17,9 @@
 //                            or, where sequences end inside it, the most any run between
 //                            ends needs: NOTE [ Backward in runs ] in cost_model.h);
 //                          and, for a tape of >= 2 steps after the first backward, at
-//                          least live + backward_floor_bytes (NOTE [ A later backward's
-//                          floor ]); then the tape is freed
+//                          least live + backward_floor_bytes + the transient of its first
+//                          kFloorTapeSteps steps (NOTE [ A later backward's floor ]); then
+//                          the tape is freed
 //   time = Σ per-step seconds of every op + per-call seconds (CostModel::calls_seconds:
 //          one call per tape or backward, one per advance chunk)
 //          + tape_growth_seconds · n² per tape of n steps
