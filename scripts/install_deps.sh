@@ -16,6 +16,7 @@ packages=(
   python3-pytest          # the Python package's tests
   python3-venv python3-pip python3-setuptools python3-wheel  # pip install . (a venv's)
   git                     # provenance in results (git sha, clean tree); tests that check it
+  debootstrap             # scripts/test_debian13.sh: the Debian 13 chroot (CI runs it)
   zlib1g-dev              # reads the gzip-compressed IDX files of Fashion-MNIST
   dataset-fashion-mnist   # the Fashion-MNIST train task (/usr/share/datasets/fashion-mnist)
   clang                   # the fuzz targets (tests/fuzz/): clang, libFuzzer, sanitizers ...

@@ -7,7 +7,9 @@
 # The chroot is kept for the next run (VLRNN_TRIXIE_ROOT, default /var/tmp/vlrnn-trixie);
 # everything it needs, scripts/install_deps.sh installs inside it. Needs root (or sudo).
 # When it ends, it prints the seconds of each phase, as scripts/test.sh does.
-# VLRNN_TRIXIE_COMMAND runs another command there instead (e.g. scripts/install_deps.sh).
+# VLRNN_TRIXIE_COMMAND runs another command there instead (e.g. scripts/install_deps.sh:
+# .ci/run makes the chroot and installs its packages so while scripts/test.sh runs, then
+# runs the suite here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source_dir=$PWD
