@@ -6,7 +6,7 @@ which tests fail without it, the worst predicted-peak error, how many prediction
 how far the term moves a prediction, and how many predicted times stay within 15 %.
 
     scripts/cost_term_ablation.py                       # every term, Simulator.* (~15 min)
-    scripts/cost_term_ablation.py --terms backward_op_bytes,later_backward_bytes
+    scripts/cost_term_ablation.py --terms backward.sums_bytes,backward.later_bytes
     scripts/cost_term_ablation.py --filter 'Simulator.PredictsTheMeasuredStepPeakWithinTenPercent'
 
 Peaks are exact bytes (the same on any machine with the same LibTorch); times are measured and
@@ -21,14 +21,16 @@ import sys
 # Every numeric term of CostModel (for_each_field in cost_model.h, less the batch's active
 # counts and the source); terms that only mean something together are zeroed together.
 TERMS = [
-    "forward_seconds", "forward_grad_seconds", "backward_seconds",
-    "op_seconds", "ended_call_seconds", "tape_growth_seconds",
-    "tape_bytes", "backward_transient_bytes", "advance_transient_bytes", "advance_op_bytes",
-    "state_bytes", "kept_tape_bytes", "backward_op_bytes", "later_backward_bytes",
-    "backward_floor_bytes", "fixed_bytes,fixed_step_bytes,reversal_bytes", "fixed_step_bytes",
-    "reversal_bytes", "gradient_bytes",
-    "head_backward_step_bytes", "backward_splits_at_ends",
-    "backward_window_steps,window_step_bytes",
+    "step.forward_seconds", "step.forward_grad_seconds", "step.backward_seconds",
+    "step.tape_bytes", "step.backward_transient_bytes", "step.advance_transient_bytes",
+    "step.state_bytes",
+    "call.op_seconds", "call.ended_seconds", "call.tape_growth_seconds",
+    "call.advance_op_bytes", "call.kept_tape_bytes",
+    "backward.sums_bytes", "backward.later_bytes", "backward.floor_bytes",
+    "backward.head_step_bytes", "backward.splits_at_ends",
+    "backward.window_steps,backward.window_step_bytes",
+    "iteration.fixed_bytes,iteration.fixed_step_bytes,iteration.reversal_bytes",
+    "iteration.fixed_step_bytes", "iteration.reversal_bytes", "iteration.gradient_bytes",
 ]
 DEFAULT_FILTER = "Simulator.*"
 PREDICTION = re.compile(

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -83,11 +84,15 @@ json cost_model_json(const schedule::CostModel& model) {
   json j = json::object();
   schedule::for_each_field(model, [&](const char* name, const auto& field) {
     using Field = std::decay_t<decltype(field)>;
+    // "step.tape_bytes" -> {"step": {"tape_bytes": ...}}: the model's groups, nested.
+    std::string pointer = "/" + std::string(name);
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    auto& slot = j[json::json_pointer(pointer)];
     if constexpr (std::is_same_v<Field, std::vector<double>> ||
                   std::is_same_v<Field, std::vector<int64_t>>) {
-      j[name] = run_length_json(field);
+      slot = run_length_json(field);
     } else {
-      j[name] = field;
+      slot = field;
     }
   });
   return j;

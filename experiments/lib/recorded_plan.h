@@ -12,8 +12,9 @@
 //   time_steps, schedule (its name), chosen_by, parameter: what was chosen and how;
 //   ops: the op list the executor ran, as Op::describe() writes each op;
 //   predicted, budget_bytes, checked_peak_bytes, margin: what it was checked against;
-//   cost_model: every field of the model it was chosen from (for_each_field), each per-step
-//     vector run-length encoded as [[value, count], ...].
+//   cost_model: every field of the model it was chosen from (for_each_field), nested by
+//     group ({"step": {"tape_bytes": ...}, "call": ...}), each per-step vector run-length
+//     encoded as [[value, count], ...].
 // `--plan FILE` reads the ops back and registers method "plan", which runs exactly them on
 // the one executor: no measurement, no planning, the same ops in the same order, so on the
 // same build and machine the same gradients bit for bit. FILE may be a plan object or any

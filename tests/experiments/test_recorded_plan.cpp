@@ -72,9 +72,9 @@ TEST(RecordedPlan, RecordHoldsTheOpsAndTheCostsTheyWereChosenFrom) {
   EXPECT_GT(record["predicted"]["forward_no_grad_steps"].get<int64_t>(), 0);  // it recomputes
   EXPECT_EQ(record["budget_bytes"], 100'000'000);
   // Per-step vectors run-length encoded: every step costs the same, so one run of T.
-  EXPECT_EQ(record["cost_model"]["tape_bytes"],
+  EXPECT_EQ(record["cost_model"]["step"]["tape_bytes"],
             json::array({json::array({10'000'000, kPlanSteps})}));
-  EXPECT_EQ(record["cost_model"]["op_seconds"], 0.0);
+  EXPECT_EQ(record["cost_model"]["call"]["op_seconds"], 0.0);
 }
 
 TEST(RecordedPlan, RepeatsAPlannerRunWithIdenticalGradients) {

@@ -190,8 +190,8 @@ TEST(SideEffects, CostModelCacheIsBoundedAndSafeFromTwoThreads) {
   std::thread second([&] { b = schedule::measured_cost_model(workload); });
   first.join();
   second.join();
-  EXPECT_EQ(a.tape_bytes, b.tape_bytes);  // one measurement, shared
-  EXPECT_EQ(a.forward_seconds, b.forward_seconds);
+  EXPECT_EQ(a.step.tape_bytes, b.step.tape_bytes);  // one measurement, shared
+  EXPECT_EQ(a.step.forward_seconds, b.step.forward_seconds);
 }
 
 }  // namespace

@@ -111,6 +111,6 @@ def test_planner_measures_once_for_batches_padded_to_other_lengths(tmp_path, mon
     assert len(files) == 1, files
     # Measured on the first batch and never again (a measurement rewrites the file).
     steps_line = next(line for line in files[0].read_text().splitlines()
-                      if line.startswith("forward_seconds "))
+                      if line.startswith("step.forward_seconds "))
     assert steps_line.split()[1] == "40", steps_line[:40]
 

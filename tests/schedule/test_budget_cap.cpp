@@ -216,8 +216,8 @@ TEST(BudgetCap, AWrongCostModelCostsSpeedNeverTheBudget) {
   const int64_t T = wrong.time_steps();
   const auto budget =
       int64_t(0.3 * double(simulate(uniform_schedule(T, T), wrong).peak_bytes));
-  for (auto& b : wrong.tape_bytes) b /= 2;
-  for (auto& b : wrong.backward_transient_bytes) b /= 2;
+  for (auto& b : wrong.step.tape_bytes) b /= 2;
+  for (auto& b : wrong.step.backward_transient_bytes) b /= 2;
   PlannerOptions options;
   options.budget_bytes = budget;
   options.cost_model = wrong;

@@ -33,24 +33,24 @@ CostModel random_model(std::mt19937_64& rng, int shape, bool long_chain) {
   const int64_t T = long_chain ? between(130, 180) : between(2, 40);
   auto m = CostModel::uniform(T, 1, 1, 1, 1, 1);
   for (int64_t t = 0; t < T; ++t) {
-    m.forward_seconds[size_t(t)] = seconds(0.5, 2);
-    m.forward_grad_seconds[size_t(t)] = seconds(0.5, 3);
-    m.backward_seconds[size_t(t)] = seconds(1, 4);
-    m.tape_bytes[size_t(t)] = between(1, 1000);
-    m.backward_transient_bytes[size_t(t)] = between(0, 500);
-    m.advance_transient_bytes[size_t(t)] = between(0, 300);
-    m.state_bytes[size_t(t + 1)] = between(10, 200);
+    m.step.forward_seconds[size_t(t)] = seconds(0.5, 2);
+    m.step.forward_grad_seconds[size_t(t)] = seconds(0.5, 3);
+    m.step.backward_seconds[size_t(t)] = seconds(1, 4);
+    m.step.tape_bytes[size_t(t)] = between(1, 1000);
+    m.step.backward_transient_bytes[size_t(t)] = between(0, 500);
+    m.step.advance_transient_bytes[size_t(t)] = between(0, 300);
+    m.step.state_bytes[size_t(t + 1)] = between(10, 200);
   }
-  m.op_seconds = seconds(0, 0.5);
-  m.tape_growth_seconds = seconds(0, 0.01);
-  m.backward_op_bytes = between(0, 500);
-  m.later_backward_bytes = between(0, 600);
-  m.backward_floor_bytes = between(0, 3000);
-  m.fixed_bytes = between(0, 5000);
-  m.reversal_bytes = between(0, m.fixed_bytes);
-  m.advance_op_bytes = between(0, 400);
-  m.kept_tape_bytes = between(0, 300);
-  m.gradient_bytes = between(0, 2000);
+  m.call.op_seconds = seconds(0, 0.5);
+  m.call.tape_growth_seconds = seconds(0, 0.01);
+  m.backward.sums_bytes = between(0, 500);
+  m.backward.later_bytes = between(0, 600);
+  m.backward.floor_bytes = between(0, 3000);
+  m.iteration.fixed_bytes = between(0, 5000);
+  m.iteration.reversal_bytes = between(0, m.iteration.fixed_bytes);
+  m.call.advance_op_bytes = between(0, 400);
+  m.call.kept_tape_bytes = between(0, 300);
+  m.iteration.gradient_bytes = between(0, 2000);
   const bool lengths = shape == 1 || (shape == 2 && between(0, 1) == 1);
   if (lengths) {
     // Sequence 0 runs all T steps, the others end anywhere.
@@ -60,15 +60,15 @@ CostModel random_model(std::mt19937_64& rng, int shape, bool long_chain) {
     for (const int64_t end : ends) {
       for (int64_t t = 0; t < end; ++t) ++m.active_sequences[size_t(t)];
     }
-    m.ended_call_seconds = seconds(0, 0.3);
+    m.call.ended_seconds = seconds(0, 0.3);
     // The built-in modules reverse in runs between ends, the head's gradient apart.
-    m.backward_splits_at_ends = between(0, 1);
+    m.backward.splits_at_ends = between(0, 1) == 1;
     // Signed: the head's tape, freed first, may outweigh its output gradient.
-    m.head_backward_step_bytes = between(-300, 200);
+    m.backward.head_step_bytes = between(-300, 200);
   }
   if (shape == 2) {
-    m.backward_window_steps = between(1, 6);
-    m.window_step_bytes = between(0, 400);
+    m.backward.window_steps = between(1, 6);
+    m.backward.window_step_bytes = between(0, 400);
   }
   m.source = "random (tests/schedule/test_cost_bounds.cpp)";
   m.check();
@@ -88,10 +88,9 @@ TEST(CostBounds, EveryStepBoundsWhatItAddsToATape) {
     const int64_t T = m.time_steps();
     int64_t largest = 0;  // the planner's per-step bound
     for (int64_t t = 0; t < T; ++t) {
-      largest = std::max(largest, m.tape_bytes[size_t(t)] +
-                                      std::max<int64_t>(0, m.backward_transient_bytes[size_t(t)] +
-                                                               m.head_backward_step_bytes +
-                                                               m.window_step_bytes));
+      const int64_t transient = m.step.backward_transient_bytes[size_t(t)] +
+                                m.backward.head_step_bytes + m.backward.window_step_bytes;
+      largest = std::max(largest, m.step.tape_bytes[size_t(t)] + std::max<int64_t>(0, transient));
     }
     for (int64_t a = 0; a < T; ++a) {
       for (int64_t b = a + 1; b <= T; ++b) {

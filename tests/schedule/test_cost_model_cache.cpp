@@ -61,23 +61,23 @@ struct ScopedEnv {
 // A model with every field away from its default.
 CostModel every_field_set() {
   auto m = CostModel::uniform(5, 1.0 / 3.0, 2e-7, 3.25, 1000, 150, 5000);
-  m.forward_seconds[4] = 0.1;
-  m.op_seconds = 1.5e-5;
-  m.ended_call_seconds = 2.5e-6;
-  m.tape_growth_seconds = 1e-9;
-  m.tape_bytes[2] = 7;
-  m.backward_transient_bytes[1] = 11;
-  m.advance_transient_bytes[0] = 13;
-  m.advance_op_bytes = 17;
-  m.kept_tape_bytes = 23;
-  m.backward_op_bytes = 19;
-  m.later_backward_bytes = 29;
-  m.backward_floor_bytes = 61;
-  m.gradient_bytes = 31;
-  m.fixed_step_bytes = 53;  // of fixed_bytes 5000
-  m.reversal_bytes = 67;    // of fixed_bytes 5000
-  m.backward_window_steps = 2;
-  m.window_step_bytes = 59;
+  m.step.forward_seconds[4] = 0.1;
+  m.call.op_seconds = 1.5e-5;
+  m.call.ended_seconds = 2.5e-6;
+  m.call.tape_growth_seconds = 1e-9;
+  m.step.tape_bytes[2] = 7;
+  m.step.backward_transient_bytes[1] = 11;
+  m.step.advance_transient_bytes[0] = 13;
+  m.call.advance_op_bytes = 17;
+  m.call.kept_tape_bytes = 23;
+  m.backward.sums_bytes = 19;
+  m.backward.later_bytes = 29;
+  m.backward.floor_bytes = 61;
+  m.iteration.gradient_bytes = 31;
+  m.iteration.fixed_step_bytes = 53;  // of fixed_bytes 5000
+  m.iteration.reversal_bytes = 67;    // of fixed_bytes 5000
+  m.backward.window_steps = 2;
+  m.backward.window_step_bytes = 59;
   m.active_sequences = {3, 3, 3, 2, 1};
   m.source = "measured on cpu (n = 4 and 12 steps)";
   m.check();
@@ -98,26 +98,26 @@ TEST(CostModelCache, KeepsEveryFieldExactly) {
   ASSERT_TRUE(store_cost_model(dir.path, "key one", model));
   const auto loaded = load_cost_model(dir.path, "key one");
   ASSERT_TRUE(loaded.has_value());
-  EXPECT_EQ(loaded->forward_seconds, model.forward_seconds);  // doubles bit for bit
-  EXPECT_EQ(loaded->forward_grad_seconds, model.forward_grad_seconds);
-  EXPECT_EQ(loaded->tape_bytes, model.tape_bytes);
-  EXPECT_EQ(loaded->backward_transient_bytes, model.backward_transient_bytes);
-  EXPECT_EQ(loaded->op_seconds, model.op_seconds);
-  EXPECT_EQ(loaded->later_backward_bytes, 29);
-  EXPECT_EQ(loaded->fixed_step_bytes, 53);
-  EXPECT_EQ(loaded->window_step_bytes, 59);
-  EXPECT_EQ(loaded->backward_floor_bytes, 61);
-  EXPECT_EQ(loaded->advance_op_bytes, 17);
-  EXPECT_EQ(loaded->kept_tape_bytes, 23);
-  EXPECT_EQ(loaded->reversal_bytes, 67);
+  EXPECT_EQ(loaded->step.forward_seconds, model.step.forward_seconds);  // doubles bit for bit
+  EXPECT_EQ(loaded->step.forward_grad_seconds, model.step.forward_grad_seconds);
+  EXPECT_EQ(loaded->step.tape_bytes, model.step.tape_bytes);
+  EXPECT_EQ(loaded->step.backward_transient_bytes, model.step.backward_transient_bytes);
+  EXPECT_EQ(loaded->call.op_seconds, model.call.op_seconds);
+  EXPECT_EQ(loaded->backward.later_bytes, 29);
+  EXPECT_EQ(loaded->iteration.fixed_step_bytes, 53);
+  EXPECT_EQ(loaded->backward.window_step_bytes, 59);
+  EXPECT_EQ(loaded->backward.floor_bytes, 61);
+  EXPECT_EQ(loaded->call.advance_op_bytes, 17);
+  EXPECT_EQ(loaded->call.kept_tape_bytes, 23);
+  EXPECT_EQ(loaded->iteration.reversal_bytes, 67);
   EXPECT_EQ(loaded->active_sequences, model.active_sequences);
   EXPECT_EQ(loaded->source, model.source);
   // Stored again, the loaded model writes the same text: nothing was lost on the way.
   ASSERT_TRUE(store_cost_model(dir.path, "key two", *loaded));
   auto first = text_of(cost_model_file(dir.path, "key one"));
   auto second = text_of(cost_model_file(dir.path, "key two"));
-  EXPECT_EQ(first.substr(first.find("\nforward_seconds")),
-            second.substr(second.find("\nforward_seconds")));
+  EXPECT_EQ(first.substr(first.find("\nstep.forward_seconds")),
+            second.substr(second.find("\nstep.forward_seconds")));
 }
 
 // What a hit costs: a model of T = 10000 steps (a variable-length batch's, every vector
@@ -175,8 +175,8 @@ TEST(CostModelCache, IgnoresCorruptFiles) {
       {"a vector too short", replaced("tape_bytes 5 ", "tape_bytes 4 ")},
       {"a vector too long", replaced("tape_bytes 5 ", "tape_bytes 6 ")},
       {"a huge length", replaced("tape_bytes 5 ", "tape_bytes 99999999999 ")},
-      {"a field missing", replaced("\nfixed_bytes 5000", "")},
-      {"a field twice", good + "fixed_bytes 5000\n"},
+      {"a field missing", replaced("\niteration.fixed_bytes 5000", "")},
+      {"a field twice", good + "iteration.fixed_bytes 5000\n"},
       {"an unknown field", good + "warp_factor 9\n"},
       {"counts that grow", replaced("active_sequences 5 3 3 3 2 1", "active_sequences 5 3 3 3 2 4")},
   };
@@ -261,7 +261,7 @@ TEST(CostModelCache, ASecondProcessReadsTheModelFromDisk) {
   ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(workload), planted));
   const auto model = measured_cost_model(workload);
   EXPECT_EQ(model.source, "planted by the test");
-  EXPECT_EQ(model.tape_bytes, planted.tape_bytes);
+  EXPECT_EQ(model.step.tape_bytes, planted.step.tape_bytes);
 }
 
 // NOTE [ Other batches of the workload ]: batches whose lengths differ share one model,
@@ -277,16 +277,16 @@ TEST(CostModelCache, PricesAnotherBatchsLengthsWithoutMeasuring) {
   EXPECT_NE(workload_signature(first.workload()), workload_signature(second.workload()));
   auto planted = CostModel::uniform(19, 1, 2, 3, 400, 40, 900);
   planted.active_sequences = active_sequences_of(first.workload().batch);
-  for (int64_t t = 7; t < 19; ++t) planted.tape_bytes[size_t(t)] = 200;  // one sequence
+  for (int64_t t = 7; t < 19; ++t) planted.step.tape_bytes[size_t(t)] = 200;  // one sequence
   planted.source = "planted by the test";
   ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(first.workload()), planted));
   const auto priced = measured_cost_model(second.workload());
   EXPECT_NE(priced.source.find("planted by the test"), std::string::npos) << priced.source;
   EXPECT_EQ(priced.first_end(), 12);
-  EXPECT_EQ(priced.tape_bytes[11], 400);
-  EXPECT_EQ(priced.tape_bytes[12], 200);
+  EXPECT_EQ(priced.step.tape_bytes[11], 400);
+  EXPECT_EQ(priced.step.tape_bytes[12], 200);
   // Its own batch gets the model as it was.
-  EXPECT_EQ(measured_cost_model(first.workload()).tape_bytes, planted.tape_bytes);
+  EXPECT_EQ(measured_cost_model(first.workload()).step.tape_bytes, planted.step.tape_bytes);
   // Measured where no sequence ends, a model cannot price ends: that batch is measured.
   torch::manual_seed(4);
   const CacheProblem no_end(5, 17, {17, 17}), with_end(5, 17, {17, 5});
@@ -314,7 +314,7 @@ TEST(CostModelCache, PricesABatchOfOtherStepsWithoutMeasuring) {
   EXPECT_EQ(cost_model_key(measured_on.workload()), cost_model_key(shorter.workload()));
   EXPECT_NE(workload_signature(measured_on.workload()), workload_signature(shorter.workload()));
   auto planted = CostModel::uniform(40, 1, 2, 3, 400, 40, 900 + 40 * 10);
-  planted.fixed_step_bytes = 10;
+  planted.iteration.fixed_step_bytes = 10;
   planted.source = "planted by the test";
   ASSERT_TRUE(store_cost_model(dir.path, cost_model_key(measured_on.workload()), planted));
   const auto misses = cost_model_cache_misses();
@@ -322,9 +322,9 @@ TEST(CostModelCache, PricesABatchOfOtherStepsWithoutMeasuring) {
   EXPECT_EQ(cost_model_cache_misses(), misses + 1);  // read from disk, not measured
   EXPECT_NE(priced.source.find("planted by the test"), std::string::npos) << priced.source;
   EXPECT_EQ(priced.time_steps(), 25);
-  EXPECT_EQ(priced.tape_bytes, std::vector<int64_t>(25, 400));
-  EXPECT_EQ(priced.fixed_bytes, 900 + 25 * 10);
-  EXPECT_EQ(measured_cost_model(measured_on.workload()).tape_bytes, planted.tape_bytes);
+  EXPECT_EQ(priced.step.tape_bytes, std::vector<int64_t>(25, 400));
+  EXPECT_EQ(priced.iteration.fixed_bytes, 900 + 25 * 10);
+  EXPECT_EQ(measured_cost_model(measured_on.workload()).step.tape_bytes, planted.step.tape_bytes);
   EXPECT_EQ(cost_model_cache_misses(), misses + 1);  // from this process's cache
   // Longer than measured: measured on it, and stored in the shorter one's place.
   const auto measured = measured_cost_model(longer.workload());
@@ -353,8 +353,8 @@ TEST(CostModelCache, ACorruptFileIsMeasuredAgainAndRewritten) {
   EXPECT_NE(model.source.find("measured"), std::string::npos) << model.source;
   const auto stored = load_cost_model(dir.path, key);
   ASSERT_TRUE(stored.has_value());
-  EXPECT_EQ(stored->tape_bytes, model.tape_bytes);
-  EXPECT_EQ(stored->forward_seconds, model.forward_seconds);
+  EXPECT_EQ(stored->step.tape_bytes, model.step.tape_bytes);
+  EXPECT_EQ(stored->step.forward_seconds, model.step.forward_seconds);
 }
 
 // A folder that cannot be written (under a file) costs the next process its speed, nothing

@@ -125,12 +125,12 @@ TEST(KeptTapes, SimulatorPredictsTheMeasuredPeak) {
 CostModel dear_first_half(int64_t T) {
   auto m = CostModel::uniform(T, 1.0, 1.2, 2.0, 1000, 100, 5000);
   for (int64_t t = 0; t < T / 2; ++t) {
-    m.forward_seconds[size_t(t)] = 10.0;
-    m.forward_grad_seconds[size_t(t)] = 12.0;
-    m.backward_seconds[size_t(t)] = 20.0;
-    m.tape_bytes[size_t(t)] = 200;
+    m.step.forward_seconds[size_t(t)] = 10.0;
+    m.step.forward_grad_seconds[size_t(t)] = 12.0;
+    m.step.backward_seconds[size_t(t)] = 20.0;
+    m.step.tape_bytes[size_t(t)] = 200;
   }
-  m.op_seconds = 0.01;
+  m.call.op_seconds = 0.01;
   m.check();
   return m;
 }
@@ -161,13 +161,13 @@ TEST(KeptTapes, DpScheduleFitsEveryBudget) {
   for (const int64_t T : {int64_t(37), int64_t(300)}) {
     auto model = dear_first_half(T);
     for (int64_t t = 0; t < T; ++t) {
-      model.backward_transient_bytes[size_t(t)] = 300 + 7 * (t % 5);
-      model.advance_transient_bytes[size_t(t)] = 50;
-      model.state_bytes[size_t(t + 1)] = 400 + (t % 3);
+      model.step.backward_transient_bytes[size_t(t)] = 300 + 7 * (t % 5);
+      model.step.advance_transient_bytes[size_t(t)] = 50;
+      model.step.state_bytes[size_t(t + 1)] = 400 + (t % 3);
     }
-    model.backward_op_bytes = 64;
-    model.later_backward_bytes = 5000;
-    model.gradient_bytes = 4000;
+    model.backward.sums_bytes = 64;
+    model.backward.later_bytes = 5000;
+    model.iteration.gradient_bytes = 4000;
     model.check();
     const auto full = simulate(uniform_schedule(T, T), model);
     const auto minimum = minimum_budget(model);
@@ -233,11 +233,11 @@ class DearFirstHalfPlanner : public GradientMethod {
       // Seconds as dear_first_half's (measured ones vary with the machine's load and
       // would make the choice flaky); bytes as measured, which the budget is about.
       const auto dear = dear_first_half(model.time_steps());
-      model.forward_seconds = dear.forward_seconds;
-      model.forward_grad_seconds = dear.forward_grad_seconds;
-      model.backward_seconds = dear.backward_seconds;
-      model.op_seconds = dear.op_seconds;
-      model.tape_growth_seconds = 0.0;
+      model.step.forward_seconds = dear.step.forward_seconds;
+      model.step.forward_grad_seconds = dear.step.forward_grad_seconds;
+      model.step.backward_seconds = dear.step.backward_seconds;
+      model.call.op_seconds = dear.call.op_seconds;
+      model.call.tape_growth_seconds = 0.0;
       PlannerOptions options;
       options.budget_percent = 75;
       options.cost_model = model;

@@ -264,13 +264,15 @@ TEST(Simulator, PredictsTheMeasuredStepPeakWithinTenPercent) {
     std::printf("[simulator] cost model: tape %lld B/step, backward transient "
                 "%lld B/step (+%lld), advance %lld B/step, state %lld B, fixed %lld B; forward "
                 "%.1f us, with grad %.1f us, backward %.1f us per step, %.1f us per call\n",
-                (long long)model.tape_bytes[0],
-                (long long)model.backward_transient_bytes[0], (long long)model.backward_op_bytes,
-                (long long)model.advance_transient_bytes[0], (long long)model.state_bytes[1],
-                (long long)model.fixed_bytes, 1e6 * model.forward_seconds[0],
-                1e6 * model.forward_grad_seconds[0], 1e6 * model.backward_seconds[0],
-                1e6 * model.op_seconds);
-    if (!variable) EXPECT_EQ(model.ended_call_seconds, 0.0);  // no first end to be past
+                (long long)model.step.tape_bytes[0],
+                (long long)model.step.backward_transient_bytes[0],
+                (long long)model.backward.sums_bytes,
+                (long long)model.step.advance_transient_bytes[0],
+                (long long)model.step.state_bytes[1],
+                (long long)model.iteration.fixed_bytes, 1e6 * model.step.forward_seconds[0],
+                1e6 * model.step.forward_grad_seconds[0], 1e6 * model.step.backward_seconds[0],
+                1e6 * model.call.op_seconds);
+    if (!variable) EXPECT_EQ(model.call.ended_seconds, 0.0);  // no first end to be past
     for (const auto& s : schedules) {
       const auto predicted = simulate(s, model);
       ScheduleMethod method("test", s.name, [&s](const Workload&) { return s; });
@@ -440,7 +442,7 @@ TEST(Simulator, PricesALongVariableLengthBatchFromSpreadBlocks) {
     const Workload workload{*model, *head, batch};
     const auto cost = measured_cost_model(workload);
     ASSERT_EQ(cost.time_steps(), T) << kind;
-    EXPECT_EQ(cost.backward_splits_at_ends, kind == "lstm" ? 1 : 0) << kind;
+    EXPECT_EQ(cost.backward.splits_at_ends, kind == "lstm") << kind;
     const std::string label = fmt::format("{} var T={}, profiled in spread blocks", kind, T);
     for (const int64_t K : {16, 4, 1}) {
       expect_peak_within_5_percent(cost, workload, K, label);
@@ -453,15 +455,15 @@ CostModel heterogeneous(int64_t T) {
   auto m = CostModel::uniform(T, 1.0, 1.5, 2.5, 1000, 150, 5000);
   for (int64_t t = 0; t < T; ++t) {
     const double active = 1.0 - 0.7 * double(t) / double(T);
-    m.forward_seconds[size_t(t)] = 1.0 * active;
-    m.forward_grad_seconds[size_t(t)] = 0.3 + 1.2 * active;
-    m.backward_seconds[size_t(t)] = 0.5 + 2.0 * active;
-    m.tape_bytes[size_t(t)] = int64_t(200 + 800 * active);
+    m.step.forward_seconds[size_t(t)] = 1.0 * active;
+    m.step.forward_grad_seconds[size_t(t)] = 0.3 + 1.2 * active;
+    m.step.backward_seconds[size_t(t)] = 0.5 + 2.0 * active;
+    m.step.tape_bytes[size_t(t)] = int64_t(200 + 800 * active);
   }
-  m.op_seconds = 0.05;
+  m.call.op_seconds = 0.05;
   // Calls past the first end cost more (NOTE [ What a call costs ]): the planner's sums
   // must price them as the simulator does.
-  m.ended_call_seconds = 0.08;
+  m.call.ended_seconds = 0.08;
   m.active_sequences.assign(size_t(T), 3);  // a sequence ends at step T / 3
   std::fill(m.active_sequences.begin() + T / 3, m.active_sequences.end(), 2);
   m.check();
@@ -519,17 +521,17 @@ TEST(Planner, BudgetBelowTheMinimumStatesIt) {
 
 TEST(CostModel, ChecksItself) {
   auto m = CostModel::uniform(4, 1, 1, 1, 10, 5);
-  m.tape_bytes.pop_back();
+  m.step.tape_bytes.pop_back();
   expect_error_mentions([&] { m.check(); }, {"tape_bytes", "expected 4 entries", "got 3"});
   m = CostModel::uniform(4, 1, 1, 1, 10, 5);
-  m.backward_seconds[2] = NAN;
+  m.step.backward_seconds[2] = NAN;
   expect_error_mentions([&] { m.check(); }, {"backward_seconds[2]", "finite"});
   m = CostModel::uniform(4, 1, 1, 1, 10, 5);
-  m.fixed_bytes = -1;
+  m.iteration.fixed_bytes = -1;
   expect_error_mentions([&] { m.check(); }, {"fixed_bytes", ">= 0"});
   // The head's bytes are signed (NOTE [ Backward in runs ]); a tape's transient is not.
   m = CostModel::uniform(4, 1, 1, 1, 10, 5);
-  m.head_backward_step_bytes = -30;
+  m.backward.head_step_bytes = -30;
   EXPECT_NO_THROW(m.check());
   EXPECT_EQ(CostPrefix(m).tape_transient_b(0, 4), 0);
   m = CostModel::uniform(4, 1, 1, 1, 10, 5);
@@ -538,19 +540,19 @@ TEST(CostModel, ChecksItself) {
 }
 
 // NOTE [ Backward windows ]: a tape needs its steps' transients, which grow with it, and a
-// buffer of at most backward_window_steps steps.
+// buffer of at most backward.window_steps steps.
 TEST(CostModel, AWindowedBackwardFillsOneBufferBesideWhatGrows) {
   auto m = CostModel::uniform(10, 1, 1, 1, 100, 5);
-  m.backward_transient_bytes.assign(10, 3);
-  m.backward_window_steps = 4;
-  m.window_step_bytes = 20;
+  m.step.backward_transient_bytes.assign(10, 3);
+  m.backward.window_steps = 4;
+  m.backward.window_step_bytes = 20;
   m.check();
   const CostPrefix sums(m);
   EXPECT_EQ(sums.tape_transient_b(0, 2), 2 * 3 + 2 * 20);
   EXPECT_EQ(sums.tape_transient_b(0, 10), 10 * 3 + 4 * 20);
   EXPECT_EQ(sums.tape_transient_b(3, 10), 7 * 3 + 4 * 20);
   EXPECT_EQ(sums.tape_transient_b(5, 6), 3 + 20);
-  m.backward_window_steps = 0;
+  m.backward.window_steps = 0;
   expect_error_mentions([&] { m.check(); }, {"window_step_bytes", "expected 0", "got 20"});
 }
 
@@ -559,29 +561,29 @@ TEST(CostModel, AWindowedBackwardFillsOneBufferBesideWhatGrows) {
 TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
   auto m = CostModel::uniform(8, 1, 1, 1, 10, 5);
   m.active_sequences = {4, 4, 4, 3, 2, 2, 1, 1};
-  m.tape_bytes = {99, 101, 100, 70, 50, 50, 30, 30};  // 10 + 20 per active after the end
-  m.backward_seconds = {2, 2, 2, 1.5, 1, 1, 0.5, 0.5};
+  m.step.tape_bytes = {99, 101, 100, 70, 50, 50, 30, 30};  // 10 + 20 per active after the end
+  m.step.backward_seconds = {2, 2, 2, 1.5, 1, 1, 0.5, 0.5};
   m.check();
   const std::vector<int64_t> other = {4, 4, 4, 4, 4, 3, 3, 1};
   ASSERT_TRUE(m.prices_batch(8, other));
   const auto priced = m.for_batch(8, other);
-  EXPECT_EQ(priced.tape_bytes, (std::vector<int64_t>{100, 100, 100, 100, 100, 70, 70, 30}));
-  EXPECT_NEAR(priced.backward_seconds[0], 2.0, 1e-12);
-  EXPECT_NEAR(priced.backward_seconds[5], 1.5, 1e-12);
-  EXPECT_NEAR(priced.backward_seconds[7], 0.5, 1e-12);
+  EXPECT_EQ(priced.step.tape_bytes, (std::vector<int64_t>{100, 100, 100, 100, 100, 70, 70, 30}));
+  EXPECT_NEAR(priced.step.backward_seconds[0], 2.0, 1e-12);
+  EXPECT_NEAR(priced.step.backward_seconds[5], 1.5, 1e-12);
+  EXPECT_NEAR(priced.step.backward_seconds[7], 0.5, 1e-12);
   EXPECT_EQ(priced.first_end(), 5);
   EXPECT_EQ(priced.active_sequences, other);
-  EXPECT_EQ(priced.state_bytes, m.state_bytes);
+  EXPECT_EQ(priced.step.state_bytes, m.step.state_bytes);
   // Its own counts: the model itself, unchanged.
-  EXPECT_EQ(m.for_batch(8, m.active_sequences).tape_bytes, m.tape_bytes);
+  EXPECT_EQ(m.for_batch(8, m.active_sequences).step.tape_bytes, m.step.tape_bytes);
   // A batch where none ends: every step at the all-active mean, no first end.
   const auto none_ends = m.for_batch(8, std::vector<int64_t>(8, 4));
-  EXPECT_EQ(none_ends.tape_bytes, std::vector<int64_t>(8, 100));
+  EXPECT_EQ(none_ends.step.tape_bytes, std::vector<int64_t>(8, 100));
   EXPECT_EQ(none_ends.first_end(), 8);
   // A shorter batch: its own counts, its own length.
   const auto shorter = m.for_batch(5, {4, 4, 2, 1, 1});
-  EXPECT_EQ(shorter.tape_bytes, (std::vector<int64_t>{100, 100, 50, 30, 30}));
-  EXPECT_EQ(shorter.state_bytes, (std::vector<int64_t>{0, 5, 5, 5, 5, 5}));
+  EXPECT_EQ(shorter.step.tape_bytes, (std::vector<int64_t>{100, 100, 50, 30, 30}));
+  EXPECT_EQ(shorter.step.state_bytes, (std::vector<int64_t>{0, 5, 5, 5, 5, 5}));
   EXPECT_EQ(shorter.first_end(), 2);
   // What it cannot price, said.
   expect_error_mentions([&] { m.for_batch(8, {4, 4, 1}); },
@@ -606,16 +608,16 @@ TEST(CostModel, PricesAnotherBatchThroughActiveCounts) {
 // bytes change by fixed_step_bytes per step.
 TEST(CostModel, PricesABatchOfAnotherLength) {
   auto m = CostModel::uniform(8, 1, 2, 3, 10, 5, 1000 + 8 * 7);
-  m.fixed_step_bytes = 7;
-  m.op_seconds = 0.5;
+  m.iteration.fixed_step_bytes = 7;
+  m.call.op_seconds = 0.5;
   ASSERT_TRUE(m.prices_batch(3, {}));
   const auto shorter = m.for_batch(3, {});
   EXPECT_EQ(shorter.time_steps(), 3);
-  EXPECT_EQ(shorter.tape_bytes, std::vector<int64_t>(3, 10));
-  EXPECT_EQ(shorter.backward_seconds, std::vector<double>(3, 3.0));
-  EXPECT_EQ(shorter.state_bytes, (std::vector<int64_t>{0, 5, 5, 5}));
-  EXPECT_EQ(shorter.fixed_bytes, 1000 + 3 * 7);
-  EXPECT_EQ(shorter.op_seconds, 0.5);
+  EXPECT_EQ(shorter.step.tape_bytes, std::vector<int64_t>(3, 10));
+  EXPECT_EQ(shorter.step.backward_seconds, std::vector<double>(3, 3.0));
+  EXPECT_EQ(shorter.step.state_bytes, (std::vector<int64_t>{0, 5, 5, 5}));
+  EXPECT_EQ(shorter.iteration.fixed_bytes, 1000 + 3 * 7);
+  EXPECT_EQ(shorter.call.op_seconds, 0.5);
   EXPECT_NE(shorter.source.find("priced for a batch of T = 3"), std::string::npos);
   EXPECT_FALSE(m.prices_batch(9, {}));
   EXPECT_FALSE(m.prices_batch(0, {}));
@@ -623,18 +625,18 @@ TEST(CostModel, PricesABatchOfAnotherLength) {
   // Measured on the longest tape measurement runs: longer batches too.
   const int64_t T = kLongestMeasuredTape;
   auto whole = CostModel::uniform(T, 1, 2, 3, 10, 5, 1000 + T * 7);
-  whole.fixed_step_bytes = 7;
+  whole.iteration.fixed_step_bytes = 7;
   whole.active_sequences.assign(size_t(T), 4);
   whole.active_sequences.back() = 3;
-  whole.backward_transient_bytes.assign(size_t(T), 20);
+  whole.step.backward_transient_bytes.assign(size_t(T), 20);
   const std::vector<int64_t> longer(size_t(3 * T), 4);
   ASSERT_TRUE(whole.prices_batch(3 * T, longer));
   const auto priced = whole.for_batch(3 * T, longer);
   EXPECT_EQ(priced.time_steps(), 3 * T);
-  EXPECT_EQ(priced.fixed_bytes, 1000 + 3 * T * 7);
-  EXPECT_EQ(priced.backward_transient_bytes, std::vector<int64_t>(size_t(3 * T), 20));
+  EXPECT_EQ(priced.iteration.fixed_bytes, 1000 + 3 * T * 7);
+  EXPECT_EQ(priced.step.backward_transient_bytes, std::vector<int64_t>(size_t(3 * T), 20));
   // fixed_step_bytes is a part of fixed_bytes.
-  m.fixed_step_bytes = 200;
+  m.iteration.fixed_step_bytes = 200;
   expect_error_mentions([&] { m.check(); }, {"fixed_step_bytes", "at most", "got 200"});
 }
 
@@ -647,11 +649,11 @@ TEST(CostModel, CountsTheActiveSequencesOfABatch) {
 }
 
 // NOTE [ What a call costs ]: a call on a block that reaches past the first end (step 50
-// here) costs ended_call_seconds more; an advance is a call per kAdvanceChunk steps.
+// here) costs call.ended_seconds more; an advance is a call per kAdvanceChunk steps.
 TEST(CostModel, ChargesCallsPastTheFirstEndTheLengthsPath) {
   auto m = CostModel::uniform(100, 0, 0, 0, 10, 5);
-  m.op_seconds = 1;
-  m.ended_call_seconds = 10;
+  m.call.op_seconds = 1;
+  m.call.ended_seconds = 10;
   m.active_sequences.assign(100, 1);  // the first end: step 50
   std::fill(m.active_sequences.begin(), m.active_sequences.begin() + 50, 2);
   m.check();
@@ -663,7 +665,7 @@ TEST(CostModel, ChargesCallsPastTheFirstEndTheLengthsPath) {
   // uniform(K=1): 99 one-step advances, 49 of them past the end; 100 tapes and 100
   // backwards, 50 of each past it.
   EXPECT_EQ(simulate(uniform_schedule(100, 1), m).seconds, 99 + 49 * 10 + 200 + 100 * 10);
-  m.ended_call_seconds = 0;  // fixed lengths: every call costs op_seconds
+  m.call.ended_seconds = 0;  // fixed lengths: every call costs op_seconds
   EXPECT_EQ(simulate(uniform_schedule(100, 1), m).seconds, 299);
 }
 

@@ -204,24 +204,15 @@ PrefixFit fit_prefix(const Workload& workload, const CostMeasureOptions& options
   return f;
 }
 
-// NOTE [ What a call costs ]: a schedule of one-step blocks makes three calls per step (an
-// advance, a tape, its backward), so its time is mostly per-call seconds. As the intercept
-// of the line through n1 and n2 steps they swung tenfold between runs of one workload on a
-// busy 2-core machine (1e-5 to 1e-4 s for an LSTM of H = 128, B = 16), and the predicted
-// time of uniform(K=1) by 2x. Timing a one-step block alone fixed the swing but not the
-// level: alone, a call costs more than among its kind in the executor. So the executor
-// times n = kCallSteps steps as uniform(K=1) and as one tape: the same steps, taped and
-// back-propagated once each, in 3n - 1 calls and in 2; the calls explain the difference
-// beyond the advance's n - 1 steps.
-// On a variable-length batch a block that reaches past the first end takes the model's
-// lengths path, which costs more per call (the built-in modules select the running
-// sequences' rows and put them back: NOTE [ Runs between ends ] in models.cpp; for an LSTM
-// of H = 128, B = 16 about 5e-5 s beside a fused call's 9e-5 s; on LibTorch's packed path
-// before them, a GRU's uniform(K=1) was under-predicted by 10-30 % without it), and more the
-// more sequences are active (what it copies). So the same pair is timed on n steps past the
-// first end, where as many sequences are active as on average past it: the first step
-// of both runs is whole (the sub-batch's lengths are at least 1), so 3 fused calls and
-// 3n - 6 past the first end make the difference. Medians of kCallRepeats.
+// NOTE [ What a call costs ]: a schedule of one-step blocks makes three calls per step, so
+// its time is mostly per-call seconds, which neither the intercept of a line through two
+// lengths nor a one-step block timed alone gives reliably (the first swings tenfold between
+// runs, the second costs more than among its kind). So the executor times n = kCallSteps
+// steps as uniform(K=1) and as one tape, the same steps in 3n - 1 calls and in 2: the calls
+// explain the difference beyond the advance's n - 1 steps. A call past the first end of a
+// variable-length batch takes the model's lengths path, which costs more (NOTE [ Runs between
+// ends ] in models.cpp): the same pair timed on n steps past the first end prices it. Medians
+// of kCallRepeats. Measured: docs/methods.md, "Calibration, measured".
 constexpr int64_t kCallSteps = 16, kCallRepeats = 7;
 
 struct CallSeconds {
@@ -325,22 +316,15 @@ struct EndToEnd {
 };
 
 // NOTE [ A transient that stops growing ]: most models' backward transient grows with the
-// tape (autograd's per-step gradient buffers, a little faster than linearly), but a model
-// that back-propagates a long tape in chunks (lstm_block: NOTE [ lstm_block backward in
-// chunks ]) fills one chunk's buffer whatever the tape's length, beside what does grow with
-// it (the head's output gradient, dL/dx). A chord between two short tapes, extrapolated, then
-// over-predicts full BPTT's peak by half at T = 1024 (and percent=P lands well over P % of
-// full's measured peak). So the residual r(n) is measured on full tapes of n = 8, 32, 128,
-// 512 and 1024 steps (up to T; 512 only where the growth bends: NOTE [ Rungs where the
-// growth bends ]). Where a segment grows by less than half the slope of the
-// chord before it, the buffer is full: r(n) = call + grow · n + buffer · min(n, W) (NOTE [
-// Backward windows ] in cost_model.h), with call + (grow + buffer) · n the chord up to the
-// knee, grow the slope from the knee to the longest tape, and W what makes the longest tape's
-// residual exact. That is exact where W is a rung of the ladder short of the longest
-// (lstm_block's 2^20 / (H·B) steps is one for H·B = 2^11, 2^13, 2^15, 2^17: H = 128, B = 16
-// among them). Where no segment stops growing, the chord from the shortest to the longest
-// tape: it over-predicts tapes between them a little (safe) and under-predicts longer ones
-// by a few percent (the planner's measured margin covers it: planner_method.cpp).
+// tape, but a model that reverses a long tape in chunks (lstm_block: NOTE [ lstm_block backward
+// in chunks ]) fills one chunk's buffer whatever the tape's length, and a chord between two
+// short tapes, extrapolated, then over-predicts long ones badly. So the residual r(n) is
+// measured on a ladder of full tapes (8, 32, 128, 512 where the growth bends, 1024 steps, up
+// to T). Where a segment grows by less than kStoppedGrowing of the chord before it, the buffer
+// is full: r(n) = call + grow · n + buffer · min(n, W) (NOTE [ Backward windows ] in
+// cost_model.h), exact where W is a rung short of the longest. Where none stops, the chord
+// from the shortest to the longest tape (the planner's measured margin covers the few percent
+// it may under-predict beyond it). Measured: docs/methods.md, "Calibration, measured".
 // A segment that grows by less than this fraction of the chord's slope has stopped growing.
 constexpr double kStoppedGrowing = 0.5;
 
@@ -403,58 +387,36 @@ void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
 constexpr int64_t kShortestLadderTape = 8, kLadderRatio = 4;
 constexpr double kShortSegment = 1.5;
 // NOTE [ Rungs where the growth bends ]: past a few dozen steps the residual grows on one line
-// for every kind measured but lstm_block: at F = 32, H = 128, B = 16 (tapes of 32, 128, 512 and
-// 1024 steps), the growth per step from 128 to 512 steps and from 512 to 1024 equals the growth
-// from 32 to 128, to the byte, for lstm, gru, rnn, gru_lstm, gru_v1, gru_v4, mingru and lru. A
-// rung between the third (128 steps) and the longest then adds nothing the chord does not know,
-// and its tape (512 steps) took a third of the ladder's time. So the first kFirstRungs rungs
-// and the longest run first, and the rungs between only where the growth from the third to the
-// longest is below kSlowerGrowth of the growth from the second to the third: lstm_block's 0.53
-// (its buffer fills at 512 steps), or any knee up to about 900 steps of a 1024-step longest.
-// There the whole ladder is fitted, as before.
+// for every kind measured but lstm_block, so a rung between the third (128 steps) and the
+// longest adds nothing the chord does not know, and its tape takes a third of the ladder's
+// time. So the first kFirstRungs rungs and the longest run first, and the rungs between only
+// where the growth from the third to the longest is below kSlowerGrowth of the growth from
+// the second to the third (lstm_block: 0.53); there the whole ladder is fitted.
 constexpr size_t kFirstRungs = 3;
 constexpr double kSlowerGrowth = 0.9;
 // NOTE [ A later backward's bytes ]: a backward call after the first finds the parameter
-// gradients there, so autograd computes the new ones in buffers and adds them in, where the
-// first hands its buffers over as the gradients. A tape of two steps or more sums a weight's
-// per-step gradients in buffers (backward_op_bytes, in every call), and those sums are what
-// a later call adds in: so it needs about a gradient's worth beyond its transient whatever
-// its length. Measured on 8 kinds (F = 32, H = 128, B = 16, T = 256), the sums plus what a
-// later call of 16 steps needed beyond them came to what a later one-step call needs, within
-// 12 % for the LibTorch modules (lstm: 196 K + 119 K against 297 K). So one term, measured on
-// two one-step tapes (the second reversed first), prices a later call of any length, and one
-// of two steps or more needs at least its sums (CostModel::backward_call_bytes). A second
-// term measured on two tapes of 16 steps moved no prediction of the simulator's tests by more
-// than 2.2 points when replaced so (lstm, 3 layers, lengths, K = 16: 1.5 % to 3.7 %), and
-// kept the worst at 8.8 % (the small test, lengths, K = 8).
-// NOTE [ A later backward's floor ]: a backward call after the first sums its weights'
-// per-step gradients and adds the sum to the gradients, which exist by then: buffers as
-// large as the weights, whatever the tape's length. Above a few steps what grows with the
-// tape needs more (the per-call, later and transient bytes of NOTE [ Calibrating the
-// peak end to end ], fitted on tapes of 8 steps or more); below, the buffers are the floor.
-// Priced as a sum alone, uniform blocks of K = 2 to 8 were under-predicted by 6 to 9 % (LSTM
-// and GRU, F = 32, H = 128, B = 16, T = 1000: a weight-sized buffer). The executor's own peak
-// fixes it: two tapes of kFloorTapeSteps steps from step 0, every sequence running, the first
-// reversed second; what the model so far leaves unexplained there, beyond that tape's
-// transient, is the floor (settle_per_call_bytes). Beyond the transient, because on 2.x's oneDNN
-// LSTM two steps of it are half the floor (350 of 700 KB at F = 32, H = 128, B = 16), and
-// the tape's own steps, with fewer sequences running, need less: taken as a whole, the floor
-// over-predicted blocks of K = 4 near the end of a batch of 1600 steps (one sequence left)
-// by 5.6 % (Simulator.PricesALongVariableLengthBatchFromSpreadBlocks).
+// gradients there, so autograd computes the new ones in buffers and adds them in (the first
+// hands its buffers over as the gradients): about a gradient's worth beyond its transient,
+// whatever its length. So one term, measured on two one-step tapes (the second reversed
+// first), prices a later call of any length, and one of two steps or more needs at least its
+// sums (CostModel::PerBackward::call_bytes).
+// NOTE [ A later backward's floor ]: such a call also sums its weights' per-step gradients and
+// adds the sum in: weight-sized buffers, whatever the tape's length, which what grows with the
+// tape (fitted on tapes of 8 steps or more) under-prices for short tapes. The executor's own
+// peak on two tapes of kFloorTapeSteps steps from step 0 fixes it: what the model so far
+// leaves unexplained there beyond that tape's transient (settle_per_call_bytes). Beyond it,
+// because a short tape near the end of a batch, with fewer sequences running, needs less.
+// Measured, both: docs/methods.md, "Calibration, measured".
 
 EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
                               int64_t fixed_per_step) {
   const int64_t T = workload.batch.time_steps();
   EndToEnd e;
-  // NOTE [ One tape's own bytes ]: F0 keeps what a tape holds whatever its length (its
-  // loss, its exit state: the intercept of the tape's bytes, f.tape_op_b), so the model
-  // charges it once, in the fixed bytes: a tape is alive at every backward, where the peaks
-  // are. It was a term of its own, charged per tape, until zeroing it moved no prediction of
-  // the simulator's tests by more than 0.7 points (scripts/cost_term_ablation.py, on 1.13);
-  // charged so, the predictions moved by 0.034 % at most. On 2.x's oneDNN LSTM a tape's own
-  // bytes are tens of KB (its workspace, rounded up to pages), and two places where the one
-  // tape in F0 is not the right count are priced: an advance holds no tape being reversed
-  // (reversal_bytes), a kept tape holds its own beside the one reversed (kept_tape_bytes).
+  // NOTE [ One tape's own bytes ]: F0 keeps what a tape holds whatever its length (its loss,
+  // its exit state: the intercept of the tape's bytes), so the model charges it once, in the
+  // fixed bytes: a tape is alive at every backward, where the peaks are. Where the one tape in
+  // F0 is not the right count, the terms say so: an advance holds no tape being reversed
+  // (iteration.reversal_bytes), a kept tape holds its own beside it (call.kept_tape_bytes).
   e.f0 = std::max<int64_t>(0, executor_peak(workload, 1, 1) - int64_t(f.tape_b) - fixed_per_step);
   // The residual of a chain of n steps: what the model so far does not explain.
   const auto residual = [&](int64_t n, int64_t k) {
@@ -512,37 +474,24 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
 
 // Fixed lengths: every step costs what the prefix fits say.
 void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e, int64_t T) {
-  m.forward_seconds.assign(size_t(T), f.advance_s);
-  m.forward_grad_seconds.assign(size_t(T), f.forward_grad_s);
-  m.backward_seconds.assign(size_t(T), f.backward_s);
-  m.tape_bytes.assign(size_t(T), int64_t(f.tape_b));
-  m.backward_transient_bytes.assign(size_t(T), int64_t(e.backward_step));
-  m.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
+  m.step.forward_seconds.assign(size_t(T), f.advance_s);
+  m.step.forward_grad_seconds.assign(size_t(T), f.forward_grad_s);
+  m.step.backward_seconds.assign(size_t(T), f.backward_s);
+  m.step.tape_bytes.assign(size_t(T), int64_t(f.tape_b));
+  m.step.backward_transient_bytes.assign(size_t(T), int64_t(e.backward_step));
+  m.step.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
 }
 
 // NOTE [ Variable lengths are measured on the batch ]: where sequences have ended, a step
-// costs neither what a full step costs nor that scaled by the active fraction. The built-in
-// LibTorch modules run the sequences still running alone (selecting their rows and putting
-// them back: NOTE [ Runs between ends ] in models.cpp), the hand-written cells mask a full
-// batch, a user's module does what it does. So the steps of a variable-length batch are not
-// modelled: they are measured, on the batch itself, in profile blocks of kProfileBlock steps
-// run as the executor runs a block (advance without grad; forward with grad from detached
-// leaves; backward from both roots: NOTE [ One block, measured ]), each profile block once. A
-// profile block's cost, less the per-call cost the prefix fits give, is spread over its
-// steps; so is its backward peak beyond the fused path's, on top of the end-to-end per-step
-// transient. Evenly, for a model that computes every sequence at every step; in proportion
-// to the sequences running at each step for one that runs only those (NOTE [ Runs,
-// measured ]), where a block holding an end would otherwise charge its steps before the end
-// too little and those after it too much. One extra pass over the batch, about one gradient
-// step, up to kProfiledSteps steps; a longer batch is profiled in as many steps, blocks
-// spread evenly over it (profile_starts), and its steps priced from theirs through the active
-// counts, as another batch of the workload is (NOTE [ Other batches of the workload ] in
-// cost_model.cpp). So calibration stops growing with T there. A batch of 1600 steps priced so
-// is held to the same 5 % in blocks of 16, 4 and 1 steps
-// (Simulator.PricesALongVariableLengthBatchFromSpreadBlocks). kProfiledSteps was 1024, the
-// longest tape, until 512 moved no prediction of the simulator's tests by more than 1.5
-// points (gru_lstm, lengths, T = 1000, another batch priced, K = 16: +1.8 % to +3.3 %) and
-// halved the pass at T = 1000.
+// costs neither what a full step costs nor that scaled by the active fraction (the built-in
+// modules run the running rows alone, the cells mask a full batch, a user's module does what
+// it does). So those steps are measured on the batch itself, in profile blocks of
+// kProfileBlock steps run as the executor runs a block (NOTE [ One block, measured ]), up to
+// kProfiledSteps steps (a longer batch: as many, spread over it, its other steps priced
+// through the active counts: NOTE [ Other batches of the workload ] in cost_model.cpp). A
+// block's cost beyond the per-call cost is spread over its steps: evenly, or in proportion to
+// the sequences running for a model that runs only those (NOTE [ Runs, measured ]).
+// Measured: docs/methods.md, "Calibration, measured".
 constexpr int64_t kProfileBlock = 32, kProfiledSteps = 512;
 
 // What a profile block [a, a + n) costs in all, beyond the per-call costs.
@@ -591,7 +540,7 @@ std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& wor
     blocks.push_back({a, n, run.advance_s - call_s, taped.forward_grad_s - call_s,
                       taped.backward_s - call_s, double(taped.tape) - f.tape_op_b,
                       e.backward_step * double(n) + double(taped.backward_peak) - fused_backward_peak,
-                      double(run.advance_peak - state_bytes - m.advance_op_bytes)});
+                      double(run.advance_peak - state_bytes - m.call.advance_op_bytes)});
     entry = std::move(run.exit);
   }
   return blocks;
@@ -605,12 +554,12 @@ CostModel spread_profile(const CostModel& m, const std::vector<ProfileBlock>& bl
                          bool by_active) {
   const auto& active = m.active_sequences;  // [T]
   CostModel p = m;
-  p.forward_seconds.clear();
-  p.forward_grad_seconds.clear();
-  p.backward_seconds.clear();
-  p.tape_bytes.clear();
-  p.backward_transient_bytes.clear();
-  p.advance_transient_bytes.clear();
+  p.step.forward_seconds.clear();
+  p.step.forward_grad_seconds.clear();
+  p.step.backward_seconds.clear();
+  p.step.tape_bytes.clear();
+  p.step.backward_transient_bytes.clear();
+  p.step.advance_transient_bytes.clear();
   p.active_sequences.clear();
   for (const auto& block : blocks) {
     double running = 0;  // sequence-steps in the block
@@ -621,55 +570,47 @@ CostModel spread_profile(const CostModel& m, const std::vector<ProfileBlock>& bl
       const double share = weighted ? double(active[size_t(t)]) / running : 1.0 / double(block.n);
       const auto part = [&](double total) { return std::max(0.0, total) * share; };
       const auto even = [&](double total) { return std::max(0.0, total) / double(block.n); };
-      p.forward_seconds.push_back(part(block.advance_s));
-      p.forward_grad_seconds.push_back(part(block.forward_grad_s));
-      p.backward_seconds.push_back(part(block.backward_s));
-      p.tape_bytes.push_back(int64_t(part(block.tape)));
-      p.backward_transient_bytes.push_back(int64_t(even(block.transient)));
-      p.advance_transient_bytes.push_back(int64_t(part(block.advance)));
+      p.step.forward_seconds.push_back(part(block.advance_s));
+      p.step.forward_grad_seconds.push_back(part(block.forward_grad_s));
+      p.step.backward_seconds.push_back(part(block.backward_s));
+      p.step.tape_bytes.push_back(int64_t(part(block.tape)));
+      p.step.backward_transient_bytes.push_back(int64_t(even(block.transient)));
+      p.step.advance_transient_bytes.push_back(int64_t(part(block.advance)));
       p.active_sequences.push_back(active[size_t(t)]);
     }
   }
   const int64_t T = int64_t(active.size());
   if (p.time_steps() == T) return p;
-  p.state_bytes.assign(size_t(p.time_steps() + 1), 0);  // unread: the caller's, below
+  p.step.state_bytes.assign(size_t(p.time_steps() + 1), 0);  // unread: the caller's, below
   CostModel priced = p.through_active_counts(T, active);
-  priced.state_bytes = m.state_bytes;
-  priced.fixed_bytes = m.fixed_bytes;
+  priced.step.state_bytes = m.step.state_bytes;
+  priced.iteration.fixed_bytes = m.iteration.fixed_bytes;
   priced.source = m.source;
   return priced;
 }
 
 // NOTE [ Runs, measured ]: whether the model reverses a tape in runs between ends (NOTE [
 // Backward in runs ] in cost_model.h) is what its backward does, not what its code says: one
-// tape of the batch from step 0, min(T, kLongestMeasuredTape) steps and its lengths, reversed
-// alone, and its backward peak against the model's prediction either way (in runs with the
-// head's own backward peak per step apart); the nearer one. A model that reverses in runs
-// computes only the sequences running: its profile is spread by the active counts (NOTE [
-// Variable lengths are measured on the batch ]), and the head's part is then what makes that
-// tape's backward exact (a model of two modules holds the lower one's output gradient for the
-// whole tape too), the tape's bytes that the profile leaves out counted in: they are live in
-// that backward. The one tape serves both, with no advance before it: full BPTT over the same
-// steps in the executor, fitting the head as well, cost a quarter of a second more at T = 1000
-// (LSTM, F = 32, H = 128, B = 16), and its peak misled the choice: it holds the tape's
-// unpriced bytes too, which moved a GRU under an LSTM nearer the sum than the runs. The head's
-// part is exact on that tape, not beyond: on a batch longer than kLongestMeasuredTape a long
-// tape can be under-predicted (full BPTT by 8.6 % for the LSTM of
-// Simulator.PricesALongVariableLengthBatchFromSpreadBlocks, T = 1600; the planner's plan
-// check holds the budget regardless: NOTE [ A budget is a promise ]).
+// tape of the batch from step 0 (min(T, kLongestMeasuredTape) steps, its lengths), reversed
+// alone, and its backward peak against the model's prediction either way; the nearer one
+// wins. A model that reverses in runs computes only the sequences running: its profile is
+// spread by the active counts, and the head's per-step part is what makes that tape's
+// backward exact. Exact on that tape, not beyond it; the planner's plan check holds the budget
+// regardless (NOTE [ A budget is a promise ]). Measured: docs/methods.md, "Calibration,
+// measured".
 void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workload& workload,
                            const PrefixFit& f) {
   const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
   if (m.first_end() >= L) return;
   CostModel runs = by_active;
-  runs.backward_splits_at_ends = 1;
+  runs.backward.splits_at_ends = true;
   // The head's output gradient leaves the steps' transients; a negative part (the head's
   // tape freed) was never in them.
   const auto head_apart = [&](int64_t head) {
-    runs.head_backward_step_bytes = head;
-    for (size_t t = 0; t < runs.backward_transient_bytes.size(); ++t) {
-      runs.backward_transient_bytes[t] = std::max<int64_t>(
-          0, by_active.backward_transient_bytes[t] - std::max<int64_t>(0, head));
+    runs.backward.head_step_bytes = head;
+    for (size_t t = 0; t < runs.step.backward_transient_bytes.size(); ++t) {
+      runs.step.backward_transient_bytes[t] = std::max<int64_t>(
+          0, by_active.step.backward_transient_bytes[t] - std::max<int64_t>(0, head));
     }
   };
   head_apart(int64_t(f.head_backward_peak_b));
@@ -692,17 +633,10 @@ void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workl
 }
 
 // Long tapes (cost_model.h): what tapes from step 0 take per step beyond the model's per-step
-// and per-call seconds grows with the tape (by tape_growth_seconds per step of it). The
-// end-to-end ladder (NOTE [ Calibrating the peak end to end ]) has run full tapes of 128 and
-// min(T, 1024) steps of this very batch (and of 512 where the growth bends), timed, every
-// sequence running; the growth is the least-squares slope over those of kShortGrowthTape steps
-// or more, at no run more. Over five calibrations of an LSTM (F = 32, H = 128, B = 16,
-// T = 1000) it spread from 3.6e-8 to 5.8e-8 s, against 2.3e-8 to 5.1e-8 s for tapes of 64 and
-// 1024 steps timed alternately three times, which took 0.9 s of a 1.5 s calibration. Without
-// the 512-step tape, the slope over 128 and 1000 steps came within 10 % of the slope over all
-// three in each of ten calibrations that fitted both, whose run-to-run spread on a busy day was
-// far larger (-1.1e-7 to 1.5e-7 s). A variable-length batch's steps are the same model's, fewer
-// sequences each, so its tapes grow as fast or slower: the slope over full steps is a bound.
+// and per-call seconds grows with the tape (call.tape_growth_seconds per step of it): the
+// least-squares slope over the end-to-end ladder's full tapes of kShortGrowthTape steps or
+// more (NOTE [ Calibrating the peak end to end ]), timed anyway, so no run more. A
+// variable-length batch's tapes grow as fast or slower: the slope over full steps bounds them.
 constexpr int64_t kShortGrowthTape = 64;  // the shortest tape fitted
 
 double fit_tape_growth(const CostModel& m, const EndToEnd& e, const PrefixFit& f) {
@@ -710,7 +644,7 @@ double fit_tape_growth(const CostModel& m, const EndToEnd& e, const PrefixFit& f
   for (const auto& [n, seconds] : e.full_tapes) {
     if (n < kShortGrowthTape) continue;
     // The ladder's tapes ran every sequence: the fused path's per-step and per-call costs.
-    const double explained = 2 * m.op_seconds + (f.forward_grad_s + f.backward_s) * double(n);
+    const double explained = 2 * m.call.op_seconds + (f.forward_grad_s + f.backward_s) * double(n);
     line.add(double(n), (seconds - explained) / double(n));
   }
   return std::max(0.0, line.slope());
@@ -720,54 +654,41 @@ double fit_tape_growth(const CostModel& m, const EndToEnd& e, const PrefixFit& f
 // the parameter gradients out of F0.
 void fill_fixed_bytes(CostModel& m, const Workload& workload, const EndToEnd& e,
                       int64_t fixed_per_step, int64_t snapshot_bytes) {
-  m.gradient_bytes = std::min(parameter_bytes(workload), e.f0);
+  m.iteration.gradient_bytes = std::min(parameter_bytes(workload), e.f0);
   // The rest of F0 is the tape's and its backward's (NOTE [ What a call holds, whatever its
   // length ]).
-  m.reversal_bytes = e.f0 - m.gradient_bytes;
+  m.iteration.reversal_bytes = e.f0 - m.iteration.gradient_bytes;
   // Per step: fixed_per_step, and with lengths the validated targets' copy [T, B, ...].
   const int64_t T = workload.batch.time_steps();
-  m.fixed_step_bytes =
+  m.iteration.fixed_step_bytes =
       fixed_per_step + (workload.batch.has_lengths() ? bytes_of(workload.batch.targets) / T : 0);
-  int64_t fixed = e.f0 - m.gradient_bytes + m.fixed_step_bytes * T;
+  int64_t fixed = e.f0 - m.iteration.gradient_bytes + m.iteration.fixed_step_bytes * T;
   if (!workload.h0.requires_grad()) fixed += bytes_of(workload.h0);  // h0's zeros when absent
   // The calibration runs found the generator where the previous capture left it, so their
   // snapshots were shared; a step after other draws (new data, say) makes one anew.
   fixed += snapshot_bytes;
-  m.fixed_bytes = fixed;
+  m.iteration.fixed_bytes = fixed;
 }
 
-// NOTE [ What a call holds, whatever its length ]: F0 is the peak of a one-step chain less
-// its step's tape, so it holds that step's backward transient too, which the simulator
-// charges again, per step, to every tape; the per-call bytes fitted beyond F0 (the ladder's
-// chord, the later backward's) come out lower by as much. That cost nothing where a step's
-// transient is small beside the rest. On PyTorch 2.x's oneDNN LSTM (float32 on the CPU) it
-// is not: the primitive's backward needs a scratchpad and weight-shaped buffers whose size
-// grows by 178 KB per step, beside a tape of 165 KB per step (F = 32, H = 128, B = 16;
-// 1.13's needs 28-32 KB). The chord's intercept came out at minus a step (the one-step
-// chain's step, in F0), was clamped to a line through 0, and every short tape was
-// over-predicted by about a step: +5.3 % at K = 4 (Simulator.PredictsVariableLengthPeaksAt
-// ARealSize). So the chord may go down to minus its slope, and once the model's steps are
-// known, the model's own charge for the one-step chain's tape leaves F0 (the fixed and
-// tape-own bytes) for the per-call bytes: a tape of two steps or more is charged as before,
-// a one-step tape and a later call no longer twice.
-// The same primitive holds, whatever a call's length, what 1.13's per-step kernels never
-// did: its weights reordered (F = 8, H = 32: 4 and 16 KB) and a scratchpad's own part in an
-// advance, 61 KB in all there and 613 KB at H = 128, which the advance's line through n1
-// and n2 steps dropped as its intercept (advance_op_bytes now), and the backward's buffers,
-// which F0 holds for every op, the advances included (reversal_bytes: an advance while no
-// tape lives holds none of it). Where an advance was the peak (revolve(s=4) on the small test
-// of Simulator.PredictsTheMeasuredStepPeakWithinTenPercent) the two missed by +20 % on 2.6
-// and by +3.2 % on 1.13.
+// NOTE [ What a call holds, whatever its length ]: F0 is the peak of a one-step chain less its
+// step's tape, so it holds that step's backward transient too, which the simulator charges
+// again per step to every tape. Where a step's transient is large (2.x's oneDNN LSTM) short
+// tapes then come out a step high. So the ladder's chord may go down to minus a step, and once
+// the steps are known, the one-step chain's transient moves from F0 (the fixed and reversal
+// bytes) to the per-call bytes. The same primitive holds per call what per-step kernels never
+// did (weights reordered, a scratchpad): an advance's own bytes (call.advance_op_bytes), and
+// what only reversing a tape holds, which an advance does not (iteration.reversal_bytes).
+// Measured: docs/methods.md, "Calibration, measured".
 void settle_per_call_bytes(CostModel& m, const EndToEnd& e) {
   const int64_t one = CostPrefix(m).tape_transient_b(0, 1);
-  const int64_t shift = std::clamp<int64_t>(one, 0, m.reversal_bytes);
-  m.fixed_bytes -= shift;
-  m.reversal_bytes -= shift;
-  m.backward_op_bytes = std::max<int64_t>(0, std::llround(e.backward_call) + shift);
-  m.later_backward_bytes = std::max<int64_t>(0, e.later + shift - one);
+  const int64_t shift = std::clamp<int64_t>(one, 0, m.iteration.reversal_bytes);
+  m.iteration.fixed_bytes -= shift;
+  m.iteration.reversal_bytes -= shift;
+  m.backward.sums_bytes = std::max<int64_t>(0, std::llround(e.backward_call) + shift);
+  m.backward.later_bytes = std::max<int64_t>(0, e.later + shift - one);
   // NOTE [ A later backward's floor ]: measured on [0, kFloorTapeSteps), beyond its transient
   // (none measured on a batch of fewer than twice its steps).
-  m.backward_floor_bytes =
+  m.backward.floor_bytes =
       m.time_steps() < 2 * kFloorTapeSteps
           ? 0
           : std::max<int64_t>(0, e.floor + shift - CostPrefix(m).tape_transient_b(0, kFloorTapeSteps));
@@ -828,16 +749,16 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   const int64_t first_end =
       workload.batch.has_lengths() ? workload.batch.lengths.min().item<int64_t>() : T;
   const CallSeconds calls = measure_call_seconds(workload, f, first_end, active);
-  m.op_seconds = calls.op;
-  m.ended_call_seconds = calls.ended;
+  m.call.op_seconds = calls.op;
+  m.call.ended_seconds = calls.ended;
   // Until settle_per_call_bytes: as if F0 held no step of transient.
-  m.backward_op_bytes = std::max<int64_t>(0, std::llround(e.backward_call));
-  m.later_backward_bytes = std::max<int64_t>(0, e.later);
-  m.backward_floor_bytes = std::max<int64_t>(0, e.floor);
-  m.backward_window_steps = e.backward_window;  // NOTE [ Backward windows ]
-  m.window_step_bytes = int64_t(e.window_step);
-  m.advance_op_bytes = std::max<int64_t>(0, std::llround(f.advance_op_b) - state.exit);
-  m.kept_tape_bytes = std::max<int64_t>(0, std::llround(f.tape_op_b) - state.exit);
+  m.backward.sums_bytes = std::max<int64_t>(0, std::llround(e.backward_call));
+  m.backward.later_bytes = std::max<int64_t>(0, e.later);
+  m.backward.floor_bytes = std::max<int64_t>(0, e.floor);
+  m.backward.window_steps = e.backward_window;  // NOTE [ Backward windows ]
+  m.backward.window_step_bytes = int64_t(e.window_step);
+  m.call.advance_op_bytes = std::max<int64_t>(0, std::llround(f.advance_op_b) - state.exit);
+  m.call.kept_tape_bytes = std::max<int64_t>(0, std::llround(f.tape_op_b) - state.exit);
   fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
   if (workload.batch.has_lengths()) {
     // First: calls_seconds prices calls past the first end from the active counts.
@@ -850,9 +771,9 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
     fill_fixed_length_steps(m, f, e, T);
   }
   settle_per_call_bytes(m, e);
-  m.tape_growth_seconds = fit_tape_growth(m, e, f);
-  m.state_bytes.assign(size_t(T + 1), state.stored);
-  m.state_bytes[0] = 0;
+  m.call.tape_growth_seconds = fit_tape_growth(m, e, f);
+  m.step.state_bytes.assign(size_t(T + 1), state.stored);
+  m.step.state_bytes[0] = 0;
   m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats{})",
                          x.device().str(), f.n1, f.n2, options.repeats,
                          workload.batch.has_lengths() ? ", lengths profiled" : "");

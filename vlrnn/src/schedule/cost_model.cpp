@@ -24,10 +24,10 @@ void check_value(const char* field, int64_t at, double value) {
 }  // namespace
 
 void CostModel::check() const {
-  const size_t T = forward_seconds.size();
-  TORCH_CHECK(T >= 1, "cost model forward_seconds: expected T >= 1 entries, got 0");
+  const size_t T = step.forward_seconds.size();
+  TORCH_CHECK(T >= 1, "cost model step.forward_seconds: expected T >= 1 entries, got 0");
   const auto entries = [&](const std::string& field) {
-    if (field == "state_bytes") return T + 1;
+    if (field == "step.state_bytes") return T + 1;
     if (field == "active_sequences") return active_sequences.empty() ? size_t(0) : T;
     return T;
   };
@@ -35,7 +35,7 @@ void CostModel::check() const {
     using V = std::decay_t<decltype(value)>;
     if constexpr (std::is_arithmetic_v<V>) {
       // Signed: the head's tape, freed first, may outweigh its output gradient.
-      if (std::string(field) != "head_backward_step_bytes") check_value(field, -1, double(value));
+      if (std::string(field) != "backward.head_step_bytes") check_value(field, -1, double(value));
     } else if constexpr (!std::is_same_v<V, std::string>) {
       TORCH_CHECK(value.size() == entries(field), "cost model ", field, ": expected ",
                   entries(field), " entries, got ", value.size());
@@ -47,16 +47,17 @@ void CostModel::check() const {
                 t, "]: expected at most the step before's ", active_sequences[t - 1],
                 " (a sequence that ended does not run again), got ", active_sequences[t]);
   }
-  TORCH_CHECK(fixed_step_bytes <= fixed_bytes / int64_t(T), "cost model fixed_step_bytes: "
-              "expected at most fixed_bytes / T = ", fixed_bytes / int64_t(T), " (a part of "
-              "fixed_bytes per step), got ", fixed_step_bytes);
-  TORCH_CHECK(reversal_bytes <= fixed_bytes, "cost model reversal_bytes: expected at most "
-              "fixed_bytes = ", fixed_bytes, " (a part of it), got ", reversal_bytes);
-  TORCH_CHECK(backward_splits_at_ends <= 1, "cost model backward_splits_at_ends: expected 0 or "
-              "1, got ", backward_splits_at_ends);
-  TORCH_CHECK(window_step_bytes == 0 || backward_window_steps > 0, "cost model "
-              "window_step_bytes: expected 0 without backward_window_steps, got ",
-              window_step_bytes);
+  const int64_t fixed = iteration.fixed_bytes;
+  TORCH_CHECK(iteration.fixed_step_bytes <= fixed / int64_t(T), "cost model "
+              "iteration.fixed_step_bytes: expected at most iteration.fixed_bytes / T = ",
+              fixed / int64_t(T), " (a part of fixed_bytes per step), got ",
+              iteration.fixed_step_bytes);
+  TORCH_CHECK(iteration.reversal_bytes <= fixed, "cost model iteration.reversal_bytes: expected "
+              "at most iteration.fixed_bytes = ", fixed, " (a part of it), got ",
+              iteration.reversal_bytes);
+  TORCH_CHECK(backward.window_step_bytes == 0 || backward.window_steps > 0, "cost model "
+              "backward.window_step_bytes: expected 0 without backward.window_steps, got ",
+              backward.window_step_bytes);
 }
 
 double CostModel::calls_seconds(int64_t a, int64_t b, int64_t call_steps) const {
@@ -65,7 +66,7 @@ double CostModel::calls_seconds(int64_t a, int64_t b, int64_t call_steps) const 
   // The calls that end by the first end take the fused path; the rest, the lengths path.
   const int64_t end = first_end();
   const int64_t fused_calls = b <= end ? calls : std::max<int64_t>(0, end - a) / call_steps;
-  return double(calls) * op_seconds + double(calls - fused_calls) * ended_call_seconds;
+  return double(calls) * call.op_seconds + double(calls - fused_calls) * call.ended_seconds;
 }
 
 int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const {
@@ -74,11 +75,11 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
   for (int64_t t0 = a; t0 < b; t0 += chunk_steps) {
     int64_t chunk = 0;
     for (int64_t t = t0; t < std::min(b, t0 + chunk_steps); ++t) {
-      chunk += advance_transient_bytes[size_t(t)];
+      chunk += step.advance_transient_bytes[size_t(t)];
     }
     largest = std::max(largest, chunk);
   }
-  return largest + advance_op_bytes;
+  return largest + call.advance_op_bytes;
 }
 
 // NOTE [ Other batches of the workload ]: what a step of a variable-length batch costs depends
@@ -180,16 +181,16 @@ CostModel CostModel::through_active_counts(int64_t steps,
     costs = priced_through_active_counts(costs, active_sequences, measured_end, steps, active,
                                          end);
   };
-  derive(m.forward_seconds);
-  derive(m.forward_grad_seconds);
-  derive(m.backward_seconds);
-  derive(m.tape_bytes);
-  derive(m.backward_transient_bytes);
-  derive(m.advance_transient_bytes);
+  derive(m.step.forward_seconds);
+  derive(m.step.forward_grad_seconds);
+  derive(m.step.backward_seconds);
+  derive(m.step.tape_bytes);
+  derive(m.step.backward_transient_bytes);
+  derive(m.step.advance_transient_bytes);
   // Stored states cost the same at every step but the caller's h0.
-  m.state_bytes.assign(size_t(steps + 1), state_bytes.back());
-  m.state_bytes[0] = state_bytes[0];
-  m.fixed_bytes = fixed_bytes + (steps - T) * fixed_step_bytes;
+  m.step.state_bytes.assign(size_t(steps + 1), step.state_bytes.back());
+  m.step.state_bytes[0] = step.state_bytes[0];
+  m.iteration.fixed_bytes = iteration.fixed_bytes + (steps - T) * iteration.fixed_step_bytes;
   m.active_sequences = active;  // and so the first end, the new batch's
   m.source = source + fmt::format(", priced for a batch of T = {}{}", steps,
                                   active.empty() ? "" : " through its active counts");
@@ -203,42 +204,43 @@ CostModel CostModel::uniform(int64_t time_steps, double forward_s, double forwar
   TORCH_CHECK(time_steps >= 1, "cost model: expected T >= 1, got ", time_steps);
   CostModel m;
   const auto T = size_t(time_steps);
-  m.forward_seconds.assign(T, forward_s);
-  m.forward_grad_seconds.assign(T, forward_grad_s);
-  m.backward_seconds.assign(T, backward_s);
-  m.tape_bytes.assign(T, tape_b);
-  m.backward_transient_bytes.assign(T, 0);
-  m.advance_transient_bytes.assign(T, 0);
-  m.state_bytes.assign(T + 1, state_b);
-  m.state_bytes[0] = 0;
-  m.fixed_bytes = fixed_b;
+  m.step.forward_seconds.assign(T, forward_s);
+  m.step.forward_grad_seconds.assign(T, forward_grad_s);
+  m.step.backward_seconds.assign(T, backward_s);
+  m.step.tape_bytes.assign(T, tape_b);
+  m.step.backward_transient_bytes.assign(T, 0);
+  m.step.advance_transient_bytes.assign(T, 0);
+  m.step.state_bytes.assign(T + 1, state_b);
+  m.step.state_bytes[0] = 0;
+  m.iteration.fixed_bytes = fixed_b;
   m.source = "synthetic (uniform)";
   m.check();
   return m;
 }
 
 CostPrefix::CostPrefix(const CostModel& m) : model(m) {
-  const size_t T = m.forward_seconds.size();
+  const size_t T = m.step.forward_seconds.size();
   forward.assign(T + 1, 0.0);
   forward_grad.assign(T + 1, 0.0);
   backward.assign(T + 1, 0.0);
   tape.assign(T + 1, 0);
   backward_transient.assign(T + 1, 0);
   for (size_t t = 0; t < T; ++t) {
-    forward[t + 1] = forward[t] + m.forward_seconds[t];
-    forward_grad[t + 1] = forward_grad[t] + m.forward_grad_seconds[t];
-    backward[t + 1] = backward[t] + m.backward_seconds[t];
-    tape[t + 1] = tape[t] + m.tape_bytes[t];
-    backward_transient[t + 1] = backward_transient[t] + m.backward_transient_bytes[t];
-    if (m.backward_splits_at_ends && t > 0 && m.active_sequences[t] < m.active_sequences[t - 1]) {
+    forward[t + 1] = forward[t] + m.step.forward_seconds[t];
+    forward_grad[t + 1] = forward_grad[t] + m.step.forward_grad_seconds[t];
+    backward[t + 1] = backward[t] + m.step.backward_seconds[t];
+    tape[t + 1] = tape[t] + m.step.tape_bytes[t];
+    backward_transient[t + 1] = backward_transient[t] + m.step.backward_transient_bytes[t];
+    if (m.backward.splits_at_ends && t > 0 && m.active_sequences[t] < m.active_sequences[t - 1]) {
       ends.push_back(int64_t(t));
     }
   }
 }
 
 int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
-  const int64_t window = std::min(b - a, model.backward_window_steps) * model.window_step_bytes;
-  const int64_t head = model.head_backward_step_bytes * (b - a);
+  const auto& backward = model.backward;
+  const int64_t window = std::min(b - a, backward.window_steps) * backward.window_step_bytes;
+  const int64_t head = backward.head_step_bytes * (b - a);
   // What a run [s, e) needs of its own: its steps.
   const auto own = [&](int64_t s, int64_t e) {
     return backward_transient[e] - backward_transient[s];
@@ -248,8 +250,9 @@ int64_t CostPrefix::tape_transient_b(int64_t a, int64_t b) const {
   // Never below 0: the backward starts with the whole tape live (a negative head frees some).
   if (end == ends.begin() || *(end - 1) <= a) return std::max<int64_t>(0, head + own(a, b) + window);
   // Every run but the first reversed holds the earlier runs' weight gradients, a whole
-  // gradient's worth, of which the per-call sums (backward_op_bytes) are part already.
-  const int64_t held = std::max<int64_t>(0, model.gradient_bytes - model.backward_op_bytes);
+  // gradient's worth, of which the per-call sums (backward.sums_bytes) are part already.
+  const int64_t held =
+      std::max<int64_t>(0, model.iteration.gradient_bytes - model.backward.sums_bytes);
   const int64_t largest = own(a, b) + held;
   int64_t most = 0, run_end = b, sums = 0;
   while (run_end > a) {

@@ -39,6 +39,8 @@ std::string field_text(const V& value) {
     std::string line = value;
     for (auto& c : line) c = c == '\n' ? ' ' : c;
     return line;
+  } else if constexpr (std::is_same_v<V, bool>) {
+    return value ? "1" : "0";  // as `in >> value` reads it
   } else if constexpr (std::is_arithmetic_v<V>) {
     return fmt::format("{}", value);
   } else {

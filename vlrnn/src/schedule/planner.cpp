@@ -128,11 +128,11 @@ class InnerDp {
 // the head's signed part counts from 0, as a tape's does (CostPrefix::tape_transient_b).
 int64_t largest_step_bytes(const CostModel& model) {
   int64_t largest = 0;
-  for (size_t t = 0; t < model.tape_bytes.size(); ++t) {
-    largest = std::max(largest, model.tape_bytes[t] +
-                                    std::max<int64_t>(0, model.backward_transient_bytes[t] +
-                                                             model.head_backward_step_bytes +
-                                                             model.window_step_bytes));
+  for (size_t t = 0; t < model.step.tape_bytes.size(); ++t) {
+    largest = std::max(largest, model.step.tape_bytes[t] +
+                                    std::max<int64_t>(0, model.step.backward_transient_bytes[t] +
+                                                             model.backward.head_step_bytes +
+                                                             model.backward.window_step_bytes));
   }
   return largest;
 }
@@ -141,7 +141,7 @@ int64_t largest_step_bytes(const CostModel& model) {
 // [0, T), less what only reversing a tape holds (reversal_bytes), as the simulator charges it.
 int64_t advance_bound(const CostModel& model) {
   const int64_t advance = model.advance_transient(0, model.time_steps(), kAdvanceChunk);
-  return std::max<int64_t>(0, advance - model.reversal_bytes);
+  return std::max<int64_t>(0, advance - model.iteration.reversal_bytes);
 }
 
 }  // namespace
@@ -151,12 +151,12 @@ int64_t minimum_budget(const CostModel& model) {
   const int64_t worst_step =
       largest_step_bytes(model) + CostPrefix(model).per_tape_transient_bound(true);
   // Reversing any step but step 0 needs its entry stored; an advance stores its end.
-  const int64_t state = model.time_steps() > 1 ? max_of(model.state_bytes, 1) : 0;
+  const int64_t state = model.time_steps() > 1 ? max_of(model.step.state_bytes, 1) : 0;
   // The quadratic schedule: one state stored, one-step tapes, a second backward's sums.
-  return model.fixed_bytes + model.gradient_bytes +
+  return model.iteration.fixed_bytes + model.iteration.gradient_bytes +
          std::max(advance_bound(model) + state,
                   state + worst_step +
-                      (model.time_steps() > 1 ? model.backward_call_bytes(1, true) : 0));
+                      (model.time_steps() > 1 ? model.backward.call_bytes(1, true) : 0));
 }
 
 namespace {
@@ -192,14 +192,14 @@ DpChain make_chain(const CostModel& model, int64_t budget_bytes, bool keep_tapes
   d.N = std::min(d.T, keep_tapes ? kMaxKeptSuperSteps : kMaxSuperSteps);
   d.p.resize(size_t(d.N + 1));
   for (int64_t i = 0; i <= d.N; ++i) d.p[size_t(i)] = i * d.T / d.N;  // equal step counts
-  d.state = std::max<int64_t>(1, max_of(model.state_bytes, 1));
-  d.per_tape = model.backward_call_bytes(2, true);
-  d.single_tape = model.backward_call_bytes(1, true);
-  d.floor_tape = model.backward_floor_bytes;
-  d.available = budget_bytes - model.fixed_bytes - model.gradient_bytes;
+  d.state = std::max<int64_t>(1, max_of(model.step.state_bytes, 1));
+  d.per_tape = model.backward.call_bytes(2, true);
+  d.single_tape = model.backward.call_bytes(1, true);
+  d.floor_tape = model.backward.floor_bytes;
+  d.available = budget_bytes - model.iteration.fixed_bytes - model.iteration.gradient_bytes;
   d.advance_transient = advance_bound(model);
   TORCH_CHECK(d.available > 0, "planner budget: ", budget_bytes, " bytes leave nothing for "
-              "tapes and states (fixed bytes ", model.fixed_bytes, "); the minimum is ",
+              "tapes and states (fixed bytes ", model.iteration.fixed_bytes, "); the minimum is ",
               minimum_budget(model), " bytes");
   d.keep_tapes = keep_tapes;
   if (keep_tapes) {
@@ -247,10 +247,10 @@ class OuterDp {
                                      : sums_.tape_transient_b(a, b) + d.single_tape);
         leaf_s_[r] = sums_.forward_grad_s(a, b) + sums_.backward_s(a, b) +
                      2 * model.calls_seconds(a, b, b - a) +
-                     model.tape_growth_seconds * double(b - a) * double(b - a);
+                     model.call.tape_growth_seconds * double(b - a) * double(b - a);
         advance_s_[r] = sums_.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
         // A kept tape: its steps, its exit as a stored state and its own bytes.
-        const int64_t kept = sums_.tape_b(a, b) + d.state + model.kept_tape_bytes;
+        const int64_t kept = sums_.tape_b(a, b) + d.state + model.call.kept_tape_bytes;
         kept_units_[r] = (kept + d.unit - 1) / d.unit;
       }
     }
@@ -354,7 +354,7 @@ void OuterDp::fill(int64_t i, int64_t j, int64_t m) {
     } else if (may_keep) {
       // Every step of [mid, b) is taped and back-propagated once while it lives.
       const double v = leaf_s_[range(i, k)] + at(k, j, m + kept_units_[range(i, k)]) +
-                       model_.tape_growth_seconds * 2 * double(mid - a) * double(b - mid);
+                       model_.call.tape_growth_seconds * 2 * double(mid - a) * double(b - mid);
       if (v < best) {
         best = v;
         how = int16_t(d_.N + k);
@@ -411,8 +411,9 @@ Plan plan(const CostModel& model, int64_t budget_bytes) {
   const int64_t minimum = minimum_budget(model);
   TORCH_CHECK(budget_bytes >= minimum, "planner budget: ", budget_bytes,
               " bytes is below the smallest feasible schedule, which needs ", minimum,
-              " bytes (fixed ", model.fixed_bytes, " + one stored state + the largest one-step "
-              "tape); raise budget to at least ", minimum);
+              " bytes (fixed ", model.iteration.fixed_bytes,
+              " + one stored state + the largest one-step tape); raise budget to at least ",
+              minimum);
   const int64_t T = model.time_steps();
   Plan best;
   best.prediction.seconds = kInf;

@@ -165,11 +165,12 @@ int64_t full_bptt_reference(const CostModel& model, const Workload& workload) {
     return simulate(uniform_schedule(T, T), model).peak_bytes - beyond_full;
   }
   int64_t tape = 0, largest_step = 0;
-  for (const int64_t bytes : model.tape_bytes) {
+  for (const int64_t bytes : model.step.tape_bytes) {
     tape += bytes;
     largest_step = std::max(largest_step, bytes);
   }
-  return model.fixed_bytes + model.gradient_bytes + tape - largest_step - beyond_full;
+  return model.iteration.fixed_bytes + model.iteration.gradient_bytes + tape - largest_step -
+         beyond_full;
 }
 
 namespace {

@@ -20,12 +20,12 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
   // as kept_tape_bytes until it is reversed (then they are reversal_bytes').
   const auto kept = kept_tape_exits(schedule);
   const auto kept_state = [&](int64_t b) {
-    return kept[size_t(b)] ? model.state_bytes[size_t(b)] : int64_t(0);
+    return kept[size_t(b)] ? model.step.state_bytes[size_t(b)] : int64_t(0);
   };
   const auto kept_own = [&](int64_t b) {
-    return kept[size_t(b)] ? model.kept_tape_bytes : int64_t(0);
+    return kept[size_t(b)] ? model.call.kept_tape_bytes : int64_t(0);
   };
-  int64_t live = model.fixed_bytes;
+  int64_t live = model.iteration.fixed_bytes;
   int64_t tape_steps = 0;  // steps of tape alive
   bool later = false;  // true once a backward has run: every call from then on is a later one
   p.peak_bytes = live;
@@ -43,14 +43,15 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         const int64_t chunk_peak = model.advance_transient(a, b, kAdvanceChunk);
         p.seconds += sums.forward_s(a, b) + model.calls_seconds(a, b, kAdvanceChunk);
         // No tape is being reversed.
-        candidate(live - model.reversal_bytes + chunk_peak + model.state_bytes[size_t(b)], i);
-        live += model.state_bytes[size_t(b)];
+        candidate(live - model.iteration.reversal_bytes + chunk_peak +
+                      model.step.state_bytes[size_t(b)], i);
+        live += model.step.state_bytes[size_t(b)];
         break;
       }
       case OpKind::kForwardGrad:
         // Each step taped pays for the tape alive before it: n·k + n(n - 1)/2.
         p.seconds += model.calls_seconds(a, b, b - a) + sums.forward_grad_s(a, b) +
-                     model.tape_growth_seconds * double(b - a) *
+                     model.call.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a - 1) / 2);
         tape_steps += b - a;
         live += sums.tape_b(a, b) + kept_state(b) + kept_own(b);
@@ -61,22 +62,22 @@ Prediction simulate(const Schedule& schedule, const CostModel& model) {
         // n·k + n(n + 1)/2 with k steps of other tapes (n² in all for a lone tape).
         tape_steps -= b - a;
         p.seconds += model.calls_seconds(a, b, b - a) + sums.backward_s(a, b) +
-                     model.tape_growth_seconds * double(b - a) *
+                     model.call.tape_growth_seconds * double(b - a) *
                          (double(tape_steps) + double(b - a + 1) / 2);
-        if (!later) live += model.gradient_bytes;
+        if (!later) live += model.iteration.gradient_bytes;
         live -= kept_own(b);
-        candidate(live + model.backward_call_bytes(b - a, later) +
+        candidate(live + model.backward.call_bytes(b - a, later) +
                       sums.tape_transient_b(a, b), i);
         // NOTE [ A later backward's floor ] in cost_measurement.cpp.
         if (later && b - a >= 2) {
-          candidate(live + model.backward_floor_bytes +
+          candidate(live + model.backward.floor_bytes +
                         sums.tape_transient_b(a, std::min(b, a + kFloorTapeSteps)), i);
         }
         later = true;
         live -= sums.tape_b(a, b) + kept_state(b);
         break;
       case OpKind::kFree:
-        live -= model.state_bytes[size_t(a)];
+        live -= model.step.state_bytes[size_t(a)];
         break;
     }
   }

@@ -19,94 +19,97 @@ constexpr int64_t kLongestMeasuredTape = 1024;
 // transient over this many steps comes on top of the floor.
 constexpr int64_t kFloorTapeSteps = 2;
 
+// NOTE [ Cost model by lifetime ]: the terms are grouped by how long what they price lives:
+// a step's own (its tape, its transients, its state), a call's (one forward or backward call
+// of the model, whatever its length), a backward call's beyond its tape, and the whole
+// iteration's. What the terms mean is defined by one function, simulate() (simulator.cpp:
+// the live bytes and seconds op by op, in ~70 lines); the comments below say what each one
+// measures. How each is measured: cost_measurement.cpp; what each buys: docs/methods.md
+// (NOTE [ What each term buys ] in tests/schedule/test_schedule.cpp).
 struct CostModel {
-  // Seconds per step.
-  std::vector<double> forward_seconds;       // [T] model only, no autograd (a recomputation)
-  std::vector<double> forward_grad_seconds;  // [T] model + head with autograd (taping)
-  std::vector<double> backward_seconds;      // [T] back-propagating the step's tape
-  double op_seconds = 0.0;                   // fixed cost of one forward / backward call
-  // A call on a block that reaches past the first end (first_end(), where the first sequence
-  // of a variable-length batch ends) costs ended_call_seconds more: the model's lengths path
-  // (the built-in modules select the running sequences' rows and put them back: NOTE [ Runs
-  // between ends ] in models.cpp). NOTE [ What a call costs ] in cost_measurement.cpp. 0:
-  // every call costs op_seconds.
-  double ended_call_seconds = 0.0;
-  // Long tapes run slower per step (memory traffic: their activations leave the caches and
-  // are freshly allocated): a tape of n steps costs tape_growth_seconds · n² on top of its
-  // per-step seconds. That is tape_growth_seconds per step taped or back-propagated, per
-  // step of tape alive at that moment, the count by which a kept tape is priced too: it
-  // slows every step taped and back-propagated while it lives (NOTE [ Kept tapes ]).
-  double tape_growth_seconds = 0.0;
+  // Per step: [T] entries (state_bytes [T + 1]), so that a chain may be heterogeneous.
+  struct PerStep {
+    std::vector<double> forward_seconds;       // model only, no autograd (a recomputation)
+    std::vector<double> forward_grad_seconds;  // model + head with autograd (taping)
+    std::vector<double> backward_seconds;      // back-propagating the step's tape
+    std::vector<int64_t> tape_bytes;           // activations a taped step keeps
+    // Extra live while the step's tape is reversed: the model's own (NOTE [ Backward in
+    // runs ]), beside the head's output gradient (PerBackward::head_step_bytes).
+    std::vector<int64_t> backward_transient_bytes;
+    std::vector<int64_t> advance_transient_bytes;  // extra live per step of an advance chunk
+    std::vector<int64_t> state_bytes;  // [T + 1] a stored state (tensors + RNG); state 0 free
+  } step;
 
-  // Bytes.
-  std::vector<int64_t> tape_bytes;                // [T] activations a taped step keeps
-  // [T] extra live while the step's tape is reversed: the model's own (NOTE [ Backward in
-  // runs ] below), beside the head's output gradient, head_backward_step_bytes per step.
-  std::vector<int64_t> backward_transient_bytes;
-  std::vector<int64_t> advance_transient_bytes;   // [T] extra live per step of an advance chunk
-  // Extra live per advance call, whatever its length: LibTorch 2.x's oneDNN LSTM reorders
-  // its weights and fills a scratchpad with a part of its own (NOTE [ What a call holds,
-  // whatever its length ] in cost_measurement.cpp).
-  int64_t advance_op_bytes = 0;
-  std::vector<int64_t> state_bytes;               // [T + 1] a stored state (tensors + RNG)
-  // What a kept tape holds beyond its steps and its exit (charged as a stored state: NOTE [
-  // Kept tapes ]), whatever its length: its own bytes, the intercept of its bytes beyond the
-  // exit (2.x's oneDNN LSTM: its workspace's own part). The tape being reversed has them in
-  // reversal_bytes.
-  int64_t kept_tape_bytes = 0;
-  // Per backward call of a tape of two or more steps, whatever its length: autograd sums a
-  // weight's per-step gradients in buffers; a one-step tape has no sums and no such bytes.
-  int64_t backward_op_bytes = 0;
-  // What a backward call after the first needs beyond its tape's transient, whatever the
-  // tape's length, its sums included: parameter gradients exist by then, so autograd
-  // computes the new ones in buffers and adds them in, where the first call hands its
-  // buffers over as the gradients (NOTE [ A later backward's bytes ] in
-  // cost_measurement.cpp). A later call of two steps or more needs the larger of this and
-  // backward_op_bytes.
-  int64_t later_backward_bytes = 0;
-  // A backward call of a tape of two steps or more after the first needs at least this much
-  // beyond its tape and the transient of its first kFloorTapeSteps steps, however few its
-  // steps: its weights' per-step gradients summed, and the sum added to the gradients (NOTE
-  // [ A later backward's floor ] in cost_measurement.cpp). Above it, backward_call_bytes and
-  // the tape's transient, as above.
-  int64_t backward_floor_bytes = 0;
-  // Live for the whole iteration: parameter gradients, per-step losses, the dL/dx
-  // buffer, δh, h0's zeros when absent, the validated targets' copy, generator snapshots;
-  // and reversal_bytes, at every op but an advance.
-  int64_t fixed_bytes = 0;
-  // Of fixed_bytes, what only reversing a tape holds, whatever its length: the tape's own
-  // bytes (its loss, its exit state: NOTE [ One tape's own bytes ]) and its backward call's
-  // (NOTE [ What a call holds, whatever its length ]; both in cost_measurement.cpp). An
-  // advance needs fixed_bytes less this.
-  int64_t reversal_bytes = 0;
-  // Of fixed_bytes, what every step adds (per-step losses, the dL/dx buffer and x.grad, the
-  // targets' copy): a batch of another length is priced with fixed_bytes changed by it.
-  int64_t fixed_step_bytes = 0;
-  // Parameter gradients: allocated by the first backward call, live from then on.
-  int64_t gradient_bytes = 0;
-  // NOTE [ Backward windows ]: 0 = a tape's backward transient is the sum of its steps'.
-  // n > 0 = a model whose backward also fills one buffer of at most n steps, reused over a
-  // longer tape (lstm_block's gate gradients: NOTE [ A transient that stops growing ] in
-  // cost_measurement.cpp): a tape of k steps needs window_step_bytes for min(k, n) of its
-  // steps on top of the sum of its steps' transients (what grows with the tape: the head's
-  // output gradient, dL/dx, ...).
-  int64_t backward_window_steps = 0;
-  int64_t window_step_bytes = 0;  // 0 when backward_window_steps is
-  // NOTE [ Backward in runs ]: a tape's backward first runs the head's backward for all its
-  // steps at once. That leaves its output gradient live until the tape is reversed and frees
-  // the head's own tape (a copy of the model's outputs among it): head_backward_step_bytes
-  // per step, their difference, so signed (negative on a small batch, where the copy is the
-  // larger). The model's own transient is then its steps' backward_transient_bytes summed
-  // over the tape, unless backward_splits_at_ends: a model that runs the steps between two
-  // ends of sequences as one call (the built-in modules: NOTE [ Runs between ends ] in
-  // models.cpp) reverses those runs one at a time, last first, each needing its own steps'
-  // sum while the tape after it is freed, and every run but the last holds the weight
-  // gradients of those reversed before it beyond the per-call sums, max(0, gradient_bytes -
-  // backward_op_bytes) (measured: NOTE [ Runs, measured ]). So a tape [a, b) needs
-  // head · (b - a) plus the most any of its runs r = [s, e) needs, Σ_r
-  // backward_transient_bytes - tape_bytes over [e, b) (+ the held gradients).
-  int64_t head_backward_step_bytes = 0;
-  int64_t backward_splits_at_ends = 0;  // 1: yes, 0: one run per tape
+  // Per call of the model, whatever its length.
+  struct PerCall {
+    double op_seconds = 0.0;  // fixed cost of one forward / backward call
+    // More for a call reaching past the first end (first_end()): the model's lengths path
+    // (NOTE [ Runs between ends ] in models.cpp; NOTE [ What a call costs ]).
+    double ended_seconds = 0.0;
+    // A tape of n steps costs tape_growth_seconds · n² on top of its steps' seconds (memory
+    // traffic: long tapes leave the caches); a kept tape slows every step run while it lives
+    // the same way (NOTE [ Kept tapes ]).
+    double tape_growth_seconds = 0.0;
+    // Extra live per advance call: 2.x's oneDNN LSTM reorders its weights and fills a
+    // scratchpad (NOTE [ What a call holds, whatever its length ]).
+    int64_t advance_op_bytes = 0;
+    // A kept tape's own bytes beyond its steps and its exit (2.x's oneDNN LSTM: its
+    // workspace's own part); the tape being reversed has them in reversal_bytes.
+    int64_t kept_tape_bytes = 0;
+  } call;
+
+  // Per backward call, beyond its tape and its steps' transients.
+  struct PerBackward {
+    // A tape of two or more steps: autograd sums a weight's per-step gradients in buffers.
+    int64_t sums_bytes = 0;
+    // A call after the first, whatever its length, its sums included: the new parameter
+    // gradients computed in buffers and added in (NOTE [ A later backward's bytes ]). A later
+    // call of two steps or more needs the larger of this and sums_bytes (call_bytes()).
+    int64_t later_bytes = 0;
+    // A later call of two steps or more needs at least this beyond its tape and the
+    // transient of its first kFloorTapeSteps steps (NOTE [ A later backward's floor ]).
+    int64_t floor_bytes = 0;
+    // Per step of the tape, signed: the head's output gradient less the head's own tape,
+    // both freed or made at once when the head's backward runs first (NOTE [ Backward in
+    // runs ]; negative on a small batch, where the tape is the larger).
+    int64_t head_step_bytes = 0;
+    // NOTE [ Backward in runs ]: whether the model reverses the runs between two ends of
+    // sequences one at a time (the built-in modules: NOTE [ Runs between ends ] in
+    // models.cpp), last first, each needing its own steps' transients while the tape after
+    // it is freed, every run but the last holding the weight gradients of those reversed
+    // before it, max(0, gradient_bytes - sums_bytes) (NOTE [ Runs, measured ]). False: one
+    // run per tape, the sum of its steps' transients.
+    bool splits_at_ends = false;
+    // NOTE [ Backward windows ]: 0, or a model whose backward also fills one buffer of at
+    // most window_steps steps, reused over a longer tape (lstm_block's gate gradients: NOTE
+    // [ A transient that stops growing ]): a tape of k steps needs window_step_bytes for
+    // min(k, window_steps) steps on top of its steps' transients.
+    int64_t window_steps = 0;
+    int64_t window_step_bytes = 0;  // 0 when window_steps is
+
+    // What a backward call of a tape of `steps` steps needs beyond its tape and transient:
+    // its sums, and when it is `later` than the first, the new gradients added in.
+    int64_t call_bytes(int64_t steps, bool later) const {
+      const int64_t sums = steps >= 2 ? sums_bytes : 0;
+      return later ? std::max(sums, later_bytes) : sums;
+    }
+  } backward;
+
+  // Per iteration: live from start to end.
+  struct PerIteration {
+    // Parameter gradients (from the first backward on: gradient_bytes), per-step losses, the
+    // dL/dx buffer, δh, h0's zeros when absent, the targets' copy, generator snapshots; and
+    // reversal_bytes, at every op but an advance.
+    int64_t fixed_bytes = 0;
+    // Of fixed_bytes, what only reversing a tape holds: the tape's own bytes (its loss, its
+    // exit state: NOTE [ One tape's own bytes ]) and its backward call's. An advance needs
+    // fixed_bytes less this.
+    int64_t reversal_bytes = 0;
+    // Of fixed_bytes, what every step adds (losses, dL/dx and x.grad, the targets' copy): a
+    // batch of another length is priced with fixed_bytes changed by it.
+    int64_t fixed_step_bytes = 0;
+    int64_t gradient_bytes = 0;  // parameter gradients: made by the first backward call
+  } iteration;
 
   // [T] how many sequences are still running at each step of the variable-length batch the
   // steps price (NOTE [ Variable lengths are measured on the batch ] in cost_measurement.cpp);
@@ -116,7 +119,7 @@ struct CostModel {
 
   std::string source;  // how it was obtained ("measured on ...", "synthetic")
 
-  int64_t time_steps() const { return int64_t(forward_seconds.size()); }
+  int64_t time_steps() const { return int64_t(step.forward_seconds.size()); }
   // The first end: the first step some sequence no longer has (from active_sequences, in
   // O(log T)); T when none ends before T, or the batch has no lengths.
   int64_t first_end() const;
@@ -125,15 +128,9 @@ struct CostModel {
   double calls_seconds(int64_t a, int64_t b, int64_t call_steps) const;
   // The transient of advancing over [a, b) without grad in chunks of `chunk_steps` from a
   // (NOTE [ Chunked advance ]): the largest chunk's sum of advance_transient_bytes, and
-  // advance_op_bytes. The simulator prices one advance with it; the planner bounds every
+  // call.advance_op_bytes. The simulator prices one advance with it; the planner bounds every
   // advance by [0, T)'s.
   int64_t advance_transient(int64_t a, int64_t b, int64_t chunk_steps) const;
-  // What a backward call of a tape of `steps` steps needs beyond its tape and transient: its
-  // sums, and when it is `later` than the first, the new gradients added in.
-  int64_t backward_call_bytes(int64_t steps, bool later) const {
-    const int64_t sums = steps >= 2 ? backward_op_bytes : 0;
-    return later ? std::max(sums, later_backward_bytes) : sums;
-  }
   // Whether for_batch(time_steps, active) can price another batch of the workload this
   // model was measured on, of `time_steps` steps whose steps have `active` sequences
   // ([time_steps]; empty: a batch without lengths, as this model's must then be). Its steps
@@ -164,29 +161,29 @@ struct CostModel {
 // const CostModel; `visit(name, field)` is called once per field.
 template <typename Model, typename Visit>
 void for_each_field(Model& m, Visit&& visit) {
-  visit("forward_seconds", m.forward_seconds);
-  visit("forward_grad_seconds", m.forward_grad_seconds);
-  visit("backward_seconds", m.backward_seconds);
-  visit("op_seconds", m.op_seconds);
-  visit("ended_call_seconds", m.ended_call_seconds);
-  visit("tape_growth_seconds", m.tape_growth_seconds);
-  visit("tape_bytes", m.tape_bytes);
-  visit("backward_transient_bytes", m.backward_transient_bytes);
-  visit("advance_transient_bytes", m.advance_transient_bytes);
-  visit("advance_op_bytes", m.advance_op_bytes);
-  visit("state_bytes", m.state_bytes);
-  visit("kept_tape_bytes", m.kept_tape_bytes);
-  visit("backward_op_bytes", m.backward_op_bytes);
-  visit("later_backward_bytes", m.later_backward_bytes);
-  visit("backward_floor_bytes", m.backward_floor_bytes);
-  visit("fixed_bytes", m.fixed_bytes);
-  visit("reversal_bytes", m.reversal_bytes);
-  visit("fixed_step_bytes", m.fixed_step_bytes);
-  visit("gradient_bytes", m.gradient_bytes);
-  visit("head_backward_step_bytes", m.head_backward_step_bytes);
-  visit("backward_splits_at_ends", m.backward_splits_at_ends);
-  visit("backward_window_steps", m.backward_window_steps);
-  visit("window_step_bytes", m.window_step_bytes);
+  visit("step.forward_seconds", m.step.forward_seconds);
+  visit("step.forward_grad_seconds", m.step.forward_grad_seconds);
+  visit("step.backward_seconds", m.step.backward_seconds);
+  visit("step.tape_bytes", m.step.tape_bytes);
+  visit("step.backward_transient_bytes", m.step.backward_transient_bytes);
+  visit("step.advance_transient_bytes", m.step.advance_transient_bytes);
+  visit("step.state_bytes", m.step.state_bytes);
+  visit("call.op_seconds", m.call.op_seconds);
+  visit("call.ended_seconds", m.call.ended_seconds);
+  visit("call.tape_growth_seconds", m.call.tape_growth_seconds);
+  visit("call.advance_op_bytes", m.call.advance_op_bytes);
+  visit("call.kept_tape_bytes", m.call.kept_tape_bytes);
+  visit("backward.sums_bytes", m.backward.sums_bytes);
+  visit("backward.later_bytes", m.backward.later_bytes);
+  visit("backward.floor_bytes", m.backward.floor_bytes);
+  visit("backward.head_step_bytes", m.backward.head_step_bytes);
+  visit("backward.splits_at_ends", m.backward.splits_at_ends);
+  visit("backward.window_steps", m.backward.window_steps);
+  visit("backward.window_step_bytes", m.backward.window_step_bytes);
+  visit("iteration.fixed_bytes", m.iteration.fixed_bytes);
+  visit("iteration.reversal_bytes", m.iteration.reversal_bytes);
+  visit("iteration.fixed_step_bytes", m.iteration.fixed_step_bytes);
+  visit("iteration.gradient_bytes", m.iteration.gradient_bytes);
   visit("active_sequences", m.active_sequences);
   visit("source", m.source);
 }
@@ -210,7 +207,7 @@ struct CostPrefix {
   // one run): for the planner's per-step bounds, a tape of k steps needs at most this and k
   // times its largest step's tape, transient and window step.
   int64_t per_tape_transient_bound(bool one_step) const {
-    return one_step ? 0 : model.backward_splits_at_ends * model.gradient_bytes;
+    return one_step || !model.backward.splits_at_ends ? 0 : model.iteration.gradient_bytes;
   }
   std::vector<int64_t> ends;  // where a run starts: steps with fewer sequences than the one before
 };

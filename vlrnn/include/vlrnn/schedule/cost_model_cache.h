@@ -29,7 +29,7 @@
 
 namespace vlrnn::schedule {
 
-constexpr int64_t kCostModelFormat = 12;
+constexpr int64_t kCostModelFormat = 13;
 constexpr size_t kMaxCostModelFiles = 256;
 
 // What the cost model of `workload` depends on, the machine aside (NOTE [ Cost models on
