@@ -1,5 +1,5 @@
 // Forward + backward time of one block of T = 256 steps for the four GRU variants with a
-// hand-written block backward (vlrnn/cells/block_gru.h), LibTorch's fused torch::nn::GRU,
+// hand-written block backward (vlrnn/cells/gru_block.h), LibTorch's fused torch::nn::GRU,
 // and a per-step autograd loop over torch::nn::GRUCell; float32, F = H.
 // Args: H (hidden) and B (minibatch). Counters: FLOP/s (useful FLOPs from the GEMM shapes:
 // forward 2·B·(F·3H + H·3H) per step, backward 2x forward), GFLOP (per forward + backward),
@@ -16,7 +16,7 @@
 
 #include "bench_util.h"
 
-#include "vlrnn/cells/block_gru.h"
+#include "vlrnn/cells/gru_block.h"
 
 #include <torch/version.h>
 
@@ -24,7 +24,7 @@
 
 namespace {
 
-using vlrnn::BlockGru;
+using vlrnn::GruBlock;
 using vlrnn::GruVariant;
 using vlrnn::bench::run;
 
@@ -57,7 +57,7 @@ void set_counters(benchmark::State& state, int64_t hidden, int64_t batch) {
 void BM_BlockGru(benchmark::State& state, GruVariant variant) {
   const int64_t hidden = state.range(0), batch = state.range(1);
   torch::manual_seed(1);
-  BlockGru model(variant, hidden, hidden);
+  GruBlock model(variant, hidden, hidden);
   Inputs in(hidden, batch);
   run(state, model, in.x, in.dz, [&] { return model.forward(in.x, vlrnn::State{in.h0}).first; });
   set_counters(state, hidden, batch);

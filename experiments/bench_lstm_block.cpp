@@ -1,5 +1,5 @@
 // Forward + backward time of one block of T = 256 steps for lstm_block (the LSTM with a
-// hand-written block backward, vlrnn/cells/block_lstm.h; saving gates or pre-activations),
+// hand-written block backward, vlrnn/cells/lstm_block.h; saving gates or pre-activations),
 // LibTorch's fused torch::nn::LSTM, and a per-step autograd loop over torch::nn::LSTMCell;
 // float32, one layer, F = H.
 // Args: H (hidden) and B (minibatch). Counters: FLOP/s (useful FLOPs from the GEMM shapes:
@@ -18,13 +18,13 @@
 
 #include "bench_util.h"
 
-#include "vlrnn/cells/block_lstm.h"
+#include "vlrnn/cells/lstm_block.h"
 
 #include <string>
 
 namespace {
 
-using vlrnn::BlockLstm;
+using vlrnn::LstmBlock;
 using vlrnn::LstmSave;
 using vlrnn::bench::run;
 
@@ -60,7 +60,7 @@ void set_counters(benchmark::State& state, int64_t hidden, int64_t batch) {
 void BM_LstmBlock(benchmark::State& state, LstmSave save) {
   const int64_t hidden = state.range(0), batch = state.range(1);
   torch::manual_seed(1);
-  BlockLstm model(hidden, hidden, 1, 0.0, save);
+  LstmBlock model(hidden, hidden, 1, 0.0, save);
   Inputs in(hidden, batch);
   run(state, model, in.x, in.dz,
       [&] { return model.forward(in.x, vlrnn::State{in.h0, in.c0}).first; });

@@ -8,8 +8,8 @@
 #include "python_modules.h"
 
 
-#include "vlrnn/cells/gru_block.h"
-#include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/cells/gru_layer.h"
+#include "vlrnn/cells/lstm_layer.h"
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
@@ -369,7 +369,7 @@ PYBIND11_MODULE(_C, m) {
   memory.def("peak_bytes", [] { return measure::CpuMemoryTracker::instance().peak_bytes(); });
   memory.def("reset_peak", [] { return measure::CpuMemoryTracker::instance().reset_peak(); });
 
-  m.def("lstm_block",
+  m.def("lstm_layer",
         [](const torch::Tensor& x, const torch::Tensor& h, const torch::Tensor& c,
            const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
            const torch::Tensor& b_hh, const py::object& mask) {
@@ -377,13 +377,13 @@ PYBIND11_MODULE(_C, m) {
           const auto m = optional_tensor(mask);
           input_error([&] { weights.check("weights"); return 0; });
           py::gil_scoped_release release;
-          return lstm_block(x, h, c, weights, m);
+          return lstm_layer(x, h, c, weights, m);
         },
         py::arg("x"), py::arg("h"), py::arg("c"), py::arg("w_ih"), py::arg("w_hh"),
         py::arg("b_ih"), py::arg("b_hh"), py::arg("mask") = py::none(),
         "One LSTM layer over a block: x [T, B, F], h and c [1, B, H], mask [T, B] bool or "
         "None -> (z [T, B, H], h [1, B, H], c [1, B, H]), with a hand-written backward.");
-  m.def("gru_block",
+  m.def("gru_layer",
         [](const std::string& variant, const torch::Tensor& x, const torch::Tensor& h,
            const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
            const torch::Tensor& b_hh, const py::object& mask) {
@@ -392,7 +392,7 @@ PYBIND11_MODULE(_C, m) {
           const auto m = optional_tensor(mask);
           input_error([&] { weights.check("weights"); return 0; });
           py::gil_scoped_release release;
-          return gru_block(kind, x, h, weights, m);
+          return gru_layer(kind, x, h, weights, m);
         },
         py::arg("variant"), py::arg("x"), py::arg("h"), py::arg("w_ih"), py::arg("w_hh"),
         py::arg("b_ih"), py::arg("b_hh"), py::arg("mask") = py::none(),

@@ -67,9 +67,9 @@ def _run_cell(cell, x, entry, weights, mask):
                          "outside autocast, with the module in the dtype you want, or use "
                          "torch.nn.LSTM / GRU")
     if cell == "lstm":
-        z, h, c = _C.lstm_block(x, entry[0], entry[1], *weights, mask)
+        z, h, c = _C.lstm_layer(x, entry[0], entry[1], *weights, mask)
         return z, (h, c)
-    z, h = _C.gru_block(cell, x, entry[0], *weights, mask)
+    z, h = _C.gru_layer(cell, x, entry[0], *weights, mask)
     return z, (h,)
 
 

@@ -2,8 +2,8 @@
 
 #include "vlrnn/registry/bidirectional.h"
 
-#include "vlrnn/cells/block_lstm.h"
-#include "vlrnn/cells/block_gru.h"
+#include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lru.h"
 #include "vlrnn/cells/min_rnn.h"
 #include "vlrnn/cells/selective_ssm.h"
@@ -56,13 +56,13 @@ std::vector<ModelEntry> builtin_models() {
     entries.push_back(
         {kind, "GRU variant " + to_string(variant) + " with a hand-written block backward; L layers",
          [variant](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
-           return std::make_shared<BlockGru>(variant, c.input_size, c.hidden_size, c.num_layers,
+           return std::make_shared<GruBlock>(variant, c.input_size, c.hidden_size, c.num_layers,
                                              c.dropout);
          }});
   }
   entries.push_back({"lstm_block", "LSTM with a hand-written block backward; L layers",
                      [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
-                       return std::make_shared<BlockLstm>(c.input_size, c.hidden_size,
+                       return std::make_shared<LstmBlock>(c.input_size, c.hidden_size,
                                                           c.num_layers, c.dropout);
                      }});
   entries.push_back({"bilstm",

@@ -1,7 +1,7 @@
 #include "test_util.h"
 
 #include "vlrnn/registry/bidirectional.h"
-#include "vlrnn/cells/gru_block.h"
+#include "vlrnn/cells/gru_layer.h"
 #include "vlrnn/cells/linear_recurrence.h"
 #include "vlrnn/verify/compare.h"
 

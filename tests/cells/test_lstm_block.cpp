@@ -1,7 +1,7 @@
 #include "test_util.h"
 
-#include "vlrnn/cells/block_lstm.h"
-#include "vlrnn/cells/gru_block.h"
+#include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/cells/gru_layer.h"
 #include "vlrnn/verify/compare.h"
 
 #include <cmath>
@@ -76,7 +76,7 @@ TEST_P(LibTorchLstm, OutputsStatesAndEveryGradientEqual) {
   torch::manual_seed(5);
   torch::nn::LSTM lstm(torch::nn::LSTMOptions(3, 5).num_layers(layers));
   lstm->to(dtype);
-  BlockLstm block(3, 5, layers, 0.0, save);
+  LstmBlock block(3, 5, layers, 0.0, save);
   block.to(dtype);
   block.copy_weights_from(lstm);
   const LstmData d(dtype, layers, 2);
@@ -206,8 +206,8 @@ TEST(LstmBlock, TheSameSeedGivesTheBuiltInModelsWeights) {
 TEST(LstmBlock, BothSaveModesComputeTheSameNumbers) {
   const LstmData d(torch::kFloat64, 2, 2, {9, 3, 7, 0});
   torch::manual_seed(4);
-  BlockLstm gates(3, 5, 2, 0.0, LstmSave::kGates);
-  BlockLstm pre(3, 5, 2, 0.0, LstmSave::kPreactivations);
+  LstmBlock gates(3, 5, 2, 0.0, LstmSave::kGates);
+  LstmBlock pre(3, 5, 2, 0.0, LstmSave::kPreactivations);
   gates.to(torch::kFloat64);
   pre.to(torch::kFloat64);
   copy_by_name(gates, pre);
@@ -229,7 +229,7 @@ TEST(LstmBlock, GateLoopsOnTwoThreadsComputeTheSameNumbers) {
   for (auto save : {LstmSave::kGates, LstmSave::kPreactivations}) {
     const LstmData d(torch::kFloat64, 1, 2, lengths, 6, batch, 3, hidden);
     torch::manual_seed(4);
-    BlockLstm model(3, hidden, 1, 0.0, save);
+    LstmBlock model(3, hidden, 1, 0.0, save);
     model.to(torch::kFloat64);
     const auto run = [&] {
       return run_and_backprop(forward_of(model, d.lengths), d.x, d.h0, d.seed_z, d.seed_h,
@@ -243,7 +243,7 @@ TEST(LstmBlock, GateLoopsOnTwoThreadsComputeTheSameNumbers) {
 
 TEST(LstmBlock, StateIsFrozenAndOutputIsZeroPastTheEnd) {
   const LstmData d(torch::kFloat64, 1, 2, {9, 4, 0, 1});
-  BlockLstm model(3, 5);
+  LstmBlock model(3, 5);
   model.to(torch::kFloat64);
   auto [z, h] = model.forward(d.x, d.h0, d.lengths);
   // Sequence 2 has no step: its state passes through bit-exactly and z is 0.
@@ -294,7 +294,7 @@ TEST(LstmBlock, RegisteredAsAModelKindWithTheBuiltInStateLayout) {
   const auto kinds = model_kinds();
   EXPECT_NE(std::find(kinds.begin(), kinds.end(), "lstm_block"), kinds.end());
   auto model = make_model({"lstm_block", 3, 4, 2, 0.1});
-  ASSERT_NE(dynamic_cast<BlockLstm*>(model.get()), nullptr);
+  ASSERT_NE(dynamic_cast<LstmBlock*>(model.get()), nullptr);
   const auto spec = model->state_spec();
   const auto builtin = make_model({"lstm", 3, 4, 2, 0.1})->state_spec();
   ASSERT_EQ(spec.size(), 2u);
@@ -305,7 +305,7 @@ TEST(LstmBlock, RegisteredAsAModelKindWithTheBuiltInStateLayout) {
 }
 
 TEST(LstmBlock, DoubleBackwardIsRejected) {
-  BlockLstm model(3, 4);
+  LstmBlock model(3, 4);
   auto x = torch::randn({5, 2, 3}).requires_grad_(true);
   auto [z, h] = model.forward(x, model.initial_state(2, {}));
   auto loss = z.sum();
@@ -315,11 +315,11 @@ TEST(LstmBlock, DoubleBackwardIsRejected) {
 }
 
 TEST(LstmBlock, OnlyWhatRequiresGradGetsAGradient) {
-  BlockLstm model(3, 4);
+  LstmBlock model(3, 4);
   const auto w = model.weights();
   auto h0 = torch::zeros({1, 2, 4}).requires_grad_(true);
   auto x = torch::randn({5, 2, 3});
-  auto [z, h, c] = lstm_block(x, h0, torch::zeros({1, 2, 4}),
+  auto [z, h, c] = lstm_layer(x, h0, torch::zeros({1, 2, 4}),
                               {w.w_ih.detach(), w.w_hh.detach(), w.b_ih.detach(), w.b_hh.detach()});
   (z.sum() + c.sum()).backward();
   EXPECT_TRUE(h0.grad().defined());
@@ -327,7 +327,7 @@ TEST(LstmBlock, OnlyWhatRequiresGradGetsAGradient) {
 }
 
 TEST(LstmBlock, BadInputsAreRejectedNamingTheArgument) {
-  BlockLstm model(3, 4, 2);
+  LstmBlock model(3, 4, 2);
   const auto x = torch::randn({5, 2, 3});  // [Tb, B, F]
   const auto state = model.initial_state(2, {});
   expect_error_mentions([&] { model.forward(torch::randn({5, 2, 2}), state); },
@@ -341,10 +341,10 @@ TEST(LstmBlock, BadInputsAreRejectedNamingTheArgument) {
   expect_error_mentions([&] { model.forward(x.to(torch::kFloat64), state); },
                         {"x", "Float", "Double"});
   const auto w = model.weights(1);
-  expect_error_mentions([&] { lstm_block(x, state[0].narrow(0, 0, 1), state[1].narrow(0, 0, 1), w); },
+  expect_error_mentions([&] { lstm_layer(x, state[0].narrow(0, 0, 1), state[1].narrow(0, 0, 1), w); },
                         {"x", "F = 4", "[5, 2, 3]"});
   expect_error_mentions(
-      [&] { lstm_block(x, state[0], state[1].narrow(0, 0, 1), model.weights(0)); },
+      [&] { lstm_layer(x, state[0], state[1].narrow(0, 0, 1), model.weights(0)); },
       {"h_entry", "[1, B, H] = [1, 2, 4]", "[2, 2, 4]"});
   expect_error_mentions([&] { LstmWeights{w.w_ih, w.w_hh.narrow(0, 0, 12), w.b_ih, w.b_hh}.check("w"); },
                         {"w.w_hh", "[4H, H]", "[12, 4]"});

@@ -195,8 +195,8 @@ std::vector<VerifyCase> default_matrix() {
       {"rnn", 1, "ce", 0.0},      {"gru", 1, "mse", 0.0},      {"lstm", 1, "ce", 0.0},
       {"lstm", 3, "mse", 0.0},    {"gru_lstm", 1, "ce", 0.0},  {"lstm", 3, "ce", 0.3},
       {"gru_lstm", 1, "mse", 0.25}};
-  // The cells with a hand-written block backward (GRU variants, vlrnn/cells/block_gru.h;
-  // lstm_block, vlrnn/cells/block_lstm.h), also stacked with dropout, on the reduced grid
+  // The cells with a hand-written block backward (GRU variants, vlrnn/cells/gru_block.h;
+  // lstm_block, vlrnn/cells/lstm_block.h), also stacked with dropout, on the reduced grid
   // of reduced_method_variants().
   const std::vector<ModelShape> gru_variants = {
       {"gru_v1", 1, "ce", 0.0}, {"gru_v2", 1, "mse", 0.0}, {"gru_v3", 1, "ce", 0.0},

@@ -3,8 +3,8 @@
 // registries of gradient methods, model kinds and heads. It lives in the registry layer because it
 // names headers from every layer below (docs/architecture.md).
 
-#include "vlrnn/cells/block_lstm.h"
-#include "vlrnn/cells/block_gru.h"
+#include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/cells/gru_block.h"
 #include "vlrnn/core/heads.h"
 #include "vlrnn/core/loss.h"
 #include "vlrnn/core/models.h"

@@ -1,5 +1,5 @@
 #pragma once
-// What the hand-written block cells (gru_block.cpp, lstm_block.cpp) share: the block's input
+// What the hand-written block cells (gru_layer.cpp, lstm_layer.cpp) share: the block's input
 // as both passes see it. Internal to vlrnn/src/cells.
 // Shapes: Tb = steps in the block, B = batch, F = input features, H = hidden size.
 
@@ -20,7 +20,7 @@ struct BlockInput {
              const torch::Tensor& mask_2d, int64_t hidden_size, bool zero_padding)
       : steps(x_in.size(0)), batch(x_in.size(1)), input(x_in.size(2)), hidden(hidden_size) {
     if (mask_2d.defined()) mask = mask_2d.contiguous().unsqueeze(2);
-    // NOTE [ Variable lengths inside a block ] (gru_block.h): zero the padding, by
+    // NOTE [ Variable lengths inside a block ] (gru_layer.h): zero the padding, by
     // selection, so that even inf or nan padding leaves no trace.
     x = mask.defined() && zero_padding ? x_in.masked_fill(mask.logical_not(), 0)
                                        : x_in.contiguous();

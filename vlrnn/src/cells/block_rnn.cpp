@@ -1,6 +1,6 @@
 #include "vlrnn/cells/block_rnn.h"
 
-#include "vlrnn/cells/gru_block.h"
+#include "vlrnn/cells/gru_layer.h"
 #include "vlrnn/core/layer_stack.h"
 
 #include <cmath>

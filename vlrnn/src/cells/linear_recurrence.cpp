@@ -1,6 +1,6 @@
 #include "vlrnn/cells/linear_recurrence.h"
 
-#include "vlrnn/cells/gru_block.h"
+#include "vlrnn/cells/gru_layer.h"
 #include "vlrnn/core/layer_stack.h"
 
 // Shape legend: Tb = steps, B = batch, F = input features, H = hidden, L = layers,

@@ -1,6 +1,6 @@
 #pragma once
 // Every model kind, found by name: the built-in LibTorch models (vlrnn/core/models.h), the
-// GRU variants with a hand-written block backward (vlrnn/cells/block_gru.h), and any a
+// GRU variants with a hand-written block backward (vlrnn/cells/gru_block.h), and any a
 // user adds with add_model(). The factory names core/ and cells/ alike, so it lives here,
 // above both, and neither includes the other's factory (docs/architecture.md).
 

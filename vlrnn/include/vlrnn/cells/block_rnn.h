@@ -1,6 +1,6 @@
 #pragma once
-// BlockRnn: what the recurrent models with a hand-written block backward share (BlockGru,
-// vlrnn/cells/block_gru.h; BlockLstm, vlrnn/cells/block_lstm.h): L >= 1 stacked layers,
+// BlockRnn: what the recurrent models with a hand-written block backward share (GruBlock,
+// vlrnn/cells/gru_block.h; LstmBlock, vlrnn/cells/lstm_block.h): L >= 1 stacked layers,
 // dropout between them drawn one step at a time exactly as the built-in models draw it
 // (NOTE [ Dropout masks drawn per step ] in vlrnn/core/layer_stack.h), variable lengths as a
 // per-step mask, and parameters in LibTorch's layout under the built-in models' names, so

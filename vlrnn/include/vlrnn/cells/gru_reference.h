@@ -10,7 +10,7 @@
 
 namespace vlrnn {
 
-// Same contract as gru_block() (vlrnn/cells/gru_block.h), masking included: past a
+// Same contract as gru_layer() (vlrnn/cells/gru_layer.h), masking included: past a
 // sequence's end its state is frozen and z is zero.
 std::pair<torch::Tensor, torch::Tensor> gru_block_reference(GruVariant variant,
                                                             const torch::Tensor& x,

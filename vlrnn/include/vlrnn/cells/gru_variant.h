@@ -17,7 +17,7 @@
 //   h_t = (1 − u) ⊙ n + u ⊙ h
 //
 // What distinguishes the variants is how the GEMMs are grouped and what is saved for the
-// hand-written backward (NOTE [ What each variant saves ] in gru_block.h):
+// hand-written backward (NOTE [ What each variant saves ] in gru_layer.h):
 //   v1  per step: 3 input GEMMs and 3 recurrent GEMMs, one per gate (the formula as written).
 //   v2  the input GEMMs of all Tb steps in one [Tb*B, F] x [F, 3H] GEMM; W_hr and W_hu in one
 //       [B, H] x [H, 2H] GEMM per step; W_hn stays separate because it needs r ⊙ h.

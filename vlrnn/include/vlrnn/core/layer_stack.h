@@ -1,6 +1,6 @@
 #pragma once
 // Stacked recurrent layers with dropout between them, shared by every multi-layer model
-// (TorchRnn with dropout, the hand-written block cells BlockGru and BlockLstm), so that
+// (TorchRnn with dropout, the hand-written block cells GruBlock and LstmBlock), so that
 // all of them draw the same masks from the same generator state.
 // Shapes: Tb = steps in the block, L = layers, B = batch, H = hidden.
 //

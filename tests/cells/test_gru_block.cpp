@@ -1,8 +1,8 @@
 #include "test_util.h"
 
-#include "vlrnn/cells/gru_block.h"
+#include "vlrnn/cells/gru_layer.h"
 #include "vlrnn/cells/gru_reference.h"
-#include "vlrnn/cells/block_gru.h"
+#include "vlrnn/cells/gru_block.h"
 #include "vlrnn/verify/compare.h"
 
 #include <cmath>
@@ -65,7 +65,7 @@ Named run_gru(const BlockFn& fn, GruVariant variant, const Problem& p) {
 
 const BlockFn kHandWritten = [](GruVariant v, const torch::Tensor& x, const torch::Tensor& h0,
                                 const GruWeights& w, const torch::Tensor& mask) {
-  return gru_block(v, x, h0, w, mask);
+  return gru_layer(v, x, h0, w, mask);
 };
 const BlockFn kReference = [](GruVariant v, const torch::Tensor& x, const torch::Tensor& h0,
                               const GruWeights& w, const torch::Tensor& mask) {
@@ -127,7 +127,7 @@ TEST_P(LibTorchGru, V3AndV4EqualTorchNnGruWithTheSameWeights) {
   torch::manual_seed(5);
   torch::nn::GRU gru(torch::nn::GRUOptions(3, 6));
   gru->to(dtype);
-  BlockGru block(variant, 3, 6);
+  GruBlock block(variant, 3, 6);
   block.to(dtype);
   block.copy_weights_from(gru);
   const auto x = torch::randn({9, 4, 3}, torch::dtype(dtype));     // [Tb, B, F]
@@ -187,7 +187,7 @@ class GruVariantLengths : public ::testing::TestWithParam<GruVariant> {};
 
 TEST_P(GruVariantLengths, BatchEqualsEachSequenceAlone) {
   torch::manual_seed(21);
-  BlockGru model(GetParam(), 3, 5);
+  GruBlock model(GetParam(), 3, 5);
   model.to(torch::kFloat64);
   const std::vector<int64_t> lengths{6, 0, 2, 4, 6};
   const int64_t steps = 6, batch = 5;
@@ -418,7 +418,7 @@ TEST(GruVariants, MultiLayerVlrnnEqualsFullBpttWithDropout) {
 TEST(GruVariants, DoubleBackwardIsRejected) {
   const Problem p(torch::kFloat64);
   auto x = p.x.clone().requires_grad_(true);
-  auto [z, h] = gru_block(GruVariant::kV4, x, p.h0, p.w);
+  auto [z, h] = gru_layer(GruVariant::kV4, x, p.h0, p.w);
   auto loss = z.sum();
   expect_error_mentions(
       [&] { torch::autograd::grad({loss}, {x}, {}, /*retain_graph=*/true, /*create_graph=*/true); },
@@ -428,7 +428,7 @@ TEST(GruVariants, DoubleBackwardIsRejected) {
 TEST(GruVariants, OnlyWhatRequiresGradGetsAGradient) {
   const Problem p(torch::kFloat64);
   auto h0 = p.h0.clone().requires_grad_(true);
-  auto [z, h] = gru_block(GruVariant::kV3, p.x, h0, p.w);  // x and weights: no grad
+  auto [z, h] = gru_layer(GruVariant::kV3, p.x, h0, p.w);  // x and weights: no grad
   z.sum().backward();
   EXPECT_TRUE(h0.grad().defined());
   EXPECT_FALSE(p.x.grad().defined());
@@ -440,7 +440,7 @@ TEST(GruVariants, RegisteredAsModelKinds) {
   for (auto kind : {"gru_v1", "gru_v2", "gru_v3", "gru_v4"}) {
     EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end()) << kind;
     auto model = make_model({kind, 3, 4, 1});
-    auto* block = dynamic_cast<BlockGru*>(model.get());
+    auto* block = dynamic_cast<GruBlock*>(model.get());
     ASSERT_NE(block, nullptr) << kind;
     EXPECT_EQ(std::string("gru_") + to_string(block->variant()), kind);
     const auto spec = model->state_spec();
@@ -451,7 +451,7 @@ TEST(GruVariants, RegisteredAsModelKinds) {
 
 TEST(GruVariants, InitialisedAsLibTorchInitialisesAGru) {
   torch::manual_seed(2);
-  BlockGru block(GruVariant::kV2, 7, 16);
+  GruBlock block(GruVariant::kV2, 7, 16);
   const double bound = 1.0 / std::sqrt(16.0);
   for (const auto& p : block.parameters()) {
     EXPECT_LE(p.abs().max().item<double>(), bound);
@@ -474,7 +474,7 @@ TEST(GruVariants, BadConfigurationsAreRejectedNamingTheArgument) {
 }
 
 TEST(GruVariants, BadInputsAreRejectedNamingTheArgument) {
-  BlockGru model(GruVariant::kV3, 3, 4);
+  GruBlock model(GruVariant::kV3, 3, 4);
   const auto x = torch::randn({5, 2, 3});  // [Tb, B, F]
   const State h0{torch::zeros({1, 2, 4})};
   expect_error_mentions([&] { model.forward(torch::randn({5, 2, 2}), h0); },
