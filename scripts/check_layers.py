@@ -6,7 +6,8 @@ verify/ < experiments/. Inside vlrnn/ (one target) the folders keep an order of 
 core/ < cells/ < methods/ < measure/ < schedule/ < distributed/: a folder includes only itself
 and the folders before it (the factory naming both core/ and cells/ lives in registry/). A folder
 inside vlrnn/ that the order does not list fails too, so a new one must be given its place.
-tests/ and examples/ sit on top.
+tests/ and examples/ sit on top. And no header includes itself through others (a cycle, which
+the order cannot see inside one folder): what two headers share goes in a third.
 
 Usage: check_layers.py [ROOT]      check the tree at ROOT (default: this repository)
        check_layers.py --self-test prove that a tree breaking the rule fails
@@ -75,6 +76,58 @@ def violations(root):
     return found
 
 
+def header_path(root, header):
+    """The file of one of our headers as included (`vlrnn/core/x.h`, `lib/x.h`), or None."""
+    layer = header_layer(root, header)
+    if layer is None:
+        return None
+    if layer == "experiments":
+        return os.path.join(root, "experiments", header)
+    return os.path.join(root, layer, "include", header)
+
+
+def include_cycles(root):
+    """Every cycle of our headers including each other, as 'a.h -> b.h -> a.h' (one per
+    cycle, from the header that sorts first)."""
+    includes = {}  # header as included -> the headers of ours it includes
+    pending = []
+    for layer in LAYERS:
+        for directory, _, files in os.walk(os.path.join(root, layer)):
+            for name in files:
+                if name.endswith((".h", ".hpp", ".cuh")):
+                    path = os.path.join(directory, name)
+                    relative = os.path.relpath(path, root).replace(os.sep, "/")
+                    if "/include/" in relative:
+                        pending.append(relative.split("/include/", 1)[1])
+                    elif relative.startswith("experiments/"):
+                        pending.append(relative[len("experiments/"):])
+    for header in pending:
+        path = header_path(root, header)
+        if path is None or not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as source:
+            found = [m.group(1) for m in map(INCLUDE.match, source) if m]
+        includes[header] = sorted(h for h in found if header_layer(root, h) is not None)
+    cycles, state = set(), {}  # state: 1 on the current path, 2 done
+
+    def visit(header, path):
+        state[header] = 1
+        for included in includes.get(header, []):
+            if state.get(included) == 1:
+                loop = path[path.index(included):]
+                first = loop.index(min(loop))
+                loop = loop[first:] + loop[:first]
+                cycles.add(" -> ".join(loop + [loop[0]]))
+            elif included not in state:
+                visit(included, path + [included])
+        state[header] = 2
+
+    for header in sorted(includes):
+        if header not in state:
+            visit(header, [header])
+    return sorted(cycles)
+
+
 def engine_violation(including, included):
     """Why a file of vlrnn/ may not include a header of vlrnn/, or None when it may."""
     mine, theirs = engine_folder(including), engine_folder(included)
@@ -106,16 +159,20 @@ def self_test():
         "verify/src/matrix.cpp": '#include <vlrnn/registry/methods.h>\n#include <vector>\n',
         "baselines/src/full.cpp": '#include "lib/problem.h"\n',  # experiments -> up
         "experiments/lib/problem.h": '#include "vlrnn/verify/x.h"\n',
+        # Two headers of one folder including each other.
+        "vlrnn/include/vlrnn/schedule/planner.h": '#include "vlrnn/schedule/two_way.h"\n',
+        "vlrnn/include/vlrnn/schedule/two_way.h": '#include "vlrnn/schedule/planner.h"\n',
     }
     with tempfile.TemporaryDirectory() as root:
         for relative, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(root, relative)), exist_ok=True)
             with open(os.path.join(root, relative), "w") as f:
                 f.write(text)
-        found = violations(root)
+        found = violations(root) + include_cycles(root)
     expected = ["vlrnn/src/core/models.cpp", "vlrnn/include/vlrnn/methods/method.h",
                 "baselines/src/full.cpp", "vlrnn/src/methods/vlrnn.cpp",
-                "vlrnn/src/measure/flops.cpp", "vlrnn/include/vlrnn/extra/x.h"]
+                "vlrnn/src/measure/flops.cpp", "vlrnn/include/vlrnn/extra/x.h",
+                "vlrnn/schedule/planner.h -> vlrnn/schedule/two_way.h -> vlrnn/schedule/planner.h"]
     ok = len(found) == len(expected) and all(any(f.startswith(e) for f in found) for e in expected)
     print("\n".join(found))
     print(f"self-test: {'ok' if ok else 'FAILED'}: expected {len(expected)} violations "
@@ -128,11 +185,13 @@ def main(argv):
         return self_test()
     root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     found = violations(os.path.abspath(root))
-    for line in found:
+    cycles = include_cycles(os.path.abspath(root))
+    for line in found + [f"include cycle: {c}" for c in cycles]:
         print(line)
     print(f"layers {' < '.join(l + '/' for l in LAYERS)}; inside vlrnn/ "
-          f"{' < '.join(f + '/' for f in ENGINE_FOLDERS)}: {len(found)} upward include(s)")
-    return 1 if found else 0
+          f"{' < '.join(f + '/' for f in ENGINE_FOLDERS)}: {len(found)} upward include(s), "
+          f"{len(cycles)} include cycle(s)")
+    return 1 if found or cycles else 0
 
 
 if __name__ == "__main__":
