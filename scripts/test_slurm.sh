@@ -259,7 +259,8 @@ log "4. data-parallel training, srun -n 2 (train.sbatch): straight, and rank 1 k
 cat >"$tmp/train.json" <<'JSON'
 {"name": "slurm-train", "task": {"kind": "copy", "delay": 6, "symbols": 2, "alphabet": 4, "min_length": 0.5},
  "model": {"kind": "lstm", "hidden": 6}, "methods": ["vlrnn:block=4"], "seeds": [1],
- "batch": 5, "steps": 200, "dtype": "float64", "optimizer": {"kind": "adam", "lr": 0.01},
+ "batch": 5, "optimizer_steps": 200, "dtype": "float64",
+ "optimizer": {"kind": "adam", "lr": 0.01},
  "eval_every": 100, "eval_batches": 1, "checkpoint_every": 5}
 JSON
 build/vlrnn train "$tmp/train.json" --out "$tmp/train-one" --allow-dirty >"$tmp/train-one.log" 2>&1 ||

@@ -66,7 +66,9 @@ class ProgressLine {
 };
 
 // A fresh folder moves earlier results to previous/ and drops their checkpoints; --resume
-// checks that the folder was trained with this very config.
+// checks that the folder was trained with this very config. A folder from before the
+// "steps" rename stored the old key names: read with today's, it is the same config (the
+// checkpoints hold no key names), so it resumes.
 void prepare_folder(const TrainArgs& args, const experiments::TrainConfig& config,
                     experiments::ResultsStore& store, const std::string& checkpoints) {
   if (!args.resume) {
@@ -75,7 +77,8 @@ void prepare_folder(const TrainArgs& args, const experiments::TrainConfig& confi
     return;
   }
   const auto meta = store.read_meta();
-  TORCH_CHECK(meta.empty() || !meta.contains("config") || meta["config"] == config.source,
+  TORCH_CHECK(meta.empty() || !meta.contains("config") ||
+                  experiments::with_current_key_names(meta["config"]) == config.source,
               "--resume: ", store.directory(), " was trained with a different config (meta.json's "
               "\"config\" differs from ", args.config_path, "); resume with the same config, or "
               "start afresh without --resume");

@@ -122,11 +122,15 @@ bool read_bool(const json& v, const std::string& path) {
   return v.get<bool>();
 }
 
-void check_keys(const json& object, const std::string& path, const std::vector<std::string>& known) {
+void check_keys(const json& object, const std::string& path, const std::vector<std::string>& known,
+                const std::vector<RenamedKey>& renamed) {
   for (const auto& item : object.items()) {
+    const auto key_path = path.empty() ? item.key() : path + "." + item.key();
+    for (const auto& old : renamed) {
+      if (old.key == item.key()) fail(key_path, old.message);
+    }
     if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
-      fail(path + "." + item.key(),
-           fmt::format("unknown key; known keys: {}", fmt::join(known, ", ")));
+      fail(key_path, fmt::format("unknown key; known keys: {}", fmt::join(known, ", ")));
     }
   }
 }

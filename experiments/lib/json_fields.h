@@ -43,7 +43,16 @@ std::string read_string(const json& v, const std::string& path,
 std::vector<std::string> read_string_list(const json& v, const std::string& path,
                                           const std::vector<std::string>& allowed = {});
 bool read_bool(const json& v, const std::string& path);
-// Throws naming the first key of `object` that is not in `known`.
-void check_keys(const json& object, const std::string& path, const std::vector<std::string>& known);
+// A key an older config spelled otherwise, and what to say instead of "unknown key": a
+// config written before the rename fails naming the new key rather than listing them all.
+struct RenamedKey {
+  std::string key;      // the old spelling
+  std::string message;  // e.g. "renamed to \"task.time_steps\" (the sequence length T)"
+};
+
+// Throws naming the first key of `object` that is in `renamed` (with its message) or not in
+// `known`. `path` "" is the top level: its keys are named bare ("steps", not ".steps").
+void check_keys(const json& object, const std::string& path, const std::vector<std::string>& known,
+                const std::vector<RenamedKey>& renamed = {});
 
 }  // namespace vlrnn::experiments::json_fields

@@ -181,9 +181,9 @@ void TextTask::load(double eval_fraction) {
   train_ = ids.slice(0, 0, ids.size(0) - eval_size);
   eval_ = ids.slice(0, ids.size(0) - eval_size);
   TORCH_CHECK(eval_.size(0) > steps_ + 1 && train_.size(0) > steps_ + 1, "config task: \"",
-              path_, "\" has ", ids.size(0), " characters, too few for windows of steps + 1 = ",
-              steps_ + 1, " in both its training part (", train_.size(0), ") and its "
-              "evaluation part (", eval_.size(0), "); lower steps or use a longer text");
+              path_, "\" has ", ids.size(0), " characters, too few for windows of time_steps "
+              "+ 1 = ", steps_ + 1, " in both its training part (", train_.size(0), ") and its "
+              "evaluation part (", eval_.size(0), "); lower time_steps or use a longer text");
   auto p = torch::bincount(train_, {}, vocabulary_size_).to(torch::kDouble) / double(train_.size(0));
   unigram_entropy_ = -(p * torch::log(p.clamp_min(1e-300))).sum().item<double>();
 }
@@ -297,11 +297,16 @@ void FashionMnistTask::load() {
   label_entropy_ = -(p * torch::log(p.clamp_min(1e-300))).sum().item<double>();
 }
 
-const std::vector<std::string> kAddingKeys = {"kind", "steps", "min_length"};
+const std::vector<std::string> kAddingKeys = {"kind", "time_steps", "min_length"};
 const std::vector<std::string> kCopyKeys = {"kind", "delay", "symbols", "alphabet", "min_length"};
-const std::vector<std::string> kTextKeys = {"kind", "path", "steps", "min_length",
+const std::vector<std::string> kTextKeys = {"kind", "path", "time_steps", "min_length",
                                             "eval_fraction"};
 const std::vector<std::string> kFashionMnistKeys = {"kind", "path", "permuted"};
+// "steps" was the length of the tasks that take one (adding, text), and also the top level's
+// optimizer steps: one word for two ideas, so both were renamed, and the old spelling names
+// the new one rather than failing as an unknown key. (copy and fashion_mnist never had it.)
+const std::vector<json_fields::RenamedKey> kRenamedLengthKeys = {
+    {"steps", "renamed to \"task.time_steps\" (the sequence length T)"}};
 
 double min_length_of(const json& config) {
   // In the function, not the file: this file shares a unity-build unit with others (NOTE [
@@ -422,8 +427,8 @@ std::unique_ptr<Task> make_task(const json& config) {
     return config[key];
   };
   if (kind == "adding") {
-    check_keys(config, "task", kAddingKeys);
-    return std::make_unique<AddingTask>(read_int(required("steps"), "task.steps", 2),
+    check_keys(config, "task", kAddingKeys, kRenamedLengthKeys);
+    return std::make_unique<AddingTask>(read_int(required("time_steps"), "task.time_steps", 2),
                                         min_length_of(config));
   }
   if (kind == "copy") {
@@ -443,12 +448,12 @@ std::unique_ptr<Task> make_task(const json& config) {
                                 : std::string(kFashionMnistFolder),
         config.contains("permuted") && read_bool(config["permuted"], "task.permuted"));
   }
-  check_keys(config, "task", kTextKeys);
+  check_keys(config, "task", kTextKeys, kRenamedLengthKeys);
   const double eval_fraction = config.contains("eval_fraction")
       ? read_number(config["eval_fraction"], "task.eval_fraction", 0.01, 0.5)
       : 0.1;
   return std::make_unique<TextTask>(read_string(required("path"), "task.path"),
-                                    read_int(required("steps"), "task.steps", 1),
+                                    read_int(required("time_steps"), "task.time_steps", 1),
                                     min_length_of(config), eval_fraction);
 }
 

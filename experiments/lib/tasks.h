@@ -58,9 +58,10 @@ int64_t scored_steps(const SequenceBatch& batch);  // how many
 
 // Builds a task from its config object, e.g. {"kind": "copy", "delay": 100}; throws naming
 // the key when a value is missing, of the wrong type or out of range. Keys by kind:
-//   adding: steps (T), min_length (fraction of T, default 1: every sequence has T steps)
+//   adding: time_steps (T), min_length (fraction of T, default 1: every sequence has T steps)
 //   copy:   delay (D), symbols (S, default 10), alphabet (A, default 8), min_length (of D)
-//   text:   path, steps (T), min_length, eval_fraction (default 0.1)
+//   text:   path, time_steps (T), min_length, eval_fraction (default 0.1)
+//   ("steps", these tasks' older name for time_steps, is refused naming "time_steps".)
 //   any kind: episodes (default 1): each sequence is that many of the task's sequences
 //           packed back to back, by their own lengths, the state reset at each one's start
 //           (NOTE [ Resets ] in vlrnn/core/sequence.h); T becomes episodes times the task's.

@@ -26,10 +26,15 @@ using json = nlohmann::json;
 using namespace json_fields;
 
 const std::vector<std::string> kKeys = {
-    "name", "description", "task", "model", "methods", "seeds", "batch", "steps",
+    "name", "description", "task", "model", "methods", "seeds", "batch", "optimizer_steps",
     "time_limit_s", "optimizer", "lr_schedule", "schedule", "eval_every", "eval_batches", "eval_batch",
     "checkpoint_every", "memory_budget_mib", "batch_max", "dtype", "device", "head_file",
     "flush_denormals"};
+// "steps" counted the optimizer's steps here and was the sequence length inside "task" (now
+// "task.time_steps"): refused naming both new keys, so an older config says which it meant.
+const std::vector<RenamedKey> kRenamedKeys = {
+    {"steps", "renamed to \"optimizer_steps\" (the number of optimizer steps); the task's "
+              "length is \"task.time_steps\""}};
 
 // "model" at the top level, or a method entry's own ("methods[i].model"): `path` names it.
 ModelConfig parse_model(const json& v, double& carry_bias, const std::string& path = "model") {
@@ -155,7 +160,7 @@ void read_counts(TrainConfig& out, const json& config) {
   auto count = [&](const char* key, int64_t& field, int64_t min) {
     if (config.contains(key)) field = read_int(config[key], key, min);
   };
-  count("steps", out.steps, 1);
+  count("optimizer_steps", out.optimizer_steps, 1);
   count("eval_every", out.eval_every, 1);
   count("eval_batches", out.eval_batches, 1);
   count("eval_batch", out.eval_batch, 1);
@@ -229,7 +234,7 @@ std::string TrainRunSpec::label() const {
 
 TrainConfig parse_train_config(const json& config, const std::string& name) {
   if (!config.is_object()) fail("(top level)", "expected an object, got " + type_of(config));
-  check_keys(config, "(top level)", kKeys);
+  check_keys(config, "", kKeys, kRenamedKeys);
   TrainConfig out;
   out.source = config;
   out.name = config.contains("name") ? read_string(config["name"], "name") : name;
@@ -303,6 +308,19 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
 
 TrainConfig load_train_config(const std::string& path) {
   return parse_train_config(read_json_file(path), std::filesystem::path(path).stem().string());
+}
+
+json with_current_key_names(const json& config) {
+  json out = config;
+  auto rename = [](json& object, const char* from, const char* to) {
+    if (!object.is_object() || !object.contains(from) || object.contains(to)) return;
+    object[to] = object[from];
+    object.erase(from);
+  };
+  if (!out.is_object()) return out;
+  rename(out, "steps", "optimizer_steps");
+  if (out.contains("task")) rename(out["task"], "steps", "time_steps");
+  return out;
 }
 
 }  // namespace vlrnn::experiments

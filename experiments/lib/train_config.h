@@ -6,7 +6,8 @@
 //
 // {
 //   "name": "train-copy",
-//   "task": {"kind": "copy", "delay": 100, "symbols": 1},     (lib/tasks.h)
+//   "task": {"kind": "copy", "delay": 100, "symbols": 1},     (lib/tasks.h; adding and text
+//                                    give their length T as "time_steps")
 //   "model": {"kind": "lstm", "hidden": 64, "layers": 1, "dropout": 0},
 //                  (a plugin's kind, or {"model_file": "cell.pt"}: a TorchScript model
 //                   that fixes its own sizes, its F the task's)
@@ -15,7 +16,7 @@
 //                              model's H and the task's targets)
 //   "methods": ["full", "vlrnn:block=16", {"method": "tbptt:k=16", "batch": 64},
 //               {"method": "vlrnn:block=16", "model": {"kind": "mingru", "hidden": 64}}],
-//   "seeds": [1, 2, 3], "batch": 32, "steps": 1000,
+//   "seeds": [1, 2, 3], "batch": 32, "optimizer_steps": 1000,
 //   "optimizer": {"kind": "adam", "lr": 0.003, "clip": 1.0},
 //   "lr_schedule": {"kind": "cosine", "warmup": 50},   ("schedule" in older configs)
 //   "eval_every": 50, "eval_batches": 4, "checkpoint_every": 100,
@@ -26,6 +27,8 @@
 // "model" (the top-level "model"'s keys) trains that model instead of the config's, so one
 // experiment can set models side by side on the same batches; its runs are labelled with
 // the model's kind.
+// "steps", the older name of both "optimizer_steps" and the task's "time_steps", is refused
+// with a message naming the new keys (one word meant two counts).
 
 #include "vlrnn/core/models.h"
 
@@ -93,7 +96,7 @@ struct TrainConfig {
   // steps (Gers et al. 2000; Jozefowicz et al. 2015).
   double carry_bias = std::nan("");
   std::vector<TrainRunSpec> runs;  // seeds x methods, seed-major
-  int64_t steps = 1000;
+  int64_t optimizer_steps = 1000;  // "optimizer_steps": the run's length in updates
   double time_limit_s = 0.0;  // > 0: a run also stops after this much training wall clock
   OptimizerConfig optimizer;
   LrSchedule lr_schedule;
@@ -120,5 +123,11 @@ struct TrainConfig {
 // Throws "config PATH: ..." naming the first field that is missing, unknown or invalid.
 TrainConfig parse_train_config(const nlohmann::json& config, const std::string& name);
 TrainConfig load_train_config(const std::string& path);
+
+// `config` as a config reads with today's key names: an older one's top-level "steps" as
+// "optimizer_steps" and "task.steps" as "task.time_steps" (a key whose new name is there too
+// stays). --resume compares a folder's meta.json "config" through this, so a run started
+// before the rename resumes once its config file is rewritten with the new names.
+nlohmann::json with_current_key_names(const nlohmann::json& config);
 
 }  // namespace vlrnn::experiments

@@ -365,7 +365,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
   ranks.check_agree("the step to resume from (is checkpoints/ one folder every rank sees?)",
                     std::to_string(at.step));
   spec.batch = at.batch;
-  TrainProgress progress{spec.label(), at.step, config.steps};
+  TrainProgress progress{spec.label(), at.step, config.optimizer_steps};
   progress.time_limit_s = config.time_limit_s;
   std::vector<json> pending;
   auto flush = [&] {
@@ -378,17 +378,18 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
   auto evaluation = [&] { return ranks.is_root() ? evaluate(t, task, config) : Evaluation{}; };
   auto time_is_up = [&] { return config.time_limit_s > 0 && at.wall_s >= config.time_limit_s; };
   bool stop_now = ranks.any(time_is_up());
-  while (at.step < config.steps && !stop_now) {
+  while (at.step < config.optimizer_steps && !stop_now) {
     const auto start = Clock::now();
     const auto global = task.batch(Split::kTrain, at.step, at.batch, spec.seed);
     const auto batch = on_device(ranks.share(global), config);
     const double lr = config.lr_schedule.lr_at(config.optimizer.lr_for_batch(at.batch), at.step,
-                                            config.steps);
+                                               config.optimizer_steps);
     const auto result = train_step(t, batch, lr, config, at.step, ranks);
     at.wall_s += seconds_since(start);  // the training clock: steps, not evaluations
     auto record = step_record(config, spec, ++at.step, lr, result);
     record["wall_s"] = at.wall_s;
-    const bool evaluate_now = at.step % config.eval_every == 0 || at.step == config.steps;
+    const bool evaluate_now =
+        at.step % config.eval_every == 0 || at.step == config.optimizer_steps;
     if (evaluate_now) log_evaluation(record, progress, evaluation());
     pending.push_back(record);
     progress.step = at.step;
@@ -405,7 +406,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
     auto stops = torch::tensor({int64_t(hooks.stop_requested && hooks.stop_requested()),
                                 int64_t(time_is_up())}, torch::kLong);
     ranks.sum({stops});
-    if (stops[0].item<int64_t>() > 0 && at.step < config.steps) {
+    if (stops[0].item<int64_t>() > 0 && at.step < config.optimizer_steps) {
       flush();
       checkpoint();
       return {at.step, false, {}};

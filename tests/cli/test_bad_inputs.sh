@@ -107,21 +107,54 @@ expect "model_file" sweep "$work/bad_model_file.json" --out "$work/o6" --allow-d
 # vlrnn train
 echo '{"task": {"kind": "copy", "delay": 4}, "methods": ["nosuch"]}' > "$work/train_bad_method.json"
 echo '{"task": {"kind": "copy"}, "methods": ["full"]}' > "$work/train_no_delay.json"
-echo '{"task": {"kind": "text", "path": "/no/such.txt", "steps": 8}, "methods": ["full"]}' > "$work/train_no_text.json"
-echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["full"], "optimizer": {"lr": -1}}' > "$work/train_bad_lr.json"
-echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["full"], "steps": 2}' > "$work/train_ok.json"
-echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["vlrnn"], "steps": 2}' > "$work/train_other.json"
+echo '{"task": {"kind": "text", "path": "/no/such.txt", "time_steps": 8},
+      "methods": ["full"]}' > "$work/train_no_text.json"
+echo '{"task": {"kind": "adding", "time_steps": 8}, "methods": ["full"],
+      "optimizer": {"lr": -1}}' > "$work/train_bad_lr.json"
+echo '{"task": {"kind": "adding", "time_steps": 8}, "methods": ["full"],
+      "optimizer_steps": 2}' > "$work/train_ok.json"
+echo '{"task": {"kind": "adding", "time_steps": 8}, "methods": ["vlrnn"],
+      "optimizer_steps": 2}' > "$work/train_other.json"
+# "steps", the older name of both counts, names the new key of each.
+echo '{"task": {"kind": "adding", "time_steps": 8}, "methods": ["full"],
+      "steps": 2}' > "$work/train_old_steps.json"
+echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["full"],
+      "optimizer_steps": 2}' > "$work/train_old_task_steps.json"
 expect "methods[0]" train "$work/train_bad_method.json" --out "$work/t1" --allow-dirty
 expect "task.delay" train "$work/train_no_delay.json" --out "$work/t2" --allow-dirty
 expect "cannot read the text file" train "$work/train_no_text.json" --out "$work/t3" --allow-dirty
 echo '{"task": {"kind": "fashion_mnist", "path": "/no/such/fmnist"}, "methods": ["full"]}' > "$work/train_no_fmnist.json"
 expect "apt-get install dataset-fashion-mnist" train "$work/train_no_fmnist.json" --out "$work/t3b" --allow-dirty
 expect "optimizer.lr" train "$work/train_bad_lr.json" --out "$work/t4" --allow-dirty
-echo '{"task": {"kind": "adding", "steps": 100}, "methods": ["full"], "batch": 100000000}' > "$work/train_huge_batch.json"
+expect 'config steps: renamed to "optimizer_steps"' \
+  train "$work/train_old_steps.json" --out "$work/t4b" --allow-dirty
+expect 'config task.steps: renamed to "task.time_steps"' \
+  train "$work/train_old_task_steps.json" --out "$work/t4c" --allow-dirty
+echo '{"task": {"kind": "adding", "time_steps": 100}, "methods": ["full"],
+      "batch": 100000000}' > "$work/train_huge_batch.json"
 expect "GiB available" train "$work/train_huge_batch.json" --out "$work/t6" --allow-dirty
 expect "config" train "$work/missing.json"
 (cd "$source_dir" && "$vlrnn" train "$work/train_ok.json" --out "$work/t5" --allow-dirty > /dev/null 2>&1)
 expect "different config" train "$work/train_other.json" --out "$work/t5" --resume --allow-dirty
+# A folder trained before the "steps" rename (meta.json's config in the old keys) is the
+# same config as its rewrite in the new ones: --resume takes it, no "different config".
+total=$((total + 1))
+if out=$(/usr/bin/env python3 - "$work/t5/meta.json" 2>&1 <<'PY'
+import json, sys
+meta = json.load(open(sys.argv[1]))
+config = meta["config"]
+config["steps"] = config.pop("optimizer_steps")
+config["task"]["steps"] = config["task"].pop("time_steps")
+json.dump(meta, open(sys.argv[1], "w"))
+PY
+) && out=$(cd "$source_dir" && "$vlrnn" train "$work/train_ok.json" --out "$work/t5" --resume \
+             --allow-dirty 2>&1); then
+  echo "ok   vlrnn train --resume of a folder whose meta.json has the old \"steps\" keys"
+else
+  echo "FAIL vlrnn train --resume of a folder whose meta.json has the old \"steps\" keys:"
+  sed 's/^/    /' <<<"$out" | head -20
+  failures=$((failures + 1))
+fi
 
 echo "cli: $((total - failures)) passed, $failures failed"
 ((failures == 0))

@@ -32,7 +32,8 @@ cat > sweep.json <<'JSON'
  "experiments": [{"methods": ["full", "vlrnn"], "T": [4, 8], "batch": 2, "hidden": 3,
                   "block": [2], "repeats": 1, "warmup": 0, "figures": ["memory_vs_T"]}]}
 JSON
-echo '{"task": {"kind": "adding", "steps": 8}, "methods": ["full"], "steps": 2}' > train.json
+echo '{"task": {"kind": "adding", "time_steps": 8}, "methods": ["full"],
+      "optimizer_steps": 2}' > train.json
 common=(--allow-dirty)
 run "sweep shard 1/2" "$vlrnn" sweep sweep.json --out shard0 --shard 0/2 "${common[@]}"
 run "sweep shard 2/2" "$vlrnn" sweep sweep.json --out shard1 --shard 1/2 "${common[@]}"
@@ -76,8 +77,9 @@ run "budget" "$vlrnn" budget --T 16 --hidden 4 --input 2 --batch 2 --classes 2 -
 run "train" "$vlrnn" train train.json --out train "${common[@]}"
 # A planner's training run, repeated from the plan its record keeps: the same losses, bit
 # for bit (NOTE [ Recorded plans ]).
-echo '{"task": {"kind": "adding", "steps": 16}, "methods": ["planner:percent=50"], "steps": 3,
-       "batch": 4, "model": {"kind": "lstm", "hidden": 8}}' > train_planner.json
+echo '{"task": {"kind": "adding", "time_steps": 16}, "methods": ["planner:percent=50"],
+       "optimizer_steps": 3, "batch": 4,
+       "model": {"kind": "lstm", "hidden": 8}}' > train_planner.json
 sed 's/"planner:percent=50"/"plan"/' train_planner.json > train_plan.json
 run "train a planner" "$vlrnn" train train_planner.json --out train_planner "${common[@]}"
 run "train --plan" "$vlrnn" train train_plan.json --out train_plan \

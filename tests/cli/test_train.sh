@@ -14,7 +14,7 @@ cat > "$work/config.json" <<'JSON'
   "model": {"kind": "gru", "hidden": 8, "carry_bias": 2},
   "methods": ["full", "vlrnn:block=4", "tbptt:k=4"],
   "seeds": [1, 2],
-  "batch": 4, "steps": 300,
+  "batch": 4, "optimizer_steps": 300,
   "optimizer": {"kind": "adam", "lr": 0.01, "clip": 1.0},
   "eval_every": 50, "eval_batches": 1, "checkpoint_every": 10
 }
@@ -70,7 +70,8 @@ if [[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]]; then
   cat > "$work/fmnist.json" <<'JSON'
 {"name": "fmnist-smoke", "task": {"kind": "fashion_mnist", "permuted": true},
  "model": {"kind": "lstm", "hidden": 8}, "methods": ["vlrnn:block=28", "tbptt:k=28"],
- "seeds": [1], "batch": 4, "steps": 2, "eval_every": 2, "eval_batches": 1, "eval_batch": 16}
+ "seeds": [1], "batch": 4, "optimizer_steps": 2,
+ "eval_every": 2, "eval_batches": 1, "eval_batch": 16}
 JSON
   "$vlrnn" train "$work/fmnist.json" --out "$work/fmnist" --allow-dirty > "$work/fmnist.log" 2>&1 ||
     { echo "FAIL: the Fashion-MNIST run failed:"; cat "$work/fmnist.log"; exit 1; }

@@ -20,7 +20,7 @@ cat > "$work/config.json" <<'JSON'
   "model": {"kind": "lstm", "hidden": 6},
   "methods": ["vlrnn:block=4", "planner:percent=30", "checkpoint", "full"],
   "seeds": [1],
-  "batch": 5, "steps": 40, "dtype": "float64",
+  "batch": 5, "optimizer_steps": 40, "dtype": "float64",
   "optimizer": {"kind": "adam", "lr": 0.01},
   "eval_every": 20, "eval_batches": 1, "checkpoint_every": 5
 }
@@ -108,7 +108,7 @@ diff <(compare "$work/killed" "$work/two") <(compare "$work/two" "$work/two") > 
 echo "killed rank 1: rank 0 stopped in ${waited} s (rc $rc); resumed, identical to the straight run"
 
 # Ranks with different configs stop at the start.
-sed 's/"steps": 40/"steps": 41/' "$work/config.json" > "$work/other.json"
+sed 's/"optimizer_steps": 40/"optimizer_steps": 41/' "$work/config.json" > "$work/other.json"
 port=$(free_port)
 rank 0 "$port" "$work/config.json" --out "$work/mismatch"; p0=$!
 rank 1 "$port" "$work/other.json" --out "$work/mismatch"; p1=$!

@@ -42,7 +42,7 @@ echo "== vlrnn train with \"model_file\" and \"head_file\": stop, resume"
 cat > train.json <<'JSON'
 {"name": "user_model", "task": {"kind": "copy", "delay": 10, "symbols": 2, "alphabet": 4, "min_length": 0.5},
  "model": {"model_file": "cell.pt"}, "head_file": "head.pt",
- "methods": ["full", "vlrnn:block=4"], "batch": 4, "steps": 200,
+ "methods": ["full", "vlrnn:block=4"], "batch": 4, "optimizer_steps": 200,
  "optimizer": {"kind": "adam", "lr": 0.01, "clip": 1.0},
  "eval_every": 50, "eval_batches": 1, "checkpoint_every": 10, "dtype": "float64"}
 JSON
@@ -89,7 +89,8 @@ echo "train: stopped (rc=$rc) and resumed run identical to the straight run"
 
 if [[ -n $plugin ]]; then
   echo "== vlrnn train --plugin: a plugin's kind with the head file"
-  sed 's/"model": {"model_file": "cell.pt"}/"model": {"kind": "indrnn", "hidden": 16}/; s/"steps": 200/"steps": 6/' \
+  sed -e 's/"model": {"model_file": "cell.pt"}/"model": {"kind": "indrnn", "hidden": 16}/' \
+      -e 's/"optimizer_steps": 200/"optimizer_steps": 6/' \
     train.json > plugin.json
   "$vlrnn" train plugin.json --plugin "$plugin" --out plugin_out --allow-dirty > plugin.log 2>&1 || {
     cat plugin.log; exit 1; }

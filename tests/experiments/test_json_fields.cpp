@@ -45,5 +45,20 @@ TEST(JsonFields, MebibytesBecomeBytesWithinRange) {
   expect_error_mentions([] { read_mib(json("8"), "budget"); }, {"config budget", "a string"});
 }
 
+// A renamed key fails with its own message, not as an unknown key; a key at the top level
+// (path "") is named bare.
+TEST(JsonFields, ARenamedKeyIsRefusedNamingItsNewName) {
+  const std::vector<RenamedKey> renamed = {{"steps", "renamed to \"time_steps\""}};
+  const auto nested = json::parse(R"({"kind": "adding", "steps": 8})");
+  expect_error_mentions([&] { check_keys(nested, "task", {"kind", "time_steps"}, renamed); },
+                        {"config task.steps: renamed to \"time_steps\""});
+  const auto top = json::parse(R"({"steps": 8})");
+  expect_error_mentions([&] { check_keys(top, "", {"name"}, renamed); },
+                        {"config steps: renamed to \"time_steps\""});
+  expect_error_mentions([&] { check_keys(top, "", {"name"}); },
+                        {"config steps: unknown key; known keys: name"});
+  check_keys(json::parse(R"({"time_steps": 8})"), "task", {"time_steps"}, renamed);
+}
+
 }  // namespace
 }  // namespace vlrnn::experiments::json_fields

@@ -41,7 +41,7 @@ TEST(Tasks, ABatchIsAFunctionOfSeedSplitAndIndexAlone) {
 }
 
 TEST(Tasks, AddingScoresTheSumOfTheTwoMarkedValuesAtTheLastStep) {
-  const auto task = make_task({{"kind", "adding"}, {"steps", 30}, {"min_length", 0.5}});
+  const auto task = make_task({{"kind", "adding"}, {"time_steps", 30}, {"min_length", 0.5}});
   const auto batch = task->batch(Split::kTrain, 0, 16, 3);
   ASSERT_TRUE(batch.has_lengths());
   EXPECT_EQ(batch.lengths.max().item<int64_t>(), 30);
@@ -129,7 +129,7 @@ TEST(Tasks, TextWindowsPredictTheNextCharacter) {
   std::string text;
   for (int i = 0; i < 200; ++i) text += "abcab";
   std::ofstream(path) << text;
-  const auto task = make_task({{"kind", "text"}, {"path", path}, {"steps", 16}});
+  const auto task = make_task({{"kind", "text"}, {"path", path}, {"time_steps", 16}});
   EXPECT_EQ(task->head_outputs(), 3);  // a, b, c
   const auto batch = task->batch(Split::kTrain, 0, 4, 1);
   const auto ids = batch.inputs.argmax(-1);  // [T, B]
@@ -142,17 +142,36 @@ TEST(Tasks, TextWindowsPredictTheNextCharacter) {
 TEST(Tasks, BadConfigsNameTheKey) {
   EXPECT_NE(error_of({{"kind", "copy"}}).find("task.delay: missing"), std::string::npos);
   EXPECT_NE(error_of({{"kind", "copy"}, {"delay", 0}}).find("task.delay"), std::string::npos);
-  EXPECT_NE(error_of({{"kind", "adding"}, {"steps", 10}, {"min_length", 2}})
+  EXPECT_NE(error_of({{"kind", "adding"}, {"time_steps", 10}, {"min_length", 2}})
                 .find("task.min_length"), std::string::npos);
-  EXPECT_NE(error_of({{"kind", "adding"}, {"steps", 10}, {"delay", 3}}).find("task.delay: unknown"),
-            std::string::npos);
+  EXPECT_NE(error_of({{"kind", "adding"}, {"time_steps", 10}, {"delay", 3}})
+                .find("task.delay: unknown"), std::string::npos);
+  EXPECT_NE(error_of({{"kind", "adding"}}).find("task.time_steps: missing"), std::string::npos);
   EXPECT_NE(error_of({{"kind", "mnist"}}).find("task.kind"), std::string::npos);
   EXPECT_NE(error_of({{"kind", "fashion_mnist"}, {"steps", 10}}).find("task.steps: unknown"),
             std::string::npos);
   EXPECT_NE(error_of({{"kind", "fashion_mnist"}, {"permuted", "yes"}}).find("task.permuted"),
             std::string::npos);
-  EXPECT_NE(error_of({{"kind", "text"}, {"path", "/no/such/file"}, {"steps", 8}})
+  EXPECT_NE(error_of({{"kind", "text"}, {"path", "/no/such/file"}, {"time_steps", 8}})
                 .find("cannot read"), std::string::npos);
+}
+
+// "steps", the older name of the length (also the top level's optimizer steps), is refused
+// naming "task.time_steps"; a task whose length is not a key of its own (copy: 2S + D;
+// Fashion-MNIST: 784) has neither, and either is an unknown key there.
+TEST(Tasks, TheOldStepsKeyIsRefusedNamingTimeSteps) {
+  for (const json& old : {json{{"kind", "adding"}, {"steps", 10}},
+                          json{{"kind", "text"}, {"path", "/no/such/file"}, {"steps", 8}},
+                          json{{"kind", "adding"}, {"time_steps", 10}, {"steps", 10}}}) {
+    testing::expect_error_mentions(
+        [&] { make_task(old); },
+        {"config task.steps: renamed to \"task.time_steps\" (the sequence length T)"});
+  }
+  EXPECT_EQ(make_task({{"kind", "adding"}, {"time_steps", 10}})->time_steps(), 10);
+  EXPECT_NE(error_of({{"kind", "copy"}, {"delay", 3}, {"time_steps", 10}})
+                .find("task.time_steps: unknown"), std::string::npos);
+  EXPECT_NE(error_of({{"kind", "copy"}, {"delay", 3}, {"steps", 10}}).find("task.steps: unknown"),
+            std::string::npos);
 }
 
 // A stand-in Fashion-MNIST of 4 x 4 images (T = 16): image n's first pixel is n, so a

@@ -26,11 +26,11 @@ std::string fresh_dir(const std::string& name) {
 }
 
 TrainConfig small_config(json overrides = json::object()) {
-  json config = {{"task", {{"kind", "adding"}, {"steps", 24}, {"min_length", 0.5}}},
+  json config = {{"task", {{"kind", "adding"}, {"time_steps", 24}, {"min_length", 0.5}}},
                  {"model", {{"kind", "lstm"}, {"hidden", 8}}},
                  {"methods", {"full"}},
                  {"batch", 4},
-                 {"steps", 12},
+                 {"optimizer_steps", 12},
                  {"optimizer", {{"kind", "adam"}, {"lr", 0.01}, {"clip", 1.0}}},
                  {"lr_schedule", {{"kind", "cosine"}, {"warmup", 2}}},
                  {"eval_every", 5},
@@ -65,7 +65,8 @@ double relative_difference(double a, double b) {
 // Figure (a)'s assertion: from one seed, every exact method's losses agree with full BPTT's
 // to float64 rounding over the first 200 steps (same weights, same batches, same updates).
 TEST(Trainer, EveryExactMethodFollowsFullBpttsTrajectoryFor200Steps) {
-  auto config = small_config({{"steps", 200}, {"eval_every", 200}, {"checkpoint_every", 200},
+  auto config = small_config({{"optimizer_steps", 200}, {"eval_every", 200},
+                              {"checkpoint_every", 200},
                               {"model", {{"kind", "lstm"}, {"hidden", 8}, {"dropout", 0.0}}}});
   const auto dir = fresh_dir("exact");
   const auto reference = train(config, {"full", 7, 4}, dir);
@@ -143,7 +144,7 @@ std::string small_image_folder() {
 TEST(Trainer, EvaluationReportsTheAccuracyOfASequenceClassification) {
   const auto config = small_config(
       {{"task", {{"kind", "fashion_mnist"}, {"path", small_image_folder()}}},
-       {"model", {{"kind", "gru"}, {"hidden", 8}}}, {"steps", 60}, {"eval_every", 20},
+       {"model", {{"kind", "gru"}, {"hidden", 8}}}, {"optimizer_steps", 60}, {"eval_every", 20},
        {"eval_batches", 2}, {"eval_batch", 16}, {"optimizer", {{"kind", "adam"}, {"lr", 0.05}}}});
   std::vector<json> records;
   TrainHooks hooks;
@@ -183,15 +184,15 @@ TEST(Trainer, EveryTaskTrainsWithEveryMethod) {
     for (int i = 0; i < 40; ++i) text << "the quick brown fox jumps over the lazy dog. ";
   }
   const std::vector<json> tasks = {
-      {{"kind", "adding"}, {"steps", 20}, {"min_length", 0.5}},
+      {{"kind", "adding"}, {"time_steps", 20}, {"min_length", 0.5}},
       {{"kind", "copy"}, {"delay", 9}, {"symbols", 2}, {"min_length", 0.5}},
-      {{"kind", "text"}, {"path", text_path}, {"steps", 16}, {"min_length", 0.5}},
+      {{"kind", "text"}, {"path", text_path}, {"time_steps", 16}, {"min_length", 0.5}},
       {{"kind", "fashion_mnist"}, {"path", small_image_folder()}, {"permuted", true}}};
   for (const auto& task : tasks) {
     for (const auto& method : method_names()) {
       if (!handles_left_to_right(method)) continue;  // bivlrnn takes bidirectional models
       SCOPED_TRACE(task.dump() + " " + method);
-      auto config = small_config({{"task", task}, {"steps", 3}, {"eval_every", 2},
+      auto config = small_config({{"task", task}, {"optimizer_steps", 3}, {"eval_every", 2},
                                   {"dtype", "float32"}});
       std::vector<json> records;
       TrainHooks hooks;
@@ -219,7 +220,7 @@ TEST(Trainer, BidirectionalAndLinearKindsTrain) {
       {"ssm", {"vlrnn"}}};
   for (const auto& [kind, methods] : cases) {
     auto config = small_config({{"model", {{"kind", kind}, {"hidden", 6}}}, {"methods", methods},
-                                {"steps", 2}, {"eval_every", 2}});
+                                {"optimizer_steps", 2}, {"eval_every", 2}});
     const auto task = make_task(config.task);
     for (const auto& run : config.runs) {
       SCOPED_TRACE(kind + " " + run.method);
@@ -247,7 +248,8 @@ TEST(Trainer, RecordsUpToKeepsOtherRunsAndEarlierSteps) {
 }
 
 TEST(Trainer, BatchMaxIsTheLargestThatFitsTheBudget) {
-  auto config = small_config({{"steps", 1}, {"memory_budget_mib", 0.25}, {"batch_max", 256},
+  auto config = small_config({{"optimizer_steps", 1}, {"memory_budget_mib", 0.25},
+                              {"batch_max", 256},
                               {"methods", {{{"method", "full"}, {"batch", "max"}},
                                            {{"method", "vlrnn:block=5"}, {"batch", "max"}}}}});
   const auto task = make_task(config.task);
@@ -317,7 +319,7 @@ TEST(Trainer, BadConfigsNameTheField) {
 // the same batches; its runs and records name the model.
 TEST(Trainer, AMethodEntryTrainsItsOwnModel) {
   const auto config = small_config(
-      {{"steps", 2}, {"eval_every", 2},
+      {{"optimizer_steps", 2}, {"eval_every", 2},
        {"methods", {"vlrnn:block=5",
                     {{"method", "vlrnn:block=5"}, {"model", {{"kind", "mingru"}, {"hidden", 6}}}}}}});
   ASSERT_EQ(config.runs.size(), 2u);
@@ -361,7 +363,7 @@ TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFinalFraction) {
 TEST(Trainer, LearningRateScheduleKeepsItsOlderName) {
   const json schedule = {{"kind", "cosine"}, {"warmup", 7}};
   EXPECT_EQ(small_config({{"lr_schedule", schedule}}).lr_schedule.warmup, 7);
-  const json older = {{"task", {{"kind", "adding"}, {"steps", 24}}}, {"methods", {"full"}},
+  const json older = {{"task", {{"kind", "adding"}, {"time_steps", 24}}}, {"methods", {"full"}},
                       {"schedule", schedule}};
   EXPECT_EQ(parse_train_config(older, "test").lr_schedule.warmup, 7);
   // Errors name the key as the config spells it.
@@ -369,12 +371,44 @@ TEST(Trainer, LearningRateScheduleKeepsItsOlderName) {
       [] { small_config({{"lr_schedule", {{"kind", "cosine"}, {"warmup", -1}}}}); },
       {"lr_schedule.warmup"});
   testing::expect_error_mentions([&] {
-    parse_train_config({{"task", {{"kind", "adding"}, {"steps", 24}}}, {"methods", {"full"}},
+    parse_train_config({{"task", {{"kind", "adding"}, {"time_steps", 24}}}, {"methods", {"full"}},
                         {"schedule", {{"kind", "linear"}}}}, "test");
   }, {"schedule.kind"});
   // small_config() has an lr_schedule already.
   testing::expect_error_mentions([&] { small_config({{"schedule", schedule}}); },
                                  {"schedule", "got both \"lr_schedule\" and \"schedule\""});
+}
+
+// "steps" meant the optimizer's steps at the top level and the sequence length inside
+// "task": both were renamed, and each old spelling is refused naming its new key.
+TEST(Trainer, TheOldStepsKeysAreRefusedNamingTheirNewNames) {
+  EXPECT_EQ(small_config({{"optimizer_steps", 7}}).optimizer_steps, 7);
+  testing::expect_error_mentions(
+      [] { small_config({{"steps", 7}}); },
+      {"config steps: renamed to \"optimizer_steps\" (the number of optimizer steps)",
+       "the task's length is \"task.time_steps\""});
+  for (const json& task : {json{{"kind", "adding"}, {"steps", 24}},
+                           json{{"kind", "text"}, {"path", "/no/such/file"}, {"steps", 8}}}) {
+    SCOPED_TRACE(task.dump());
+    testing::expect_error_mentions([&] { small_config({{"task", task}}); },
+                                   {"config task.steps: renamed to \"task.time_steps\""});
+  }
+}
+
+// A folder trained before the rename stored its config with the old keys; --resume reads
+// that with today's names (with_current_key_names), so the rewritten config resumes it.
+TEST(Trainer, AnOlderConfigReadsWithTodaysKeyNames) {
+  const json older = {{"task", {{"kind", "adding"}, {"steps", 24}}}, {"methods", {"full"}},
+                      {"steps", 12}};
+  const json today = {{"task", {{"kind", "adding"}, {"time_steps", 24}}},
+                      {"methods", {"full"}}, {"optimizer_steps", 12}};
+  EXPECT_EQ(with_current_key_names(older), parse_train_config(today, "test").source);
+  EXPECT_EQ(with_current_key_names(today), today);
+  // Another config is still another config.
+  json other = older;
+  other["steps"] = 13;
+  EXPECT_NE(with_current_key_names(other), today);
+  EXPECT_EQ(with_current_key_names(json::array()), json::array());  // no object: unchanged
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& run : config.runs) {
       run.label();
       config.optimizer.lr_for_batch(run.batch);
-      config.lr_schedule.lr_at(config.optimizer.lr, config.steps - 1, config.steps);
+      config.lr_schedule.lr_at(config.optimizer.lr, config.optimizer_steps - 1,
+                               config.optimizer_steps);
     }
   } catch (const c10::Error&) {
   }
