@@ -76,38 +76,26 @@ def violations(root):
     return found
 
 
-def header_path(root, header):
-    """The file of one of our headers as included (`vlrnn/core/x.h`, `lib/x.h`), or None."""
-    layer = header_layer(root, header)
-    if layer is None:
-        return None
-    if layer == "experiments":
-        return os.path.join(root, "experiments", header)
-    return os.path.join(root, layer, "include", header)
-
-
 def include_cycles(root):
     """Every cycle of our headers including each other, as 'a.h -> b.h -> a.h' (one per
     cycle, from the header that sorts first)."""
-    includes = {}  # header as included -> the headers of ours it includes
-    pending = []
+    includes = {}  # header as included (vlrnn/core/x.h, lib/x.h) -> the headers of ours it includes
     for layer in LAYERS:
         for directory, _, files in os.walk(os.path.join(root, layer)):
             for name in files:
-                if name.endswith((".h", ".hpp", ".cuh")):
-                    path = os.path.join(directory, name)
-                    relative = os.path.relpath(path, root).replace(os.sep, "/")
-                    if "/include/" in relative:
-                        pending.append(relative.split("/include/", 1)[1])
-                    elif relative.startswith("experiments/"):
-                        pending.append(relative[len("experiments/"):])
-    for header in pending:
-        path = header_path(root, header)
-        if path is None or not os.path.isfile(path):
-            continue
-        with open(path, encoding="utf-8", errors="replace") as source:
-            found = [m.group(1) for m in map(INCLUDE.match, source) if m]
-        includes[header] = sorted(h for h in found if header_layer(root, h) is not None)
+                if not name.endswith((".h", ".hpp", ".cuh")):
+                    continue
+                path = os.path.join(directory, name)
+                relative = os.path.relpath(path, root).replace(os.sep, "/")
+                if "/include/" in relative:
+                    header = relative.split("/include/", 1)[1]
+                elif layer == "experiments":
+                    header = relative[len("experiments/"):]
+                else:
+                    continue  # a private header of a src/ folder: no one includes it by name
+                with open(path, encoding="utf-8", errors="replace") as source:
+                    found = [m.group(1) for m in map(INCLUDE.match, source) if m]
+                includes[header] = sorted(h for h in found if header_layer(root, h) is not None)
     cycles, state = set(), {}  # state: 1 on the current path, 2 done
 
     def visit(header, path):
