@@ -1,6 +1,6 @@
 // The compiled half of the Python package `vlrnn` (imported as vlrnn._C): the gradient
-// methods on a user's Python modules, the verifier, the hand-written cells as functions,
-// and TorchScript model files. The pure-Python layer (python/vlrnn/) is what users call;
+// methods on a user's Python modules, the verifier, the hand-written cells over a module's
+// tensors, and TorchScript model files. The pure-Python layer (python/vlrnn/) is what users call;
 // it validates arguments and adapts layouts before anything reaches here.
 // Shapes: T = steps, B = batch, F = input features, H = hidden, Z = model output features.
 
@@ -8,8 +8,8 @@
 #include "python_modules.h"
 
 
-#include "vlrnn/cells/gru_layer.h"
-#include "vlrnn/cells/lstm_layer.h"
+#include "vlrnn/cells/gru_block.h"
+#include "vlrnn/cells/lstm_block.h"
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
@@ -369,33 +369,32 @@ PYBIND11_MODULE(_C, m) {
   memory.def("peak_bytes", [] { return measure::CpuMemoryTracker::instance().peak_bytes(); });
   memory.def("reset_peak", [] { return measure::CpuMemoryTracker::instance().reset_peak(); });
 
-  m.def("lstm_layer",
-        [](const torch::Tensor& x, const torch::Tensor& h, const torch::Tensor& c,
-           const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
-           const torch::Tensor& b_hh, const py::object& mask) {
-          const LstmWeights weights{w_ih, w_hh, b_ih, b_hh};
-          const auto m = optional_tensor(mask);
-          input_error([&] { weights.check("weights"); return 0; });
-          py::gil_scoped_release release;
-          return lstm_layer(x, h, c, weights, m);
+  // The hand-written cells over a Python module's own tensors (vlrnn/nn.py): the tensors are
+  // shared, so gradients reach the module's parameters.
+  py::class_<BlockRnn, RecurrentModule, std::shared_ptr<BlockRnn>>(m, "BlockRnn")
+      .def("forward_with_masks",
+           [](BlockRnn& self, const torch::Tensor& x, const std::vector<torch::Tensor>& state,
+              const py::object& lengths, const py::object& masks) {
+             const auto lengths_tensor = optional_tensor(lengths);
+             const auto masks_tensor = optional_tensor(masks);
+             py::gil_scoped_release release;
+             auto [z, exit] =
+                 self.forward_with_masks(x, State(state), lengths_tensor, masks_tensor);
+             return std::make_pair(z, exit.tensors());
+           },
+           py::arg("x"), py::arg("state"), py::arg("lengths") = py::none(),
+           py::arg("masks") = py::none(),
+           "forward with the dropout masks between layers given: [T, L-1, B, H], scaled, "
+           "or None");
+  m.def("block_rnn",
+        [](const std::string& cell, const std::vector<std::vector<torch::Tensor>>& layers,
+           double dropout) -> std::shared_ptr<BlockRnn> {
+          return input_error([&]() -> std::shared_ptr<BlockRnn> {
+            if (cell == "lstm") return std::make_shared<LstmBlock>(layers, dropout);
+            return std::make_shared<GruBlock>(gru_variant_from_string(cell), layers, dropout);
+          });
         },
-        py::arg("x"), py::arg("h"), py::arg("c"), py::arg("w_ih"), py::arg("w_hh"),
-        py::arg("b_ih"), py::arg("b_hh"), py::arg("mask") = py::none(),
-        "One LSTM layer over a block: x [T, B, F], h and c [1, B, H], mask [T, B] bool or "
-        "None -> (z [T, B, H], h [1, B, H], c [1, B, H]), with a hand-written backward.");
-  m.def("gru_layer",
-        [](const std::string& variant, const torch::Tensor& x, const torch::Tensor& h,
-           const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
-           const torch::Tensor& b_hh, const py::object& mask) {
-          const GruWeights weights{w_ih, w_hh, b_ih, b_hh};
-          const auto kind = input_error([&] { return gru_variant_from_string(variant); });
-          const auto m = optional_tensor(mask);
-          input_error([&] { weights.check("weights"); return 0; });
-          py::gil_scoped_release release;
-          return gru_layer(kind, x, h, weights, m);
-        },
-        py::arg("variant"), py::arg("x"), py::arg("h"), py::arg("w_ih"), py::arg("w_hh"),
-        py::arg("b_ih"), py::arg("b_hh"), py::arg("mask") = py::none(),
-        "One GRU layer (variant 'v1'..'v4') over a block: x [T, B, F], h [1, B, H] -> "
-        "(z [T, B, H], h [1, B, H]), with a hand-written backward.");
+        py::arg("cell"), py::arg("layers"), py::arg("dropout") = 0.0,
+        "The hand-written cell 'lstm' or a GRU variant 'v1'..'v4' over layers[l] = (w_ih, "
+        "w_hh, b_ih, b_hh) or (w_ih, w_hh), shared: a model of state S x [L, B, H].");
 }

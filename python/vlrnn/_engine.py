@@ -12,7 +12,7 @@ from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction
     StateLayout, as_state_tuple, split_result
 from ._compat import add_note
 from ._sequences import batch_from, resets_from
-from .nn import _BlockRNN, per_call_dropout_layers, stock_engine_block, stock_engine_model
+from .nn import _BlockRNN, per_call_dropout_layers, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
 
@@ -188,22 +188,24 @@ def grads_kept_on_error(tensors):
 
 def engine_model_of(rnn, fast_cells):
     """The C++ model that computes rnn's function, when there is one (an EngineModel):
-    the module's own engine_model(), or a stock bidirectional torch.nn module's; else None."""
+    the module's own engine_model(), or a stock torch.nn LSTM / GRU's; else None."""
     own = getattr(rnn, "engine_model", None)
     engine = own() if callable(own) else None
-    if engine is None and getattr(rnn, "bidirectional", False) is True \
-            and isinstance(rnn, (torch.nn.LSTM, torch.nn.GRU)):
-        if not fast_cells:
-            raise ValueError("fast_cells: a bidirectional torch.nn module cannot be called "
-                             "block by block (its output at t depends on every step); it runs "
-                             "only by the hand-written cells, fast_cells=True")
-        engine = stock_engine_model(rnn)
-        if engine is None:
-            raise ValueError(f"rnn: a bidirectional {type(rnn).__name__} with a forward of its "
-                             "own cannot be cut into blocks (its output at t depends on every "
-                             "step), and only torch.nn's own forward runs as the engine's "
-                             "bidirectional model; use torch.nn.LSTM / GRU or vlrnn.nn.LSTM / "
-                             "GRU as they are")
+    if engine is not None or not isinstance(rnn, (torch.nn.LSTM, torch.nn.GRU)):
+        return engine
+    if getattr(rnn, "bidirectional", False) is not True:
+        return stock_engine_model(rnn) if fast_cells else None
+    if not fast_cells:
+        raise ValueError("fast_cells: a bidirectional torch.nn module cannot be called "
+                         "block by block (its output at t depends on every step); it runs "
+                         "only by the hand-written cells, fast_cells=True")
+    engine = stock_engine_model(rnn)
+    if engine is None:
+        raise ValueError(f"rnn: a bidirectional {type(rnn).__name__} with a forward of its "
+                         "own cannot be cut into blocks (its output at t depends on every "
+                         "step), and only torch.nn's own forward runs as the engine's "
+                         "bidirectional model; use torch.nn.LSTM / GRU or vlrnn.nn.LSTM / "
+                         "GRU as they are")
     return engine
 
 
@@ -279,17 +281,13 @@ class EngineCall:
         if self.engine is not None:
             self.model = self.engine.model
         else:
-            stock = stock_engine_block(rnn) if fast_cells else None
             if hasattr(rnn, "engine_block"):
                 block = EngineLayoutBlock(rnn.engine_block(), self.layout, type(rnn).__name__)
-                self.block = block
-            elif stock is not None:
-                block = EngineLayoutBlock(stock, self.layout, type(rnn).__name__)
             else:
                 block = BlockFunction(rnn, self.layout, self.batch.sort_order(),
                                       self.batch.packed is not None, self.batch.time_steps,
                                       parameters)
-                self.block = block
+            self.block = block
             shapes = " ".join(f"{n}{list(p.shape)}" for n, p in rnn_parameters)
             self.model = _C.PythonModel(block, self.batch.inputs.shape[2], z_size,
                                         self.layout.shapes_for(self.batch.batch_size),
@@ -327,16 +325,23 @@ class EngineCall:
         return tensors
 
     def accumulate_h0_grad(self):
-        """After the engine ran: dL/dh0 of the engine's leaves into the caller's h0's .grad."""
+        """After the engine ran: dL/dh0 of the engine's leaves to the caller's h0, into .grad
+        of a leaf, and back through the graph of an h0 computed from other tensors (a learned
+        initial state), as autograd would carry it had the engine taken h0 itself."""
         if self.h0 is None or self.engine is None:
             return
         if not any(t.grad is not None for t in self.engine_h0):
             return
         grads = self.engine.from_engine([t.grad if t.grad is not None else torch.zeros_like(t)
                                          for t in self.engine_h0])
-        for leaf, grad in zip(self.h0, grads):
-            if leaf.is_leaf and leaf.requires_grad:
-                leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+        computed = []
+        for tensor, grad in zip(self.h0, grads):
+            if tensor.is_leaf and tensor.requires_grad:
+                tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+            elif tensor.requires_grad:
+                computed.append((tensor, grad))
+        if computed:
+            torch.autograd.backward([t for t, _ in computed], [g for _, g in computed])
 
     @property
     def calls_user_code(self):

@@ -14,20 +14,24 @@
 
 They work in any training loop (loss.backward()), take batch-first or time-major tensors
 and PackedSequences, and work as the rnn of vlrnn.VLRNN (with batch_first=True, as VLRNN
-calls its rnn). Differences from torch.nn: CPU only; no proj_size; dropout between layers
-draws its masks one step at a time ([L-1, B, H] per step; for a PackedSequence, for the
-sequences present at that step), which makes any cut of the sequence into blocks exact.
-(torch.nn's draw one [T, B, H] mask per layer and call: with two or more dropout layers, a
-cut interleaves the layers' draws differently, and no block method can be exact for them.)
+calls its rnn). Every call runs the C++ model of the cells (vlrnn/cells/block_rnn.h: the
+layers, the masks of padded steps) over the module's own parameters; inside vlrnn.VLRNN the
+engine runs that model itself, with no Python call per block (engine_model). Differences
+from torch.nn: CPU only; no proj_size; dropout between layers draws its masks one step at a
+time ([L-1, B, H] per step; for a PackedSequence, for the sequences present at that step),
+which makes any cut of the sequence into blocks exact. (torch.nn's draw one [T, B, H] mask
+per layer and call: with two or more dropout layers, a cut interleaves the layers' draws
+differently, and no block method can be exact for them.) While that dropout is on, VLRNN
+calls the module per block, since only its calls draw a PackedSequence's masks that way.
 
 Bidirectional modules (bidirectional=True: LSTM / GRU here or in torch.nn, and the linear
-recurrences) run as the engine's bidirectional model (vlrnn/core/bidirectional.h): each direction of each layer is a
-hand-written cell over that direction's parameters (for LSTM / GRU torch.nn's '_reverse'
-ones for the backward direction; for the linear recurrences a one-layer C++ module), the
-backward direction of each sequence starting at its own last
-valid step. Inside vlrnn.VLRNN they train with the bidirectional block method (method
-'bivlrnn', the default for them) or 'checkpoint' / 'full'. Their dropout between layers is
-one [B, 2H] mask per step, drawn after the layer below ran.
+recurrences) run as the engine's bidirectional model (vlrnn/core/bidirectional.h): each
+direction of each layer is the cells' C++ model over that direction's parameters (for
+LSTM / GRU torch.nn's '_reverse' ones for the backward direction; for the linear
+recurrences a one-layer C++ module), the backward direction of each sequence starting at
+its own last valid step. Inside vlrnn.VLRNN they train with the bidirectional block method
+(method 'bivlrnn', the default for them) or 'checkpoint' / 'full'. Their dropout between
+layers is one [B, 2H] mask per step, drawn after the layer below ran.
 Shapes: T = steps, B = batch, F = input features, H = hidden, L = layers, G = gates,
 D = directions (1, or 2 when bidirectional).
 """
@@ -46,73 +50,33 @@ from ._sequences import packed_order, packed_rows, rnn_input, rnn_output
 __all__ = ["LSTM", "GRU", "MinGRU", "MinLSTM", "LRU", "SelectiveSSM"]
 
 
-def _layer_weights(module, layer, suffix=""):
-    """Layer `layer`'s (w_ih, w_hh, b_ih, b_hh) under torch.nn's names (zeros: no bias);
-    suffix '_reverse' for a bidirectional module's backward direction."""
-    w_ih = getattr(module, f"weight_ih_l{layer}{suffix}")
-    w_hh = getattr(module, f"weight_hh_l{layer}{suffix}")
-    if module.bias:
-        return w_ih, w_hh, getattr(module, f"bias_ih_l{layer}{suffix}"), \
-            getattr(module, f"bias_hh_l{layer}{suffix}")
-    zeros = w_ih.new_zeros(w_ih.shape[0])
-    return w_ih, w_hh, zeros, zeros
+def _layer_tensors(module, layer, suffix=""):
+    """Layer `layer`'s [w_ih, w_hh, b_ih, b_hh] ([w_ih, w_hh] with bias=False) under
+    torch.nn's names; suffix '_reverse' for a bidirectional module's backward direction."""
+    names = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if module.bias else [])
+    return [getattr(module, f"{name}_l{layer}{suffix}") for name in names]
 
 
-def _run_cell(cell, x, entry, weights, mask):
-    """One layer by a hand-written cell: x [T, B, I], entry (h, c) or (h,) each [1, B, H]
-    -> (z [T, B, H], the exit state as a tuple of [1, B, H])."""
+def cell_model(cell, module, layers, suffix="", dropout=0.0):
+    """The C++ model computing `layers` (a range) of `module`, in torch.nn's parameter layout,
+    by the hand-written cell: 'lstm', or a GRU variant 'v1'..'v4'. It runs on the module's own
+    tensors (shared, so gradients reach its parameters), read at every call, so that
+    load_state_dict, .double() and optimizers act on what runs; state S x [L, B, H]."""
     if autocast_enabled():
         raise ValueError("vlrnn.nn.LSTM / GRU: torch.autocast is not supported by the "
                          "hand-written cells (they compute in the parameters' dtype); call them "
                          "outside autocast, with the module in the dtype you want, or use "
                          "torch.nn.LSTM / GRU")
-    if cell == "lstm":
-        z, h, c = _C.lstm_layer(x, entry[0], entry[1], *weights, mask)
-        return z, (h, c)
-    z, h = _C.gru_layer(cell, x, entry[0], *weights, mask)
-    return z, (h,)
-
-
-def _step_mask(x, lengths):
-    """[T, B] bool: step t of sequence b is valid; None when every step is."""
-    if lengths is None:
-        return None
-    return (torch.arange(x.shape[0]).unsqueeze(1) < lengths.unsqueeze(0)).to(x.device)
-
-
-def run_layers(cell, module, x, state, mask=None, drop=None):
-    """The stacked layers of `module` (torch.nn's parameter names) by the hand-written cells.
-    cell: 'lstm', or a GRU variant 'v1'..'v4'; x [T, B, F]; state: (h, c) or (h,), each
-    [L, B, H]; mask [T, B] bool or None; drop [T, L-1, B, H] or None.
-    Returns (z [T, B, H], the exit state as a tuple of [L, B, H])."""
-    exits = []
-    for layer in range(module.num_layers):
-        entry = [t[layer:layer + 1] for t in state]
-        x, layer_exit = _run_cell(cell, x, entry, _layer_weights(module, layer), mask)
-        exits.append(layer_exit)
-        if drop is not None and layer < module.num_layers - 1:
-            x = x * drop[:, layer]
-    return x, tuple(torch.cat([e[i] for e in exits]) for i in range(len(state)))
+    model = _C.block_rnn(cell, [_layer_tensors(module, layer, suffix) for layer in layers],
+                         dropout)
+    model.train(module.training)
+    return model
 
 
 def _direction_model(cell, module, layer, suffix):
     """One direction of one layer of a bidirectional torch.nn-layout module as the engine's
-    left-to-right model: the hand-written cell over that direction's parameters, read from
-    the module at every call (so load_state_dict and optimizers act on what runs)."""
-    names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
-    if module.bias:
-        names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
-    hidden = module.hidden_size
-    width = module.input_size if layer == 0 else 2 * hidden
-
-    def block(x, state, lengths):
-        return _run_cell(cell, x, state, _layer_weights(module, layer, suffix),
-                         _step_mask(x, lengths))
-    states = 2 if cell == "lstm" else 1
-    return _C.PythonModel(block, width, hidden, [[1, 1, hidden]] * states, 1,
-                          [(n, getattr(module, n)) for n in names],
-                          f"python:{type(module).__qualname__}[{cell}] l{layer}{suffix} "
-                          f"{width}->{hidden}")
+    left-to-right model: the hand-written cell over that direction's parameters."""
+    return cell_model(cell, module, range(layer, layer + 1), suffix)
 
 
 def bidirectional_engine_model(module, cell, dropout):
@@ -139,6 +103,18 @@ def per_call_dropout_layers(rnn):
     return rnn.num_layers - 1 if rnn.training and rnn.dropout > 0 else 0
 
 
+def _why_not_own_forward(module):
+    """Why calling `module` would compute something other than its class's forward over its
+    registered parameters (forward hooks, parametrized weights), or None."""
+    hooks = torch.nn.modules.module
+    if module._forward_hooks or module._forward_pre_hooks or hooks._global_forward_hooks \
+            or hooks._global_forward_pre_hooks:
+        return "forward hooks"
+    if torch.nn.utils.parametrize.is_parametrized(module):
+        return "parametrized weights"
+    return None
+
+
 def _why_not_stock(rnn):
     """Why the hand-written cells would not compute a torch.nn.LSTM / GRU's own function
     as the engine calls it, or None when they do."""
@@ -151,10 +127,9 @@ def _why_not_stock(rnn):
                 "call; vlrnn.nn's modules draw them per step)")
     if autocast_enabled():
         return "torch.autocast is on (the cells compute in the parameters' dtype)"
-    hooks = torch.nn.modules.module
-    if rnn._forward_hooks or rnn._forward_pre_hooks or hooks._global_forward_hooks \
-            or hooks._global_forward_pre_hooks:
-        return "forward hooks"
+    own = _why_not_own_forward(rnn)
+    if own is not None:
+        return own
     if any(p.device.type != "cpu" or p.dtype not in (torch.float32, torch.float64)
            for p in rnn.parameters()):
         return "parameters not on the CPU in float32 / float64"
@@ -182,42 +157,30 @@ def lstm_runs_on_onednn(dtype, device):
     return _onednn_lstm[key]
 
 
-def stock_engine_block(rnn):
-    """For an unmodified torch.nn.LSTM or GRU called as the original's contract calls it
-    (batch_first=True), the engine's block function computed by the hand-written cells
-    (NOTE [ Python modules in the engine ]): the same function of the same parameters,
-    without a Python call per block into LibTorch's RNN. None wherever that would not be the
-    module's own function: a forward overridden or hooked, bidirectional (see
-    stock_engine_model), proj_size, not on the CPU in float32 / float64, batch_first=False,
-    or dropout between layers while training (torch.nn draws those masks per call, the cells
-    per step); and for an LSTM where torch runs it on oneDNN (lstm_runs_on_onednn), which
-    is faster than the cell."""
-    cell = _stock_cell(rnn)
-    if cell is None or rnn.bidirectional or _why_not_stock(rnn) is not None:
-        return None
-    weight = rnn.weight_ih_l0
-    if cell == "lstm" and lstm_runs_on_onednn(weight.dtype, weight.device):
-        return None  # the module itself is the faster path here
-
-    def block(x, state, lengths):
-        return run_layers(cell, rnn, x, state, _step_mask(x, lengths))
-    return block
-
-
 def stock_engine_model(rnn):
-    """For an unmodified torch.nn.LSTM or GRU with bidirectional=True, the engine's
-    Bidirectional model computing its function by the hand-written cells (an EngineModel);
-    None for any other module. No block of a bidirectional module can be computed by calling
-    it, so what keeps the cells from computing its function is a ValueError naming it."""
+    """For an unmodified torch.nn.LSTM or GRU, the engine's C++ model computing its function
+    by the hand-written cells (an EngineModel; NOTE [ Python modules in the engine ]): the
+    same function of the same parameters, with no Python call per block. None for any other
+    module, and where the cells would not compute the module's own function (a forward
+    overridden or hooked, proj_size, not on the CPU in float32 / float64, batch_first=False,
+    dropout between layers while training: torch.nn draws those masks per call, the cells
+    per step), or for an LSTM that torch runs on oneDNN (lstm_runs_on_onednn), which is
+    faster than the cell. No block of a bidirectional module can be computed by calling it,
+    so for one what keeps the cells from computing its function is a ValueError naming it."""
     cell = _stock_cell(rnn)
-    if cell is None or not rnn.bidirectional:
+    if cell is None:
         return None
     why = _why_not_stock(rnn)
-    if why is not None:
-        raise ValueError(f"rnn: a bidirectional {type(rnn).__name__} runs inside VLRNN only as "
-                         f"the engine's bidirectional model, which cannot compute this one's "
-                         f"function: {why}")
-    return bidirectional_engine_model(rnn, cell, 0.0)
+    if rnn.bidirectional:
+        if why is not None:
+            raise ValueError(f"rnn: a bidirectional {type(rnn).__name__} runs inside VLRNN only "
+                             f"as the engine's bidirectional model, which cannot compute this "
+                             f"one's function: {why}")
+        return bidirectional_engine_model(rnn, cell, 0.0)
+    weight = rnn.weight_ih_l0
+    if why is not None or (cell == "lstm" and lstm_runs_on_onednn(weight.dtype, weight.device)):
+        return None
+    return EngineModel(cell_model(cell, rnn, range(rnn.num_layers)), list, tuple)
 
 
 class _BlockRNN(nn.Module):
@@ -284,12 +247,29 @@ class _BlockRNN(nn.Module):
         raise NotImplementedError
 
     def engine_model(self):
-        """Bidirectional: the engine's Bidirectional model computing this module's function
-        (an EngineModel, vlrnn/_adapters.py), which vlrnn.VLRNN runs with no Python call per
-        block; None for one direction (VLRNN calls the module per block)."""
-        if not self.bidirectional:
+        """The engine's C++ model computing this module's function (an EngineModel,
+        vlrnn/_adapters.py), which vlrnn.VLRNN runs with no Python call per block. Left to
+        right, None where VLRNN must call the module per block instead: a subclass's own
+        forward, forward hooks or parametrized weights, or dropout between layers while
+        training (a PackedSequence's masks are drawn for the sequences present at each step,
+        which only calls of the module reproduce block by block). A bidirectional module
+        cannot be called per block, so for it those are a ValueError."""
+        why = "a forward of its own" if type(self).forward is not _BlockRNN.forward \
+            else _why_not_own_forward(self)
+        if why is not None:
+            if self.bidirectional:
+                raise ValueError(f"rnn: a bidirectional {type(self).__name__} runs inside VLRNN "
+                                 f"only as the engine's bidirectional model, which cannot "
+                                 f"compute this one's function: {why}")
             return None
-        return bidirectional_engine_model(self, self._cell(), self.dropout)
+        if self.bidirectional:
+            return bidirectional_engine_model(self, self._cell(), self.dropout)
+        if self.training and self.dropout > 0 and self.num_layers > 1:
+            return None
+        return EngineModel(self._model(), list, tuple)
+
+    def _model(self):
+        return cell_model(self._cell(), self, range(self.num_layers), dropout=self.dropout)
 
     def _initial_state(self, hx, batch, like):
         name = type(self).__name__
@@ -337,14 +317,15 @@ class _BlockRNN(nn.Module):
         if self.bidirectional:
             # The engine's own model, so that full BPTT here and every method inside VLRNN
             # compute one function, dropout draws included.
-            engine = self.engine_model()
+            engine = bidirectional_engine_model(self, self._cell(), self.dropout)
             x, final = engine.model.forward(x, engine.to_engine(state), lengths)
             final = engine.from_engine(final)
         else:
             drop = None
             if self.training and self.dropout > 0 and self.num_layers > 1:
                 drop = self._dropout_masks(steps, batch, x, input if packed else None)
-            x, final = run_layers(self._cell(), self, x, state, _step_mask(x, lengths), drop)
+            x, final = self._model().forward_with_masks(x, list(state), lengths, drop)
+            final = tuple(final)
         return rnn_output(x, input, self.batch_first), (final if self.STATES == 2 else final[0])
 
 

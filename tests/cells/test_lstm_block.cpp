@@ -203,6 +203,48 @@ TEST(LstmBlock, TheSameSeedGivesTheBuiltInModelsWeights) {
   }
 }
 
+TEST(LstmBlock, OverGivenTensorsSharesThemAndComputesTheSameFunction) {
+  // A Python module's parameters (vlrnn.nn.LSTM): the model runs on them, so their .grad
+  // is where the gradients go; without biases, zeros stand in and are not parameters.
+  torch::manual_seed(3);
+  LstmBlock owner(3, 5, 2, 0.3);
+  std::vector<std::vector<torch::Tensor>> layers;
+  for (int64_t l = 0; l < 2; ++l) {
+    const auto w = owner.weights(l);
+    layers.push_back({w.w_ih, w.w_hh, w.b_ih, w.b_hh});
+  }
+  LstmBlock shared(layers, 0.3);
+  EXPECT_EQ(shared.parameters().size(), 8u);
+  EXPECT_TRUE(shared.named_parameters().contains("weight_hh_l1"));
+  EXPECT_TRUE(shared.weights(1).w_hh.is_same(owner.weights(1).w_hh));
+  const auto x = torch::randn({6, 2, 3});  // [Tb, B, F]
+  const auto lengths = torch::tensor(std::vector<int64_t>{6, 4});
+  const auto masks = torch::bernoulli(torch::full({6, 1, 2, 5}, 0.7)).div_(0.7);  // [Tb, L-1, B, H]
+  const auto [z_own, h_own] = owner.forward_with_masks(x, owner.initial_state(2, {}), lengths, masks);
+  z_own.sum().backward();
+  const auto grad = owner.weights(0).w_ih.grad().clone();
+  owner.weights(0).w_ih.mutable_grad().zero_();
+  const auto [z_shared, h_shared] =
+      shared.forward_with_masks(x, shared.initial_state(2, {}), lengths, masks);
+  z_shared.sum().backward();
+  EXPECT_TRUE(torch::equal(z_own, z_shared));
+  EXPECT_TRUE(torch::equal(owner.weights(0).w_ih.grad(), grad));
+
+  std::vector<std::vector<torch::Tensor>> no_biases{{layers[0][0], layers[0][1]}};
+  LstmBlock unbiased(no_biases, 0.0);
+  EXPECT_EQ(unbiased.parameters().size(), 2u);
+  EXPECT_EQ(unbiased.weights(0).b_ih.abs().sum().item<double>(), 0.0);
+  expect_error_mentions([&] { LstmBlock({{layers[0][0]}}, 0.0); },
+                        {"layers[0]", "(w_ih, w_hh)", "got 1"});
+  expect_error_mentions([&] { LstmBlock({layers[0], layers[0]}, 0.0); },
+                        {"layers[1]", "w_ih [20, 5]", "[20, 3]"});
+  expect_error_mentions([&] { LstmBlock({layers[0], no_biases[0]}, 0.0); },
+                        {"layers[1]", "expected 4 tensors", "got 2"});
+  expect_error_mentions(
+      [&] { shared.forward_with_masks(x, shared.initial_state(2, {}), {}, masks.narrow(0, 0, 2)); },
+      {"masks", "[6, 1, 2, 5]", "[2, 1, 2, 5]"});
+}
+
 TEST(LstmBlock, BothSaveModesComputeTheSameNumbers) {
   const LstmData d(torch::kFloat64, 2, 2, {9, 3, 7, 0});
   torch::manual_seed(4);

@@ -6,12 +6,17 @@ from torch import nn
 
 import vlrnn
 from vlrnn import nn as nn_module
-from vlrnn.nn import lstm_runs_on_onednn, stock_engine_block
+from vlrnn.nn import lstm_runs_on_onednn, stock_engine_model
 from conftest import CLASSES, F, H, MlpHead, grads, make_batch, max_rel_diff
 
 
 class Lstm(nn.LSTM, vlrnn.RNNModule):
     pass
+
+
+class Doubled(nn.Module):
+    def forward(self, weight):
+        return 2 * weight
 
 
 class OwnForward(nn.GRU):
@@ -26,7 +31,7 @@ def test_fast_cells_give_the_modules_own_gradients(kind, packed):
     module = {"lstm": nn.LSTM, "gru": nn.GRU}[kind]
     rnn = module(F, H, num_layers=2, batch_first=True).double()
     out = MlpHead(H, CLASSES).double()
-    assert stock_engine_block(rnn) is not None
+    assert stock_engine_model(rnn) is not None
     x, y = make_batch(packed)
     results = []
     for fast in (False, True):
@@ -43,16 +48,20 @@ def test_fast_cells_give_the_modules_own_gradients(kind, packed):
 
 def test_only_a_stock_module_takes_the_fast_path():
     # float64: torch runs no LSTM on oneDNN there (below), so the cells take a stock one
-    assert stock_engine_block(Lstm(F, H, batch_first=True).double()) is not None
-    assert stock_engine_block(nn.LSTM(F, H).double()) is None  # batch_first=False
-    assert stock_engine_block(OwnForward(F, H, batch_first=True).double()) is None
-    assert stock_engine_block(nn.LSTM(F, H, batch_first=True, bidirectional=True)) is None
+    assert stock_engine_model(Lstm(F, H, batch_first=True).double()) is not None
+    assert stock_engine_model(nn.LSTM(F, H).double()) is None  # batch_first=False
+    assert stock_engine_model(OwnForward(F, H, batch_first=True).double()) is None
+    both_ways = stock_engine_model(nn.LSTM(F, H, batch_first=True, bidirectional=True))
+    assert isinstance(both_ways.model, vlrnn._C.Bidirectional)
     dropped = nn.LSTM(F, H, num_layers=2, dropout=0.3, batch_first=True).double()
-    assert stock_engine_block(dropped) is None  # torch.nn draws those masks per call
-    assert stock_engine_block(dropped.eval()) is not None
+    assert stock_engine_model(dropped) is None  # torch.nn draws those masks per call
+    assert stock_engine_model(dropped.eval()) is not None
     hooked = nn.GRU(F, H, batch_first=True)
     hooked.register_forward_hook(lambda *args: None)
-    assert stock_engine_block(hooked) is None
+    assert stock_engine_model(hooked) is None
+    parametrized = nn.GRU(F, H, batch_first=True).double()
+    torch.nn.utils.parametrize.register_parametrization(parametrized, "weight_hh_l0", Doubled())
+    assert stock_engine_model(parametrized) is None  # computed weights: the module is called
 
 
 def test_fast_cells_must_be_a_bool():
@@ -68,8 +77,8 @@ def test_an_lstm_torch_runs_on_onednn_runs_as_itself():
     assert onednn == (int(torch.__version__.split(".")[0]) >= 2
                       and torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled)
     assert not lstm_runs_on_onednn(torch.float64, "cpu")
-    assert (stock_engine_block(nn.LSTM(F, H, batch_first=True)) is None) == onednn
-    assert stock_engine_block(nn.GRU(F, H, batch_first=True)) is not None
+    assert (stock_engine_model(nn.LSTM(F, H, batch_first=True)) is None) == onednn
+    assert stock_engine_model(nn.GRU(F, H, batch_first=True)) is not None
     rng = torch.get_rng_state()
     nn_module._onednn_lstm.clear()  # seen anew: draws nothing
     lstm_runs_on_onednn(torch.float32, "cpu")

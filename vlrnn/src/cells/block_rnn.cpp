@@ -68,6 +68,43 @@ BlockRnn::BlockRnn(const std::string& cell, int64_t gates, std::vector<std::stri
   }
 }
 
+BlockRnn::BlockRnn(int64_t gates, std::vector<std::string> state_names,
+                   const std::vector<std::vector<torch::Tensor>>& layers, double dropout)
+    : gates_(gates), state_names_(std::move(state_names)), dropout_(dropout) {
+  TORCH_CHECK(!layers.empty(), "layers: expected at least one layer's tensors, got none");
+  const size_t per_layer = layers[0].size();
+  TORCH_CHECK(per_layer == 4 || per_layer == 2, "layers[0]: expected (w_ih, w_hh, b_ih, b_hh) "
+              "or (w_ih, w_hh), got ", per_layer, " tensors");
+  num_layers_ = static_cast<int64_t>(layers.size());
+  const char* names[] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+  for (int64_t l = 0; l < num_layers_; ++l) {
+    const std::string argument = "layers[" + std::to_string(l) + "]";
+    TORCH_CHECK(layers[l].size() == per_layer, argument, ": expected ", per_layer,
+                " tensors, as layers[0], got ", layers[l].size());
+    std::vector<torch::Tensor> p = layers[l];
+    for (size_t i = p.size(); i < 4; ++i) {
+      p.push_back(p[0].defined() && p[0].dim() > 0 ? torch::zeros({p[0].size(0)}, p[0].options())
+                                                   : torch::Tensor());
+    }
+    check_layer_weights(p[0], p[1], p[2], p[3], gates, argument);
+    if (l == 0) {
+      input_size_ = p[0].size(1);
+      hidden_size_ = p[1].size(1);
+    }
+    const int64_t width = l == 0 ? input_size_ : hidden_size_;
+    TORCH_CHECK(p[1].size(1) == hidden_size_ && p[0].size(1) == width, argument,
+                ": expected w_ih [", gates * hidden_size_, ", ", width, "] and w_hh [",
+                gates * hidden_size_, ", ", hidden_size_, "], got ", p[0].sizes(), " and ",
+                p[1].sizes());
+    for (size_t i = 0; i < per_layer; ++i) {
+      // requires_grad as the owner set it: register_parameter would switch a frozen one on.
+      register_parameter(names[i] + ("_l" + std::to_string(l)), p[i], p[i].requires_grad());
+    }
+    layers_.push_back(std::move(p));
+  }
+  check_stack_config(input_size_, hidden_size_, num_layers_, dropout);
+}
+
 std::vector<StateSpec> BlockRnn::state_spec() const {
   std::vector<StateSpec> specs;
   for (const auto& name : state_names_) specs.push_back({name, {num_layers_, -1, hidden_size_}, 1});
@@ -84,12 +121,27 @@ std::pair<torch::Tensor, State> BlockRnn::forward(const torch::Tensor& x_block,
                                                   const State& h_entry,
                                                   const torch::Tensor& lengths) {
   // x_block [Tb, B, F]; h_entry S x [L, B, H]; lengths [B] -> z [Tb, B, H], S x [L, B, H]
+  check_block_input(x_block);
+  const auto masks = layer_dropout_masks(is_training(), x_block.size(0), num_layers_,
+                                         x_block.size(1), hidden_size_, dropout_,
+                                         x_block.options());  // [Tb, L-1, B, H]
+  return forward_with_masks(x_block, h_entry, lengths, masks);
+}
+
+void BlockRnn::check_block_input(const torch::Tensor& x_block) const {
   TORCH_CHECK(x_block.defined() && x_block.dim() == 3 && x_block.size(2) == input_size_,
               "x_block: expected shape [Tb, B, F] with F = ", input_size_, ", got ",
               x_block.defined() ? x_block.sizes() : torch::IntArrayRef{});
+}
+
+std::pair<torch::Tensor, State> BlockRnn::forward_with_masks(const torch::Tensor& x_block,
+                                                             const State& h_entry,
+                                                             const torch::Tensor& lengths,
+                                                             const torch::Tensor& masks) {
+  check_block_input(x_block);
+  const int64_t steps = x_block.size(0), batch = x_block.size(1);
   TORCH_CHECK(h_entry.size() == state_names_.size(), "h_entry: expected a state of ",
               state_names_.size(), " tensor(s), got ", h_entry.size());
-  const int64_t steps = x_block.size(0), batch = x_block.size(1);
   for (size_t i = 0; i < h_entry.size(); ++i) {
     TORCH_CHECK(h_entry[i].defined() &&
                     h_entry[i].sizes() == torch::IntArrayRef({num_layers_, batch, hidden_size_}),
@@ -97,10 +149,12 @@ std::pair<torch::Tensor, State> BlockRnn::forward(const torch::Tensor& x_block,
                 ", ", batch, ", ", hidden_size_, "], got ",
                 h_entry[i].defined() ? h_entry[i].sizes() : torch::IntArrayRef{});
   }
+  TORCH_CHECK(!masks.defined() ||
+                  masks.sizes() == torch::IntArrayRef({steps, num_layers_ - 1, batch, hidden_size_}),
+              "masks: expected shape [Tb, L-1, B, H] = [", steps, ", ", num_layers_ - 1, ", ",
+              batch, ", ", hidden_size_, "], got ", masks.defined() ? masks.sizes() : torch::IntArrayRef{});
   // [Tb, B] bool; undefined when every sequence fills the block
   const auto mask = block_step_mask(lengths, batch, steps, x_block.device());
-  const auto masks = layer_dropout_masks(is_training(), steps, num_layers_, batch, hidden_size_,
-                                         dropout_, x_block.options());  // [Tb, L-1, B, H]
   return forward_layer_stack(x_block, h_entry, num_layers_, masks,
                              [&](int64_t l, const torch::Tensor& input, const State& entry) {
                                return forward_layer(l, input, entry, mask);

@@ -10,6 +10,10 @@ GruBlock::GruBlock(GruVariant variant, int64_t input_size, int64_t hidden_size,
                    int64_t num_layers, double dropout)
     : BlockRnn("gru", 3, {"h"}, input_size, hidden_size, num_layers, dropout), variant_(variant) {}
 
+GruBlock::GruBlock(GruVariant variant, const std::vector<std::vector<torch::Tensor>>& layers,
+                   double dropout)
+    : BlockRnn(3, {"h"}, layers, dropout), variant_(variant) {}
+
 GruWeights GruBlock::weights(int64_t layer) const {
   const auto& p = layer_parameters(layer);
   return {p[0], p[1], p[2], p[3]};

@@ -9,6 +9,10 @@ LstmBlock::LstmBlock(int64_t input_size, int64_t hidden_size, int64_t num_layers
     : BlockRnn("lstm", 4, {"h", "c"}, input_size, hidden_size, num_layers, dropout),
       save_(save) {}
 
+LstmBlock::LstmBlock(const std::vector<std::vector<torch::Tensor>>& layers, double dropout,
+                     LstmSave save)
+    : BlockRnn(4, {"h", "c"}, layers, dropout), save_(save) {}
+
 std::string LstmBlock::describe() const {
   return RecurrentModule::describe() + " save=" + to_string(save_);
 }

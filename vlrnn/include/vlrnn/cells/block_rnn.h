@@ -9,7 +9,9 @@
 //                                   "<cell>.bias_ih_l{l}", "<cell>.bias_hh_l{l}"
 //   with dropout and L > 1          "layer{l}.<cell>.weight_ih_l0", ... (one module per layer)
 // and drawn in the same order from the same distribution, so the same seed gives the same
-// weights as the built-in model.
+// weights as the built-in model. A model may instead run over tensors it is given, shared, not
+// copied (a Python module's parameters: vlrnn.nn), under LibTorch's flat names
+// "weight_ih_l{l}", ...
 // Shapes: Tb = steps, B = batch, F = input features, H = hidden, L = layers, G = gates (3 for
 // a GRU, 4 for an LSTM). State: S tensors ((h) or (h, c)), each [L, B, H].
 
@@ -30,6 +32,13 @@ class BlockRnn : public RecurrentModule {
  public:
   std::pair<torch::Tensor, State> forward(const torch::Tensor& x_block, const State& h_entry,
                                           const torch::Tensor& lengths = {}) override;
+  // forward with the dropout masks between layers given, [Tb, L-1, B, H] already scaled by
+  // 1 / (1 - p), or undefined for none: for a caller that draws them otherwise (vlrnn.nn's
+  // modules draw a PackedSequence's for the sequences present at each step).
+  std::pair<torch::Tensor, State> forward_with_masks(const torch::Tensor& x_block,
+                                                     const State& h_entry,
+                                                     const torch::Tensor& lengths,
+                                                     const torch::Tensor& masks);
   int64_t input_size() const override { return input_size_; }
   int64_t output_size() const override { return hidden_size_; }
   std::vector<StateSpec> state_spec() const override;
@@ -41,6 +50,10 @@ class BlockRnn : public RecurrentModule {
   // `cell` names the parameters ("gru", "lstm"); `state_names` the state tensors.
   BlockRnn(const std::string& cell, int64_t gates, std::vector<std::string> state_names,
            int64_t input_size, int64_t hidden_size, int64_t num_layers, double dropout);
+  // Over `layers`' tensors, shared: layers[l] = (w_ih, w_hh, b_ih, b_hh), or (w_ih, w_hh) in
+  // every layer for a cell without biases (zeros stand in for them, held but not registered).
+  BlockRnn(int64_t gates, std::vector<std::string> state_names,
+           const std::vector<std::vector<torch::Tensor>>& layers, double dropout);
 
   // One layer over the block: x [Tb, B, I], entry (each [1, B, H]), mask [Tb, B] bool or
   // undefined -> (z [Tb, B, H], exit (each [1, B, H])).
@@ -58,6 +71,9 @@ class BlockRnn : public RecurrentModule {
                         bool bias, const std::string& argument);
 
  private:
+  // Throws unless x_block is [Tb, B, F] with this model's F.
+  void check_block_input(const torch::Tensor& x_block) const;
+
   int64_t gates_;
   std::vector<std::string> state_names_;
   int64_t input_size_, hidden_size_, num_layers_;

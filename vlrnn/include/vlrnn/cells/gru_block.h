@@ -18,6 +18,9 @@ class GruBlock : public BlockRnn {
   // Parameters drawn as LibTorch draws a GRU's: uniform(-1/sqrt(H), 1/sqrt(H)).
   GruBlock(GruVariant variant, int64_t input_size, int64_t hidden_size, int64_t num_layers = 1,
            double dropout = 0.0);
+  // Over `layers`' tensors, shared, not copied (BlockRnn's constructor that takes them).
+  GruBlock(GruVariant variant, const std::vector<std::vector<torch::Tensor>>& layers,
+           double dropout);
 
   std::string describe() const override;  // the variant too: same shapes, other costs
 

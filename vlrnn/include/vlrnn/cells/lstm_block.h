@@ -16,6 +16,9 @@ class LstmBlock : public BlockRnn {
   // Parameters drawn as LibTorch draws an LSTM's: uniform(-1/sqrt(H), 1/sqrt(H)).
   LstmBlock(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1,
             double dropout = 0.0, LstmSave save = LstmSave::kGates);
+  // Over `layers`' tensors, shared, not copied (BlockRnn's constructor that takes them).
+  LstmBlock(const std::vector<std::vector<torch::Tensor>>& layers, double dropout,
+            LstmSave save = LstmSave::kGates);
 
   LstmSave save() const { return save_; }
   std::string describe() const override;  // the save mode too: same shapes, other costs
