@@ -3,26 +3,16 @@
 // runs a recorded plan again.
 //
 // NOTE [ Recorded plans ]
-// The planner chooses from a cost model measured on this machine (or read from the disk
-// cache), then checks the choice's measured peak and may plan again (NOTE [ A budget is a
-// promise ] in planner_method.cpp). Two runs on one workload can therefore choose different
-// schedules; both are exact, but they agree with each other only to rounding. So every
-// record of a planner run (compare --json, sweep and budget records, train's meta.json)
-// keeps its plan under "plan":
-//   time_steps, schedule (its name), chosen_by, parameter: what was chosen and how;
-//   ops: the op list the executor ran, as Op::describe() writes each op;
-//   predicted, budget_bytes, checked_peak_bytes, margin: what it was checked against;
-//   cost_model: every field of the model it was chosen from (for_each_field), nested by
-//     group ({"step": {"tape_bytes": ...}, "call": ...}), each per-step vector run-length
-//     encoded as [[value, count], ...].
-// `--plan FILE` reads the ops back and registers method "plan", which runs exactly them on
-// the one executor: no measurement, no planning, the same ops in the same order, so on the
-// same build and machine the same gradients bit for bit. FILE may be a plan object or any
-// JSON that holds one (a compare --json output, a budget record, a train meta.json, a
-// sweep's results.jsonl with one record per line), as long as all the plans it holds are
-// one op list.
-//
-// Shapes: a plan of T steps runs only on workloads of T steps.
+// The planner chooses from a cost model measured on this machine and may plan again after
+// checking its choice (NOTE [ A budget is a promise ] in planner_method.cpp), so two runs on
+// one workload can choose different schedules: both exact, equal only to rounding. So every
+// record of a planner run keeps its plan under "plan": the ops the executor ran, how they
+// were chosen, what they were checked against and the cost model they were chosen from
+// (the fields: docs/architecture.md, "The results schema"). `--plan FILE` reads the ops back
+// as method "plan", which runs exactly them on the one executor, with no measuring and no
+// planning: on the same build and machine, the same gradients bit for bit. FILE is any JSON
+// that holds plans, as long as they are all one op list. A plan of T steps runs only on
+// workloads of T steps.
 
 #include "vlrnn/schedule/cost_model.h"
 #include "vlrnn/schedule/planner_method.h"

@@ -4,22 +4,17 @@
 // Shapes: Tb = steps in the block, B = batch, F = input features, Z = model output features.
 //
 // NOTE [ Python modules in the engine ]
-// The Python layer (python/vlrnn/_adapters.py) hands the engine a function per module that
-// speaks the engine's time-major layout: block(x [Tb, B, F], state tuple, lengths [B] or
-// None) -> (z [Tb, B, Z], state tuple) and head(z [Tb, B, Z], y [Tb, B, ...]) -> loss
-// [Tb, B]. Those functions turn a block into what the user's module expects (batch-first
-// tensors or a PackedSequence of the sequences still running, the state in the module's own
-// layout) and check what comes back, raising TypeError / ValueError in Python. This side
-// only moves tensors across (no copies: the same TensorImpl on both sides) and the GIL:
+// The Python layer (python/vlrnn/_adapters.py) hands the engine a function per module in the
+// engine's time-major layout, block(x [Tb, B, F], state, lengths [B] or None) -> (z, state)
+// and head(z [Tb, B, Z], y) -> loss [Tb, B]; those convert to the user's layout and check what
+// comes back. This side only moves tensors across (the same TensorImpl, no copy) and the GIL:
 // - the engine runs with the GIL released (the autograd engine refuses to run while it is
-//   held), and each callback takes it, checks for a pending signal (so Ctrl-C stops a long
-//   call at the next block), calls Python and lets it go;
-// - a Python exception travels through the engine as pybind11::error_already_set, which
-//   restores the original exception, type and message, when it reaches Python again. The
-//   engine's own handlers (NOTE [ Generators on failure ]) run on the way out.
-// The user's parameters are registered here under their Python names ('.' becomes '/',
-// which LibTorch's names may not contain) as the same tensors, so the engine's checks,
-// the verifier's snapshots and .grad all see the user's own parameters.
+//   held); each callback takes it, checks for a pending signal (so Ctrl-C stops a long call
+//   at the next block), calls Python and lets it go;
+// - a Python exception crosses the engine as pybind11::error_already_set, so Python gets the
+//   original back; the engine's handlers (NOTE [ Generators on failure ]) run on the way out.
+// Parameters are registered under their Python names ('.' becomes '/', which LibTorch's names
+// may not contain) as the same tensors, so checks, snapshots and .grad see the user's own.
 
 #include "vlrnn/core/output_module.h"
 #include "vlrnn/core/recurrent_module.h"

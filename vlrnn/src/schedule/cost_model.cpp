@@ -83,23 +83,16 @@ int64_t CostModel::advance_transient(int64_t a, int64_t b, int64_t chunk_steps) 
 }
 
 // NOTE [ Other batches of the workload ]: what a step of a variable-length batch costs depends
-// on the lengths only through how many sequences still run at that step. Before the first end
-// every sequence does (the model's fused path); from there on the lengths path (the running rows
-// alone, or masked) works on the active ones, in time and in bytes, plus a constant. And what a
-// step costs does not depend on how many steps the batch has. So one model, measured on one
-// batch, prices every batch of the workload's shapes but T: each per-step vector is, for the
-// other batch's counts, the measured batch's mean over its steps where every sequence ran, up to
-// that batch's first end, and from it on a least-squares line in the active count, fitted over
-// the measured batch's steps from its own first end. Without lengths every step is one where
-// every sequence runs: the mean (the measured steps are equal anyway). What is priced per call
-// or per tape depends on neither; the first end is the new batch's, and the whole-iteration
-// bytes change by fixed_step_bytes per step. What a measurement learns from long tapes it learns
+// on the lengths only through how many sequences still run at that step (the fused path before
+// the first end, the running rows after it), and not on how many steps the batch has. So one
+// model, measured on one batch, prices every batch of the workload's shapes but T: each
+// per-step vector is, before the other batch's first end, the measured mean over the steps where
+// every sequence ran, and from it on a least-squares line in the active count, fitted over the
+// measured batch's steps from its own first end. What is priced per call or per tape depends on
+// neither; the whole-iteration bytes change by fixed_step_bytes per step. A measurement learns
 // from kLongestMeasuredTape steps at most, so a model measured on as many prices longer batches
-// too; one measured on fewer prices shorter ones only. A training run over shuffled batches, or
-// over batches padded to their longest sequence, then measures once (planner_method.cpp). On the
-// models of Simulator.PredictsVariableLengthPeaksAtARealSize and
-// Simulator.PricesBatchesOfOtherLengths, peaks priced this way from another batch are within the
-// bound of the batch's own measurement.
+// too, one measured on fewer shorter ones only. So a training run over shuffled or padded
+// batches measures once (planner_method.cpp).
 namespace {
 
 // The first step with fewer sequences than step 0 (the counts never grow); T when none ends.

@@ -139,25 +139,16 @@ int64_t PlannerMethod::budget_for(const CostModel& model, const Workload& worklo
 }
 
 // NOTE [ Percent of full BPTT ]: percent=P promises at most P % of full BPTT's measured peak on
-// this very batch. The cost model prices the executor, which holds a little more than plain full
-// BPTT whatever the schedule (executor_bytes_beyond_full_bptt: the per-step loss buffer and the
-// loss it sums tape by tape, and one generator snapshot; lstm_block, H = 256, B = 64, T = 200:
-// 56,264 bytes, 0.05 %). Those bytes are taken off the reference: before they were, the reference
-// was above full's measured peak on every kind, and a plan measured within them of its budget
-// landed up to 0.05 % over P % (once in about 16 runs of BudgetCap.PercentHoldsOnEveryModelKind,
-// which now checks the reference itself). With every sequence T steps long the reference is then
-// the simulator's peak of one tape over the whole batch: within a few percent (tests/schedule), a
-// model whose backward transient stops growing included (NOTE [ A transient that stops growing ]),
-// and exact to some bytes where the calibration ran that tape (T up to kLongestMeasuredTape).
-// Percent=100 still runs as fast as full BPTT: kept tapes hold less than one tape
-// (docs/methods.md). On a variable-length batch the prediction of full's peak is within 5 % but
-// errs high as often as low (the backward of runs between ends: NOTE [ Backward in runs ] in
-// cost_model.h), and a reference above full's peak would let percent=P land above P %. So the
-// reference there is what full certainly holds at once early in its backward: the fixed bytes, its
-// whole tape but one step (measured on the batch 32 steps at a time: NOTE [ Variable lengths are
-// measured on the batch ]) and autograd's buffers that sum each weight's gradient over the steps,
-// as large as the gradients, which appear with the first step reversed. A lower bound of its peak,
-// so the budget is at most P % of full's measured peak.
+// this very batch, so the reference must never be above that peak. The cost model prices the
+// executor, which holds a little more than plain full BPTT whatever the schedule
+// (executor_bytes_beyond_full_bptt: the per-step loss buffer, the loss it sums and one generator
+// snapshot), so those bytes are taken off. With every sequence T steps long the reference is then
+// the simulator's peak of one tape over the batch: within a few percent, and exact to some bytes
+// up to kLongestMeasuredTape. On a variable-length batch that prediction errs high as often as
+// low (NOTE [ Backward in runs ] in cost_model.h), so the reference there is what full certainly
+// holds at once early in its backward: the fixed bytes, its whole tape but one step (NOTE
+// [ Variable lengths are measured on the batch ]) and the buffers that sum each weight's
+// gradient over the steps. A lower bound of its peak, so the budget stays within P %.
 int64_t full_bptt_reference(const CostModel& model, const Workload& workload) {
   const int64_t T = model.time_steps();
   const int64_t beyond_full = executor_bytes_beyond_full_bptt(workload);

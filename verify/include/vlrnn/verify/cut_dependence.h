@@ -5,24 +5,16 @@
 // call instead of once per step. Shapes: T steps, B sequences.
 //
 // NOTE [ Cut dependence, whatever the generator's layout ]
-// The direct check runs, from one generator state, one forward over [0, T) and two
-// forwards over [0, c) and [c, T), c = T / 2, and compares outputs and final states. It
-// sees per-call draws only where this build lays the random numbers out differently for
-// one [T, B, H] draw than for draws of [c, B, H] and [T - c, B, H]. Debian's CPU LibTorch
-// does not: its Bernoulli (dropout) consumes the generator element by element, so one
-// [Tb, B, H] mask per call equals Tb masks of [B, H] drawn step by step, and such a model
-// passes here while a CUDA build (Philox offsets reserved per call) or an MKL build (a
-// stream seeded per call) gives other masks for other cuts.
-//
-// The layout-independent check repeats the comparison with every random operation (an
-// ATen op taking a Generator, seen through a thread-local RecordFunction observer) followed
-// by one extra draw from the generator. A model that keeps the contract draws step by step:
-// the same random operations in the same order however the sequence is cut, so the extra
-// draws shift both runs alike and they still agree. A model that draws once per call makes
-// one draw in the uncut run and two in the cut one, so its second piece starts from another
-// generator position and the runs differ, whatever the layout of one draw. No model is
-// called with a block offset or a mask: only the generator is perturbed, between random
-// operations, as a generator that reserves numbers per call does.
+// The direct check runs, from one generator state, one forward over [0, T) and two over
+// [0, c) and [c, T), c = T / 2, and compares outputs and final states. It sees per-call draws
+// only where one [T, B, H] draw is laid out differently from draws of [c, B, H] and
+// [T - c, B, H]. Debian's CPU LibTorch draws dropout element by element, so a per-call mask
+// passes there and fails on CUDA (Philox offsets per call) or MKL (a stream per call). So a
+// second check follows every random operation (an ATen op taking a Generator, seen by a
+// RecordFunction observer) with one extra draw. A model that draws step by step makes the
+// same draws however it is cut, so both runs shift alike and agree; one that draws per call
+// makes one draw uncut and two cut, and the runs differ whatever the layout. No model gets
+// a block offset or a mask: only the generator moves, between random operations.
 
 #include "vlrnn/methods/gradient_method.h"
 

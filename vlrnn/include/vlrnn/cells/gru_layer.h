@@ -6,25 +6,16 @@
 // per step. Formulas and variants: vlrnn/cells/gru_variant.h.
 // Shapes: x [Tb, B, F], h_entry [1, B, H], mask [Tb, B] -> z [Tb, B, H], h_exit [1, B, H].
 //
-// NOTE [ What each variant saves ] (per step and sequence, in numbers; every variant also
-// keeps x and the states h_1 .. h_Tb, which are its output z):
-//   v1, v2  r, u (σ outputs, 2H), n (tanh output, H), r ⊙ h_{t-1} (the operand of the W_hn
-//           GEMM, H; needed for dW_hn)                                   = 4H saved
-//           (v2 also holds its input-GEMM output gx, 3H, during forward); backward adds
-//           δG (3H, the gradient of both gx and gh)                      -> backward peak 7H
-//   v3      r, u (2H), n (H), ghn = W_hn h_{t-1} + b_hn (H; needed for δr) = 4H saved,
-//           plus the input-GEMM output gx (3H) alive during forward       -> forward peak 7H;
-//           backward adds the gate gradients D (4H)                      -> backward peak 8H
-//   v4      the pre-activations a_r, a_u, a_n (3H), accumulated in place into the input-GEMM
-//           output buffer (gx + W_h h + b_h, with r ⊙ (W_hn h + b_hn) for n) = 3H saved,
-//           forward peak 3H; backward adds D (4H)                        -> backward peak 7H.
-//           The price: backward recomputes r, u = σ(a_ru) and n = tanh(a_n) elementwise, and
-//           ghn for all Tb steps with ONE [Tb*B, H] x [H, H] GEMM (+1/18 of the block's FLOPs
-//           when F = H). Forward runs 7 elementwise passes per step against v3's 8 (it copies
-//           no ghn out of the recurrent GEMM's output).
-// (Peaks leave out one [Tb, B, H] copy of h_0 .. h_{Tb-1} that backward's weight GEMMs read,
-// and the returned dx.) The gate-gradient layouts are described at backward_v1_v2 and
-// backward_v3_v4 in gru_layer.cpp.
+// NOTE [ What each variant saves ] (per step and sequence, in numbers, besides x and the
+// states h_1 .. h_Tb, which are the output z):
+//   v1, v2  r, u, n and r ⊙ h_{t-1} (the W_hn GEMM's operand, for dW_hn)   = 4H; backward peak 7H
+//   v3      r, u, n and ghn = W_hn h_{t-1} + b_hn (for δr)                 = 4H; forward peak 7H
+//           (with the input GEMM's output gx), backward peak 8H
+//   v4      the pre-activations a_r, a_u, a_n alone, accumulated in place in gx = 3H; forward
+//           peak 3H, backward peak 7H. The price: backward recomputes r, u, n elementwise, and
+//           ghn for all Tb steps in one [Tb*B, H] x [H, H] GEMM.
+// How the peaks add up: docs/methods.md, "In depth". The gate-gradient layouts are described
+// at backward_v1_v2 and backward_v3_v4 in gru_layer.cpp.
 //
 // NOTE [ Variable lengths inside a block ]: with a mask m [Tb, B] (m[t, b] = t < len_b, from
 // step_mask()), every step computes h_new for every sequence, then

@@ -24,15 +24,13 @@
 // The block's steps are cut into chunks of C steps (C = ceil(sqrt(Tb)) unless given):
 // 1. inside every chunk at once, a scan from a zero entry state, local_j = a_j local_{j-1}
 //    + b_j, and the running product P_j = a_0 ⋯ a_j (C sequential ops, each over all chunks);
-// 2. the chunks' entry states, one after the other: e_{c+1} = P_{C-1}(c) e_c + local_{C-1}(c)
-//    (Tb / C sequential ops on one state each);
+// 2. the chunks' entry states in turn: e_{c+1} = P_{C-1}(c) e_c + local_{C-1}(c) (Tb / C ops);
 // 3. h = local + P ⊙ e, one op over the whole block.
-// That is C + Tb/C sequential ops (128 at Tb = 4096) where the loop has Tb. Nothing is
-// divided by a product of a (the "cumulative" forms h_t = P_t Σ b_s / P_s underflow and
-// blow up when some |a| is small), and P is a product of at most C factors: with |a| <= 1,
-// as in every model here, every intermediate is bounded by the values the loop computes.
-// The scan rounds differently from the loop (a sum in another order), not more coarsely:
-// they agree to a few ulps (tests/cells/test_linear_scan.cpp).
+// That is C + Tb/C sequential ops where the loop has Tb. Nothing is divided by a product of a
+// (the "cumulative" form h_t = P_t Σ b_s / P_s underflows, then blows up, when some |a| is
+// small), and with |a| <= 1, as in every model here, every intermediate is bounded by the
+// loop's values. The scan rounds differently from the loop, not more coarsely: they agree to
+// a few ulps (tests/cells/test_linear_scan.cpp).
 //
 // NOTE [ The scan accumulates in double ]
 // Where the chunks fall depends on where the block starts, and forward() is not told (NOTE

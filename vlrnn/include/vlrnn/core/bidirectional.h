@@ -8,15 +8,12 @@
 // Z = Zf + Zb, L = layers.
 //
 // NOTE [ A bidirectional model is not left to right ]
-// The output at t depends on every step of the sequence, so no block of steps can be run
-// on its own from an entry state: a Bidirectional is a RecurrentModule only so that a
-// Workload can hold it, and its forward() is defined for the whole sequence only. The
-// block primitives (run_model, vlrnn/methods/block.h) refuse to run it on part of a
-// sequence, so every method that cuts the sequence into blocks stops with a clear error;
-// the methods that handle it see the two directions of each layer through this class:
-// full BPTT (one call on the whole sequence), checkpointing (each direction's segments,
-// vlrnn/baselines/checkpoint_bidirectional.h) and the bidirectional block method
-// (vlrnn/schedule/bidirectional_vlrnn.h).
+// The output at t depends on every step, so no block can run on its own from an entry state:
+// a Bidirectional is a RecurrentModule only so that a Workload can hold it, and its forward()
+// takes whole sequences only. The block primitives (run_model, vlrnn/methods/block.h) refuse
+// part of one, so a method that cuts blocks stops with a clear error. Full BPTT, checkpointing
+// (vlrnn/baselines/checkpoint_bidirectional.h) and the bidirectional block method
+// (vlrnn/schedule/bidirectional_vlrnn.h) see the two directions through this class.
 //
 // The state is each layer's forward direction's state tensors followed by its backward
 // direction's, layer after layer: (fwd_0..., bwd_0..., fwd_1..., bwd_1..., ...). In h0 the
@@ -24,15 +21,13 @@
 // valid step; in the final state it is the state after step 0.
 //
 // NOTE [ The backward direction's steps ]
-// The backward direction runs the steps of a range [t0, t0 + n) from t0 + n - 1 down to t0,
-// for every sequence at once, a sequence joining at its own last valid step (before it,
-// its state stays h0's). Its random draws (a direction's dropout drawn per step) thus
-// belong to the step t they are made at, whatever the lengths, and a range run in pieces
-// (blocks, last to first) draws what one run over the whole range draws. A RecurrentModule
-// takes lengths as a valid prefix of its block; here the valid steps of a range reversed
-// are a suffix for a sequence that ends inside the range. So the range is cut at every
-// length that ends inside it, and each piece, reversed, is run with every sequence either
-// wholly valid or wholly past its end.
+// The backward direction runs a range [t0, t0 + n) from t0 + n - 1 down to t0, for every
+// sequence at once, each joining at its own last valid step (before it, its state is h0's).
+// So its random draws belong to the step t they are made at, whatever the lengths, and a
+// range run in pieces (blocks, last to first) draws what one run over it draws. A
+// RecurrentModule takes lengths as a valid prefix of its block, but reversed, a sequence that
+// ends inside the range has a valid suffix. So the range is cut at every length that ends
+// inside it, and each piece, reversed, has every sequence wholly valid or wholly past its end.
 //
 // Dropout between layers (p > 0, L > 1): one [B, Z] mask per step, drawn after the layer
 // below ran (NOTE [ Dropout masks drawn per step ] in layer_stack.h).

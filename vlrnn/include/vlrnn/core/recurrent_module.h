@@ -4,21 +4,16 @@
 //
 // NOTE [ The RecurrentModule contract ]
 // Block methods (VLRNN, checkpointing, the schedules) cut a sequence into blocks anywhere
-// and run some blocks twice; they are exact when the model computes the same function
+// and run some blocks twice; they are exact only when the model computes the same function
 // wherever the cuts fall:
 // - Strictly sequential: step t depends on steps < t only through the state; forward() gets
-//   no block offset, so nothing may depend on where a block starts.
-// - Lengths: a sequence past its end keeps its state and emits zeros, and its padded
-//   inputs (anything, nan included) never reach a valid result: select (torch::where, or
-//   pack), do not multiply by a mask.
-// - Dropout and any other random draw: masks drawn one step at a time, in step order, for
-//   the whole batch, e.g. one [B, H] mask per step. A mask drawn once per forward() call
-//   ([Tb, B, H] in one draw) depends on where the sequence is cut, and no block method can
-//   be exact for it: the methods restore the generators at a block's entry (NOTE [ RNG
-//   across the no-grad pass ] in rng.h), which reproduces per-step draws only. The
-//   verifier reports such a model as "outputs depend on where the sequence is cut".
-// examples/indrnn.h is a user's cell that follows it; a TorchScript model follows the same
-// contract (script_model.h).
+//   no block offset.
+// - Lengths: past its end a sequence keeps its state and emits zeros, and its padded inputs
+//   (anything, nan included) never reach a valid result: select (torch::where, or pack).
+// - Random draws (dropout): one step at a time, in step order, for the whole batch. The
+//   methods restore the generators at a block's entry (NOTE [ RNG across the no-grad pass ]
+//   in rng.h), which replays per-step draws only; a mask drawn once per forward() call fails
+//   `vlrnn verify`. examples/indrnn.h is a user's cell that follows the contract.
 
 #include "vlrnn/core/state.h"
 

@@ -5,27 +5,17 @@
 // steps, B = batch, Z = the model's output features.
 //
 // NOTE [ The TorchScript head signature ]
-// The saved module (torch.jit.script(head).save(path); scripts/export_head.py is an
-// example) must have:
-//
-//   self.input_size: int          Z: the features of z per step (the model's output size)
-//   and exactly one of            which targets y it reads (NOTE [ Head targets ]):
-//   self.num_classes: int           C: y [T, B] int64 class indices in [0, C)
-//   self.target_size: int           O: y [T, B, O] values, in the dtype of z
-//   def forward(self, z: Tensor, y: Tensor) -> Tensor
-//       z [T, B, Z], y as declared -> the loss of each step of each sequence [T, B], not
-//       reduced: loss[t, b] depends on z[t, b] and y[t, b] alone.
-//
-// The loss is then reduced by the engine as for the built-in heads (Reduction SUM or MEAN,
-// loss.h). Variable lengths: the head is called on padded steps too, with z zero there (the
-// model's contract) and y zero (class 0 / 0.0: NOTE [ Padded steps ], validated()); its
-// loss there must be finite, and the engine weights it by zero, so it neither counts nor
-// passes a gradient. Steps without a target (the training tasks' sparse supervision, NOTE
-// [ Steps without a target ]): in a head built with sparse_targets, this wrapper gives the
-// script 0 in place of the marker (kNoTarget, or a step with any NaN value) and sets that
-// step's loss to 0 after the call, so the script never sees -1 or NaN.
-// The parameters (named_parameters() of the script module, and its buffers) are this
-// module's own, the same tensors, as in ScriptModel.
+// The saved module (torch.jit.script(head).save(path); scripts/export_head.py) must have:
+//   self.input_size: int      Z: the model's output features
+//   and exactly one of        which targets it reads (NOTE [ Head targets ]):
+//   self.num_classes: int       y [T, B] int64 class indices in [0, C)
+//   self.target_size: int       y [T, B, O] values in z's dtype
+//   def forward(self, z: Tensor, y: Tensor) -> Tensor   the loss [T, B], not reduced
+// loss[t, b] reads z[t, b] and y[t, b] alone; the engine reduces it as for the built-in
+// heads. On padded steps z and y are zero (NOTE [ Padded steps ]): the loss must be finite
+// there, and it is weighted by zero. A step without a target (NOTE [ Steps without a
+// target ]) reaches the script as 0 and its loss is set to 0 after the call, so the script
+// never sees -1 or NaN. Its parameters are this module's own tensors. See docs/models.md.
 
 #include "vlrnn/core/output_module.h"
 

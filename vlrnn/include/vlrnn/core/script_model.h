@@ -4,30 +4,17 @@
 // built-in. Shapes: T = block steps, B = batch, F = input, H = output features.
 //
 // NOTE [ The TorchScript model signature ]
-// The saved module (torch.jit.script(cell).save(path); scripts/export_cell.py is an
-// example) must have:
-//
-//   self.input_size: int                         an attribute: F
-//   def initial_state(self, batch: int) -> Tuple[Tensor, ...]
-//       the zero state of `batch` sequences; every tensor holds the batch in one dimension
-//       (found on load by calling it with two batch sizes)
-//   def forward(self, x: Tensor, state: Tuple[Tensor, ...], lengths: Tensor)
-//           -> Tuple[Tensor, Tuple[Tensor, ...]]
-//       x [T, B, F]: one block of steps; state: laid out as initial_state's (a one-tensor
-//       state is Tuple[Tensor]); lengths [B] int64 on x's device: each sequence's valid
-//       steps in this block, in [0, T], always given (T for every sequence when the batch
-//       has no lengths). Returns (z [T, B, H], state): z zero past each sequence's end, the
-//       state the one after each sequence's last valid step (the entry state for a
-//       sequence with none). Padded steps of x may hold anything, nan included: select
-//       with torch.where rather than multiply by a mask.
-//
-// No block offset is passed: a block method cuts the sequence anywhere, so the module must
-// compute the same function of (x, state) wherever a block starts. Random draws (dropout)
-// follow the RecurrentModule contract: one step at a time (recurrent_module.h).
-// The parameters (named_parameters() of the script module, and its buffers) are this
-// module's own, the same tensors: gradients accumulate in them and to() converts them.
-// A scripted stock torch.nn.LSTM / GRU / RNN needs none of the above: it is run through an
-// adapter (NOTE [ Stock recurrent modules in a model file ] in stock_rnn_script.h).
+// The saved module (torch.jit.script(cell).save(path); scripts/export_cell.py) must have:
+//   self.input_size: int                                    F
+//   def initial_state(self, batch: int) -> Tuple[Tensor, ...]    the zero state
+//   def forward(self, x [T, B, F], state: Tuple[Tensor, ...], lengths [B] int64)
+//       -> (z [T, B, H], state after each sequence's last valid step)
+// z is zero past each sequence's end, and padded x may hold nan: select with torch.where,
+// never multiply by a mask. No block offset is passed, so the module must compute the same
+// function wherever a block starts, and draw random numbers one step at a time (NOTE
+// [ The RecurrentModule contract ]). The script's parameters are this module's own tensors.
+// Details: docs/models.md. A scripted stock nn.LSTM / GRU / RNN needs none of this (NOTE
+// [ Stock recurrent modules in a model file ] in stock_rnn_script.h).
 
 #include "vlrnn/core/recurrent_module.h"
 #include "vlrnn/core/stock_rnn_script.h"

@@ -4,34 +4,17 @@
 // Shapes: T = block steps, B = batch, F = input, H = hidden, L = layers.
 //
 // NOTE [ Stock recurrent modules in a model file ]
-// Scripting nn.LSTM, nn.GRU or nn.RNN gives no `forward`: its two overloads become
-// forward__0(input: Tensor, hx) and forward__1(input: PackedSequence, hx). A module is taken
-// as stock when it has forward__0, no forward, and nn.RNNBase's string attribute `mode`
-// (LSTM, GRU, RNN_TANH or RNN_RELU); a subclass that keeps the stock forward counts too.
-// The contract the adapter applies:
-// - Sizes from the module's attributes: input_size = F, hidden_size = H (z is the last
-//   layer's h at every step), num_layers = L.
-// - State: the module's own hx, [L, B, H] whatever batch_first says: (h, c) for an LSTM, (h)
-//   for a GRU or an RNN. No h0 means zeros, as hx=None does.
-// - Layout: a block x [T, B, F] goes to forward__0 as it is, or as [B, T, F] when
-//   batch_first is true (and its output back to [T, B, H]).
-// - Lengths: the stock forward runs every row for the whole input, so a block in which
-//   sequences end is split at each end: between two consecutive ends the set of running
-//   sequences is fixed, and forward__0 runs on those rows only (index_select), from their
-//   state. A finished sequence keeps its state and emits zeros, and no padded step is ever
-//   read (reads_padding() is false): the function is the one a packed call (forward__1)
-//   computes, with no TorchScript PackedSequence to build. Cost: one call per distinct
-//   nonzero length in the block (one call where every sequence runs through it).
-// - Rejected on load, naming the attribute: bidirectional=True (its reverse direction reads
-//   the steps after a block: no block method can run it) and proj_size > 0 (not supported).
-// - Dropout between layers (nn.LSTM(..., dropout=p) in training mode) draws its masks once
-//   per forward__0 call, a [t, B, H] mask for each layer in turn, so the masks depend on
-//   where blocks start and on the splits above (NOTE [ The RecurrentModule contract ]), and
-//   `vlrnn verify` fails it with "outputs depend on where the sequence is cut". (Two layers
-//   on the CPU may happen to pass: their one mask per call comes out of the generator in
-//   step order. Nothing promises it; three layers do not.) For exact gradients save the
-//   module with dropout=0 (or in eval mode), or use the built-in kinds (`--model lstm`,
-//   per-step masks).
+// Scripting nn.LSTM, nn.GRU or nn.RNN gives no `forward`, only forward__0(input, hx) and
+// forward__1 (a PackedSequence). A module with forward__0, no forward and nn.RNNBase's `mode`
+// is taken as stock: sizes from input_size, hidden_size and num_layers, the state its own hx
+// ([L, B, H]; (h, c) for an LSTM), batch_first honoured.
+// The stock forward runs every row over the whole input, so a block is split at each end of
+// a sequence and forward__0 runs only the rows still going: a finished sequence keeps its
+// state and emits zeros, and padding is never read, as in a packed call.
+// bidirectional=True (it reads steps after the block) and proj_size > 0 are refused on load.
+// Dropout between layers draws one mask per call, so the output depends on where blocks
+// start (NOTE [ The RecurrentModule contract ]) and `vlrnn verify` fails it. The whole
+// contract, and what it costs: docs/models.md, "A model written in Python (TorchScript)".
 
 #include "vlrnn/core/state.h"
 

@@ -35,13 +35,11 @@
 // slightly for layer 0's dX when the inputs need no gradient.
 //
 // Useful FLOPs are those full BPTT performs: forward + backward over every valid step.
-// Recomputed FLOPs (the price of saving memory) come from a method's counters: its
-// steps run without grad (the model only) plus its steps run with grad beyond T (model and
-// head), times the batch. A bidirectional model's counters are in steps of the whole model
-// (both directions), as its per-step FLOPs are: bivlrnn's 1.5 extra forward passes count
-// 1.5 T whole-model steps. Its head's second run in bivlrnn (for dL/dz of the backward
-// direction, NOTE [ Bidirectional blocks ]) is not counted: recomputation is then
-// under-counted by up to 3 head forwards per step, small beside the model's.
+// Recomputed FLOPs come from a method's counters: its steps run without grad (the model only)
+// plus its steps run with grad beyond T (model and head), times the batch. A bidirectional
+// model's counters are in whole-model steps, as its per-step FLOPs are: bivlrnn's 1.5 extra
+// forward passes count 1.5 T. bivlrnn's second head run (NOTE [ Bidirectional blocks ]) is not
+// counted: up to 3 head forwards per step, small beside the model's.
 
 #include "vlrnn/core/models.h"
 #include "vlrnn/methods/gradient_method.h"

@@ -3,22 +3,17 @@
 // the same machine reads its costs in milliseconds instead of measuring them again.
 //
 // NOTE [ Cost models on disk ]
-// A cost model (cost_model.h) measured on a workload depends on what the workload is (the
-// cost-model signature: batch and feature sizes, dtype, device, whether it has lengths, which
-// tensors want gradients, the model's and the head's structure; not which lengths nor how
-// many steps: NOTE [ Other batches of the workload ] in cost_model.cpp) and on where it runs (the machine: host, CPU, LibTorch's
-// threads and version). Both together are the key; a file per key holds the model as text, every
-// field of it by name (for_each_field), the whole key on its second line (the file name is
-// a hash of the key, and two keys may share one). A file whose text is not exactly a model
-// of this format for this key, or one that fails CostModel::check(), is ignored, measured
-// again and rewritten: never an error. Files are written to a temporary name and renamed,
-// so a reader in another process sees a whole file or none. A cache directory that cannot
-// be written costs the speed of the next process, nothing else.
-// Where: $VLRNN_CACHE_DIR when set ("off": no files at all), else $XDG_CACHE_HOME/vlrnn,
-// else ~/.cache/vlrnn; models go in its cost-models/ folder, at most kMaxCostModelFiles of
-// them (a sweep over many shapes would otherwise fill it). Storing one more removes the
-// least recently used (a read refreshes its file's time). kCostModelFormat is part of
-// the key: raise it when what is measured, or how, changes, and older files are ignored.
+// A cost model depends on what the workload is (the cost-model signature: sizes, dtype,
+// device, whether it has lengths, which tensors want gradients, the model's and the head's
+// structure; not the lengths nor T: NOTE [ Other batches of the workload ] in cost_model.cpp)
+// and on where it runs (host, CPU, LibTorch's threads and version): both are the key. A file
+// per key holds the model as text, field by field, the whole key on its second line (the file
+// name is a hash of the key, and two keys may share one). A file that is not exactly such a
+// model for this key, or fails CostModel::check(), is measured again and rewritten: never an
+// error. Files are written to a temporary name and renamed, so a reader in another process
+// sees a whole file or none. Where, and how many (least recently used go first):
+// docs/architecture.md. Raise kCostModelFormat, part of the key, when what is measured, or
+// how, changes.
 
 #include "vlrnn/methods/gradient_method.h"
 #include "vlrnn/schedule/cost_model.h"

@@ -8,18 +8,15 @@
 // revolve's; w comes on top, as the state revolve's advances end at: s states besides h0.
 //
 // NOTE [ Online checkpointing ]
-// The rule is Wang, Moin and Iaccarino's dynamic checkpointing ("Minimal repetition dynamic
-// checkpointing algorithm for unsteady adjoint calculation", SIAM J. Sci. Comput. 31(4),
+// The rule is Wang, Moin and Iaccarino's dynamic checkpointing (SIAM J. Sci. Comput. 31(4),
 // 2549-2567, 2009). Each held state has a level (h0: infinite; a new one: 0). While a slot is
 // free, w is kept. Moving w to w + 1 with every slot taken: if a kept state is dispensable (a
 // later held state has a higher level), the latest such is dropped and w is kept; otherwise
-// w is dropped and w + 1 takes w's level + 1. They prove the states held whenever the stream
-// stops admit a reversal with the optimal repetition number: no step advanced more than t
-// times, t the smallest with β(s, t) = C(s + t, s) >= T, as revolve told T; so at most
-// t·(T − 1) recomputed steps. Up to T = β(s, 2) an online placement can match revolve's
-// minimum exactly (Stumm and Walther, SIAM J. Sci. Comput. 32(2), 836-854, 2010); this one
-// does. Both hold at every T <= 100,000 for every s tested (tests/schedule/test_online.cpp;
-// docs/methods.md tabulates them).
+// w is dropped and w + 1 takes w's level + 1. Why: whenever the stream stops, the states held
+// admit a reversal with revolve's optimal repetition number for that T (no step advanced more
+// than t times, t the smallest with C(s + t, s) >= T), and up to T = β(s, 2) revolve's exact
+// minimum (Stumm and Walther, SIAM J. Sci. Comput. 32(2), 836-854, 2010). Both hold at every
+// T <= 100,000 for every s tested (tests/schedule/test_online.cpp; docs/methods.md).
 
 #include "vlrnn/schedule/schedule.h"
 

@@ -41,8 +41,8 @@ struct PlannerOptions {
 // from the disk cache a previous process left: NOTE [ Cost models on disk ] in
 // cost_model_cache.h) and then reused for every workload with the same cost-model signature
 // (shapes, dtype, device, whether it has lengths, which tensors want gradients, the model's
-// structure and the head), priced for the batch's own lengths (NOTE [ Lengths through active
-// counts ] in cost_model.cpp): drivers that predict a plan (vlrnn budget) and the planner
+// structure and the head), priced for the batch's own lengths (NOTE [ Other batches of the
+// workload ] in cost_model.cpp): drivers that predict a plan (vlrnn budget) and the planner
 // method that runs it then see the same model and so the same plan. Bounded and thread-safe
 // (NOTE [ Cost-model cache ] in the .cpp).
 CostModel measured_cost_model(const Workload& workload);
