@@ -28,9 +28,11 @@ struct RegistryWords {
 };
 
 namespace registry_errors {
-// Each throws c10::Error (TORCH_CHECK) in the words above; `known` lists the keys in order.
+// A Registry's errors, in its words, thrown as c10::Error (TORCH_CHECK); `known` lists the
+// keys in order. check_addable throws when `key` is empty or taken, or has no factory.
 void check_addable(const RegistryWords& words, const std::string& key, bool has_factory,
                    const std::vector<std::string>& known);
+// Always throws: `key` names no entry.
 [[noreturn]] void throw_unknown(const RegistryWords& words, const std::string& key,
                                 const std::vector<std::string>& known);
 }  // namespace registry_errors
