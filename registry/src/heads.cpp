@@ -1,7 +1,6 @@
 #include "vlrnn/registry/heads.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "vlrnn/registry/registry.h"
 
 namespace vlrnn {
 namespace {
@@ -20,38 +19,20 @@ std::vector<HeadEntry> builtin_heads() {
   };
 }
 
-std::vector<HeadEntry>& mutable_heads() {
-  static std::vector<HeadEntry> entries = builtin_heads();  // once, on first use
-  return entries;
-}
+Registry<HeadEntry, &HeadEntry::kind> registered_heads({"head", "kind", "kind"}, builtin_heads);
 
 }  // namespace
 
-const std::vector<HeadEntry>& head_registry() { return mutable_heads(); }
+const std::vector<HeadEntry>& head_registry() { return registered_heads.entries(); }
 
-std::vector<std::string> head_kinds() {
-  std::vector<std::string> kinds;
-  for (const auto& entry : head_registry()) kinds.push_back(entry.kind);
-  return kinds;
-}
+std::vector<std::string> head_kinds() { return registered_heads.keys(); }
 
 void add_head(const std::string& kind, const std::string& summary, HeadFactory make) {
-  TORCH_CHECK(!kind.empty(), "add_head kind: expected a non-empty name, got \"\"");
-  TORCH_CHECK(make, "add_head make: expected a factory for kind \"", kind, "\", got none");
-  for (const auto& entry : head_registry()) {
-    TORCH_CHECK(entry.kind != kind, "add_head kind: \"", kind,
-                "\" is already registered; known kinds: ",
-                fmt::format("{}", fmt::join(head_kinds(), ", ")));
-  }
-  mutable_heads().push_back({kind, summary, std::move(make)});
+  registered_heads.add({kind, summary, std::move(make)});
 }
 
 std::shared_ptr<OutputModule> make_head(const HeadConfig& config) {
-  for (const auto& entry : head_registry()) {
-    if (entry.kind == config.kind) return entry.make(config);
-  }
-  TORCH_CHECK(false, "head: unknown kind \"", config.kind, "\"; known kinds: ",
-              fmt::format("{}", fmt::join(head_kinds(), ", ")));
+  return registered_heads.at(config.kind).make(config);
 }
 
 std::shared_ptr<OutputModule> make_head(const std::string& kind, int64_t input_size,

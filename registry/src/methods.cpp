@@ -1,6 +1,7 @@
 #include "vlrnn/registry/methods.h"
 
 #include "vlrnn/registry/bidirectional.h"
+#include "vlrnn/registry/registry.h"
 
 #include "vlrnn/methods/block.h"
 
@@ -190,33 +191,22 @@ std::vector<MethodEntry> builtin_methods() {
   };
 }
 
-std::vector<MethodEntry>& mutable_methods() {
-  static std::vector<MethodEntry> entries = builtin_methods();  // the built-ins, on first use
-  return entries;
-}
+Registry<MethodEntry, &MethodEntry::name> registered_methods({"method", "name", "method"},
+                                                             builtin_methods);
 
 }  // namespace
 
-const std::vector<MethodEntry>& method_registry() { return mutable_methods(); }
+const std::vector<MethodEntry>& method_registry() { return registered_methods.entries(); }
 
 void add_method(const std::string& name, const std::string& summary, MethodFactory make) {
+  // Stricter than the registry's non-empty check: a method's name heads a spec.
   TORCH_CHECK(!name.empty() && name.find_first_of(":,= ") == std::string::npos,
               "add_method name: expected a non-empty name without ':', ',', '=' or spaces "
               "(it appears in specs like \"name:key=value\"), got \"", name, "\"");
-  TORCH_CHECK(make, "add_method make: expected a factory for method \"", name, "\", got none");
-  for (const auto& entry : method_registry()) {
-    TORCH_CHECK(entry.name != name, "add_method name: \"", name,
-                "\" is already registered; known methods: ",
-                fmt::format("{}", fmt::join(method_names(), ", ")));
-  }
-  mutable_methods().push_back({name, summary, std::move(make)});
+  registered_methods.add({name, summary, std::move(make)});
 }
 
-std::vector<std::string> method_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : method_registry()) names.push_back(entry.name);
-  return names;
-}
+std::vector<std::string> method_names() { return registered_methods.keys(); }
 
 bool handles_bidirectional(const std::string& name) {
   return name == "full" || name == "checkpoint" || name == "bivlrnn" || name == "planner";
@@ -241,11 +231,7 @@ void check_method_takes_model(const std::string& method, const std::string& kind
 }
 
 std::unique_ptr<GradientMethod> make_method(const std::string& name, MethodParams params) {
-  for (const auto& entry : method_registry()) {
-    if (entry.name == name) return entry.make(std::move(params));
-  }
-  TORCH_CHECK(false, "method: unknown name \"", name, "\"; known methods: ",
-              fmt::format("{}", fmt::join(method_names(), ", ")));
+  return registered_methods.at(name).make(std::move(params));
 }
 
 std::unique_ptr<GradientMethod> make_method_from_spec(const std::string& spec) {

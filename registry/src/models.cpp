@@ -1,6 +1,7 @@
 #include "vlrnn/registry/models.h"
 
 #include "vlrnn/registry/bidirectional.h"
+#include "vlrnn/registry/registry.h"
 
 #include "vlrnn/cells/lstm_block.h"
 #include "vlrnn/cells/gru_block.h"
@@ -12,8 +13,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
-#include <algorithm>
 
 namespace vlrnn {
 namespace {
@@ -93,37 +92,22 @@ std::vector<ModelEntry> builtin_models() {
   return entries;
 }
 
-std::vector<ModelEntry>& mutable_models() {
-  static std::vector<ModelEntry> entries = builtin_models();  // the built-ins, on first use
-  return entries;
-}
+Registry<ModelEntry, &ModelEntry::kind> registered_models({"model", "kind", "kind"},
+                                                          builtin_models);
 
 }  // namespace
 
-const std::vector<ModelEntry>& model_registry() { return mutable_models(); }
+const std::vector<ModelEntry>& model_registry() { return registered_models.entries(); }
 
-std::vector<std::string> model_kinds() {
-  std::vector<std::string> kinds;
-  for (const auto& entry : model_registry()) kinds.push_back(entry.kind);
-  return kinds;
-}
+std::vector<std::string> model_kinds() { return registered_models.keys(); }
 
 void add_model(const std::string& kind, const std::string& summary, ModelFactory make) {
-  TORCH_CHECK(!kind.empty(), "add_model kind: expected a non-empty name, got \"\"");
-  TORCH_CHECK(make, "add_model make: expected a factory for kind \"", kind, "\", got none");
-  for (const auto& entry : model_registry()) {
-    TORCH_CHECK(entry.kind != kind, "add_model kind: \"", kind,
-                "\" is already registered; known kinds: ",
-                fmt::format("{}", fmt::join(model_kinds(), ", ")));
-  }
-  mutable_models().push_back({kind, summary, std::move(make)});
+  registered_models.add({kind, summary, std::move(make)});
 }
 
 void check_model_kind(const std::string& kind) {
   const auto registered = [](const std::string& name) {
-    const auto& entries = model_registry();
-    return std::any_of(entries.begin(), entries.end(),
-                       [&](const ModelEntry& entry) { return entry.kind == name; });
+    return registered_models.find(name) != nullptr;
   };
   if (registered(kind)) return;
   const std::string prefix = kBidirectionalPrefix;
@@ -140,9 +124,7 @@ void check_model_kind(const std::string& kind) {
 
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
   check_model_kind(config.kind);
-  for (const auto& entry : model_registry()) {
-    if (entry.kind == config.kind) return entry.make(config);
-  }
+  if (const ModelEntry* entry = registered_models.find(config.kind)) return entry->make(config);
   const std::string prefix = kBidirectionalPrefix;
   if (config.kind.rfind(prefix, 0) == 0) {
     // One bidirectional layer whose directions are two independent `kind` models, each

@@ -2,7 +2,8 @@
 // Every per-step head, found by name: the built-ins "ce" (Linear + cross-entropy) and "mse"
 // (Linear + squared error) of vlrnn/core/heads.h, and any a user adds with add_head(): a
 // C++ head, a plugin's, or a TorchScript file's (vlrnn/core/script_head.h). Beside the
-// models' registry (models.h), and built the same way.
+// models' registry (models.h), on the same template (NOTE [ One registry template ] in
+// registry.h).
 
 #include "vlrnn/core/heads.h"
 
