@@ -22,7 +22,7 @@ from torch.nn.utils.rnn import pack_sequence
 import vlrnn
 
 B, T, F, H, C = 4, 40, 3, 16, 5
-METHODS = ["full", "vlrnn:blocks=4", "checkpoint", "revolve:slots=3", "planner:percent=30"]
+METHODS = ["full", "vlrnn:num_blocks=4", "checkpoint", "revolve:slots=3", "planner:percent=30"]
 TOLERANCE = 1e-10
 
 

@@ -30,7 +30,7 @@ run() {  # "what" command...: must exit 0
 cat > sweep.json <<'JSON'
 {"name": "tiny", "models": ["rnn"], "input": 2, "classes": 2,
  "experiments": [{"methods": ["full", "vlrnn"], "T": [4, 8], "batch": 2, "hidden": 3,
-                  "block": [2], "repeats": 1, "warmup": 0, "figures": ["memory_vs_T"]}]}
+                  "block_length": [2], "repeats": 1, "warmup": 0, "figures": ["memory_vs_T"]}]}
 JSON
 echo '{"task": {"kind": "adding", "time_steps": 8}, "methods": ["full"],
       "optimizer_steps": 2}' > train.json
@@ -94,7 +94,7 @@ assert len(planned) == 3 and [r["loss"] for r in planned] == [r["loss"] for r in
 runs = records("train_planner", "train_run") + records("train_plan", "train_run")
 assert runs[0]["plan"]["ops"] == runs[1]["plan"]["ops"] and runs[1]["plan"]["chosen_by"] == "recorded"
 PY
-run "verify --out --json" "$vlrnn" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' \
+run "verify --out --json" "$vlrnn" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block_length=7' \
   --out verify --json verify.json
 mkdir bench
 cp "$source_dir/results/cpu-gru-variants/bench_gru_variants.json" bench/
