@@ -131,7 +131,7 @@ void print_summary(const std::vector<json>& summaries) {
                              s["run"].get<std::string>(), s["batch"].get<int64_t>(),
                              s["steps"].get<int64_t>(), s["final_loss"].get<double>(),
                              s["final_eval_loss"].get<double>(), s["chance_loss"].get<double>(),
-                             accuracy, experiments::format_duration(s["wall_s"].get<double>()));
+                             accuracy, experiments::format_duration(s["clock_s"].get<double>()));
   }
 }
 

@@ -239,7 +239,7 @@ int run_verify(const VerifyArgs& args) {
   meta["verify"]["failed"] = failed;
   meta["verify"]["summary"] = summary;
   if (!warning.empty()) meta["verify"]["warning"] = warning;
-  meta["verify"]["seconds"] =
+  meta["verify"]["time_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   meta["finished"] = experiments::utc_now();
   if (!args.json_path.empty()) {

@@ -110,7 +110,7 @@ def main():
                     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     row["error"] = f"{type(error).__name__}: {first}"[:300]
                     row["passed"] = False
-                row["seconds"] = round(time.monotonic() - start, 3)
+                row["time_s"] = round(time.monotonic() - start, 3)
                 rows.append(row)
                 verdict = (f"max_rel {row['max_rel']:.1e}" if "max_rel" in row
                            else row["error"])

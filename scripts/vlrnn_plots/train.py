@@ -132,7 +132,7 @@ def _eval_by_time(ax, seeds, key, style, label, scale=1.0):
     common grid (linear between evaluations), over the time every seed covers."""
     curves = []
     for run in seeds.values():
-        points = [(r["wall_s"], scale * r[key]) for r in run if key in r]
+        points = [(r["clock_s"], scale * r[key]) for r in run if key in r]
         if len(points) >= 2:
             curves.append(points)
     if not curves:
