@@ -31,7 +31,7 @@ int main() {
                        .requires_grad_(true);                           // ask for dL/dx
     batch.targets = torch::randint(0, 3, {T, B}).masked_fill(padding, -1);  // [T, B]
 
-    std::vector<std::string> specs = {"vlrnn:block=1", "vlrnn:block=7", "vlrnn:block=64"};
+    std::vector<std::string> specs = {"vlrnn:block_length=1", "vlrnn:block_length=7", "vlrnn:block_length=64"};
     for (const auto& name : vlrnn::method_names()) {  // every exact method, defaults
       // bivlrnn takes bidirectional models only (vlrnn/registry/bidirectional.h).
       if (name != "full" && vlrnn::handles_left_to_right(name) &&

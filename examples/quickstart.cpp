@@ -12,7 +12,7 @@ int main() {
   batch.inputs = torch::randn({4096, 8, 16});              // [T, B, F]
   batch.targets = torch::randint(0, 10, {4096, 8});        // [T, B]
 
-  auto method = vlrnn::make_method("vlrnn", {{"block", 128}});  // or "full", ...
+  auto method = vlrnn::make_method("vlrnn", {{"block_length", 128}});  // or "full", ...
   auto result = method->compute({*model, *head, batch});
   std::cout << "loss " << result.loss.item<double>() << ", dL/dW_ih norm "
             << model->parameters()[0].grad().norm().item<double>() << "\n";

@@ -6,7 +6,7 @@
 //   build/bench_methods [--benchmark_filter=vlrnn] [--benchmark_format=json]
 //   VLRNN_BENCH_DEVICE=cuda build/bench_methods     (CUDA builds: manual time, CUDA events)
 //
-// K is given to a method through its block option (vlrnn: block=K, checkpoint:
+// K is given to a method through its block option (vlrnn: block_length=K, checkpoint:
 // segments=ceil(T/K), tbptt: k=K); a method with no such option runs with its defaults and
 // K = 0. Methods come from the registry, so new ones are benchmarked with no edit here.
 
@@ -28,7 +28,7 @@ using namespace vlrnn;
 
 // How K reaches a method that takes a block length, by name (as block_options in configs).
 const std::map<std::string, std::string> kBlockTemplates = {
-    {"vlrnn", "block={K}"}, {"checkpoint", "segments={N}"}, {"tbptt", "k={K}"}};
+    {"vlrnn", "block_length={K}"}, {"checkpoint", "segments={N}"}, {"tbptt", "k={K}"}};
 
 torch::Device bench_device() {
   const char* name = std::getenv("VLRNN_BENCH_DEVICE");

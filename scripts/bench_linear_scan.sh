@@ -35,10 +35,10 @@ bench=(build/bench_linear_scan "--benchmark_repetitions=$repeats" --benchmark_mi
        --benchmark_enable_random_interleaving=true --benchmark_out_format=json)
 cmd1=("${bench[@]}" "--benchmark_out=$out/bench_linear_scan.json")
 cmd2=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 4096
-      --methods full,vlrnn,vlrnn:block=32,vlrnn:block=256 --repeats "$repeats" --warmup 1 --quiet
+      --methods full,vlrnn,vlrnn:block_length=32,vlrnn:block_length=256 --repeats "$repeats" --warmup 1 --quiet
       --json "$out/compare_t4096.json")
 cmd3=(build/vlrnn compare --model mingru --input 256 --hidden 256 --batch 32 --T 65536
-      --methods vlrnn:block=64,vlrnn --no-error --repeats 2 --warmup 0 --quiet
+      --methods vlrnn:block_length=64,vlrnn --no-error --repeats 2 --warmup 0 --quiet
       --json "$out/compare_t65536.json")
 kept="$out/kept-memory"
 mkdir -p "$kept"

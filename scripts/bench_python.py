@@ -23,7 +23,7 @@ thread, OpenBLAS with one thread), peers taking turns within each round:
                                 vlrnn.VLRNN(method="planner:budget=P") on vlrnn.nn.LSTM, P
                                 torch_checkpoint's iteration peak (measured first): the
                                 fastest schedule the planner finds within checkpoint's memory
-              cpp_lstm          the same method (vlrnn:blocks=40) from C++ on the built-in
+              cpp_lstm          the same method (vlrnn:num_blocks=40) from C++ on the built-in
                                 "lstm" model (LibTorch's LSTM, as nn.LSTM as is) and "ce" head
               cpp_lstm_block    the same on the built-in "lstm_block" model
               gemm_floor        only the GEMMs VLRNN(N=40) on an LSTM runs, at their
@@ -184,7 +184,7 @@ def peers_original(args):
     for model, cpp_head in cpp.values():
         copy_parameters(rnn.named_parameters(), model.named_parameters())
         copy_parameters(head.named_parameters(), cpp_head.named_parameters())
-    method = _C.make_method(f"vlrnn:blocks={args.blocks}")
+    method = _C.make_method(f"vlrnn:num_blocks={args.blocks}")
     on_nn = vlrnn.VLRNN(rnn, head, "MEAN", N=args.blocks)
     on_nn_as_is = vlrnn.VLRNN(rnn, head, "MEAN", N=args.blocks, fast_cells=False)
     on_block = vlrnn.VLRNN(block, head, "MEAN", N=args.blocks)
@@ -240,7 +240,7 @@ def peers_flat(args):
     for steps in (args.flat_short, args.flat_short * 16):
         x = torch.randn(batch, steps, features)
         y = torch.randint(0, classes, (batch, steps))
-        model = vlrnn.VLRNN(rnn, head, "MEAN", method="vlrnn:block=100")
+        model = vlrnn.VLRNN(rnn, head, "MEAN", method="vlrnn:block_length=100")
         peers[f"vlrnn_lstm_block_T{steps}"] = (lambda m=model, x=x, y=y: m(x, y), [rnn, head])
     return peers, dict(B=batch, F=features, H=hidden, classes=classes, K=100), \
         f"vlrnn_lstm_block_T{args.flat_short}"

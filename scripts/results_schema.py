@@ -14,16 +14,18 @@ alternatives joined by "|" ("str|null"), "dirty" (true, false or "unknown"), "ti
 summary: median, samples and samples_s, the repeats in the order they ran, in seconds), or a
 nested spec (a dict) for an object whose keys are checked too. Keys a spec does not name are
 allowed (commands add their own fields); the keys in RENAMED never are (in a meta, its
-merged_from and previous_runs entries; in a record, its run and memory).
+merged_from and previous_runs entries, problem and verify; in a record, its run, memory,
+problem, error_vs_full, plan, chosen and predicted; a config, as the command read it, keeps
+its own keys).
 """
 import gzip
 import json
 import os
 import sys
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
-# Old names of one fact (schema 1) and the one name each has now.
+# Old names of one fact (schema 1, then 2) and the one name each has now.
 RENAMED = {
     "command_line": "command", "script": "command", "merge_command_line": "command",
     "loadavg_before": "load_average", "load_average_start": "load_average",
@@ -33,6 +35,13 @@ RENAMED = {
     "step_peak_bytes": "iteration_peak_bytes",
     "time_samples": "time_s.samples_s", "time_median": "time_s.median",
     "time_min": "time_s.min", "time_max": "time_s.max", "runs": "records",
+    # schema 3: the hidden size is H (as T, B and F), wherever a record or problem holds it;
+    # a difference from full BPTT is max_abs / max_rel / worst, as error_vs_full names them;
+    # a time in seconds is time_s, and the training clock (the seconds of the steps so far,
+    # not a wall clock: evaluations and a kill's lost time are not counted) is clock_s.
+    "hidden": "H", "hidden_size": "H",
+    "max_abs_diff": "max_abs", "max_rel_diff": "max_rel", "worst_tensor": "worst",
+    "seconds": "time_s", "wall_s": "clock_s",
 }
 
 META = {
@@ -77,6 +86,10 @@ RECORDS = {
     "python_peer": ({"experiment": "str", "peer": "str", "reference": "str",
                      "time_s": "timing", "peak_bytes": "int"}, {}),
 }
+# The objects of a meta and of a record whose keys are checked against RENAMED too (maps keyed
+# by data, such as devices, baselines or a plan's cost_model, are not).
+META_NESTED = ("merged_from", "previous_runs", "problem", "verify")
+RECORD_NESTED = ("run", "memory", "problem", "error_vs_full", "plan", "chosen", "predicted")
 TIMING = {"median": "number", "samples": "int", "samples_s": "list"}
 
 TYPES = {
@@ -140,7 +153,7 @@ def check_meta(meta, where="meta"):
             _check(meta[key], spec, f"{where}.{key}", problems)
     if meta.get("git_sha") == "unknown" and meta.get("git_dirty") is False:
         problems.append(f"{where}: git_dirty false for an unknown commit (unknown is never clean)")
-    _renamed(meta, where, problems, ("merged_from", "previous_runs"))
+    _renamed(meta, where, problems, META_NESTED)
     return problems
 
 
@@ -154,7 +167,7 @@ def check_record(record, where="record"):
     run = record.get("run") if kind == "measured" else record
     if when_ok and isinstance(run, dict) and run.get("status") == "ok":
         _check(run, when_ok, where + (".run" if kind == "measured" else ""), problems)
-    _renamed(record, where, problems, ("run", "memory"))
+    _renamed(record, where, problems, RECORD_NESTED)
     return problems
 
 

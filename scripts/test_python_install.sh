@@ -29,6 +29,6 @@ class Head(vlrnn.OutputModule):
 torch.manual_seed(0)
 rnn, out = GRU(4, 6, batch_first=True).double(), Head().double()
 x, y = torch.randn(3, 40, 4, dtype=torch.float64), torch.randint(0, 3, (3, 40))
-vlrnn.assert_exact(rnn, out, x, y, methods=["vlrnn:blocks=5"])
+vlrnn.assert_exact(rnn, out, x, y, methods=["vlrnn:num_blocks=5"])
 print(f"vlrnn imported from {vlrnn.__file__}: exact")
 PY

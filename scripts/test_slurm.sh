@@ -258,7 +258,7 @@ m["points_missing"] == 0 and len(m["merged_from"]) == 3, m["status"]' "$tmp/shar
 log "4. data-parallel training, srun -n 2 (train.sbatch): straight, and rank 1 killed and resubmitted"
 cat >"$tmp/train.json" <<'JSON'
 {"name": "slurm-train", "task": {"kind": "copy", "delay": 6, "symbols": 2, "alphabet": 4, "min_length": 0.5},
- "model": {"kind": "lstm", "hidden": 6}, "methods": ["vlrnn:block=4"], "seeds": [1],
+ "model": {"kind": "lstm", "hidden": 6}, "methods": ["vlrnn:block_length=4"], "seeds": [1],
  "batch": 5, "optimizer_steps": 200, "dtype": "float64",
  "optimizer": {"kind": "adam", "lr": 0.01},
  "eval_every": 100, "eval_batches": 1, "checkpoint_every": 5}

@@ -15,7 +15,7 @@ for any --cases >= k.
 
 --out DIR writes, in the results schema (scripts/results_schema.py) of `vlrnn verify
 --random --out`: DIR/results.jsonl, one record of kind "verify" per (case, method), appended
-and flushed as each case finishes, with passed, max_rel_diff, the worst tensor, the case's
+and flushed as each case finishes, with passed, max_rel, the worst tensor, the case's
 description and parts, and the command that reruns it; then DIR/results.csv and
 DIR/meta.json (git sha and clean-tree flag of the checkout this script is in);
 `python3 scripts/plot.py DIR` draws it. --case SEED reruns one case and prints its rows.
@@ -60,7 +60,7 @@ def record_of(case, result):
         "kind": "verify", "key": f"{case.seed}/{result.method}", "seed": case.seed,
         "case": case.description, "method": result.spec or result.method,
         "call": result.method, "model": case.parts["rnn"].split(":")[0], "exact": True,
-        "passed": result.passed, "max_rel_diff": diff, "worst_tensor": result.worst,
+        "passed": result.passed, "max_rel": diff, "worst": result.worst,
         "error": error, "warning": result.warning, "tolerance": random_cases.TOLERANCE, "dtype": "float64",
         **case.parts, "rerun": rerun_command(case.seed, result.method)}
 
@@ -122,7 +122,7 @@ def long_run(args, argv):
                               f"{rerun_command(seed, result.method)}", file=sys.stderr)
             if i % args.progress == 0 or i == len(seeds):
                 print(f"[{i}/{len(seeds)}] {len(records)} rows, {len(failed_cases)} failed "
-                      f"cases, worst passing max_rel_diff {worst:.3g}, "
+                      f"cases, worst passing max_rel {worst:.3g}, "
                       f"{time.time() - start:.0f} s", file=sys.stderr)
     write_atomically(os.path.join(args.out, "results.csv"), to_csv(records))
     failed_rows = sum(1 for r in records if not r["passed"])
@@ -133,10 +133,10 @@ def long_run(args, argv):
                 verify={"cases": len(records), "failed": failed_rows,
                         "random_configurations": len(seeds), "failed_seeds": failed_cases,
                         "warned": warned_rows,
-                        "max_rel_diff": worst, "seconds": time.time() - start,
+                        "max_rel": worst, "time_s": time.time() - start,
                         "seed": args.seed, "summary": summary})
     results_writer.write_meta(args.out, meta)
-    print(f"{summary} ({len(seeds)} cases, worst max_rel_diff {worst:.3g}); wrote {args.out}; "
+    print(f"{summary} ({len(seeds)} cases, worst max_rel {worst:.3g}); wrote {args.out}; "
           f"draw: python3 scripts/plot.py {args.out}")
     return 1 if failed_rows else 0
 

@@ -18,12 +18,12 @@ int main() {
   batch.inputs = torch::randn({256, 4, 8});          // [T, B, F]
   batch.targets = torch::randint(0, 5, {256, 4});    // [T, B]
 
-  auto method = vlrnn::make_method("vlrnn", {{"block", 16}});
+  auto method = vlrnn::make_method("vlrnn", {{"block_length", 16}});
   auto result = method->compute({model, *head, batch});
   std::cout << "vlrnn loss " << result.loss.item<double>() << "\n";
 
   const auto rows = vlrnn::verify::verify_model(model, *head, batch,
-                                                {"vlrnn:block=16", "checkpoint"});
+                                                {"vlrnn:block_length=16", "checkpoint"});
   std::cout << "client: " << vlrnn::verify::summary_line(rows) << "\n";
   for (const auto& row : rows) {
     if (!row.passed) return 1;

@@ -29,7 +29,7 @@ x = torch.randn(B, T, F, dtype=torch.float64)
 y = torch.randint(0, C, (B, T))
 calls = list(zip(x.split(CALL, dim=1), y.split(CALL, dim=1)))
 
-for method in ("vlrnn:block=3", "vlrnn:block=10", "revolve:slots=2"):
+for method in ("vlrnn:block_length=3", "vlrnn:block_length=10", "revolve:slots=2"):
     model = vlrnn.VLRNN(rnn, out, "SUM", method=method)
 
     # One call on the whole stream: the reference.

@@ -65,7 +65,7 @@ def main():
         ids = [device.index] if device.type == "cuda" else None
         rnn = DistributedDataParallel(rnn, device_ids=ids)
         head = DistributedDataParallel(head, device_ids=ids)
-    model = vlrnn.VLRNN(rnn, head, "MEAN", method="vlrnn:block=25")
+    model = vlrnn.VLRNN(rnn, head, "MEAN", method="vlrnn:block_length=25")
     optimizer = torch.optim.Adam(parameters, lr=0.02)
 
     for step in range(STEPS):

@@ -41,7 +41,7 @@ loss, _, _ = reference(x, y, resets=episode_starts)
 loss.backward()
 want = [p.grad.clone() for p in reference.parameters()]
 
-for method in ("vlrnn:block=20", "checkpoint", "planner:percent=10"):
+for method in ("vlrnn:block_length=20", "checkpoint", "planner:percent=10"):
     model = vlrnn.VLRNN(rnn, out, method=method)
     model.zero_grad()
     model(x, y, resets=episode_starts)

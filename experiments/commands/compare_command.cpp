@@ -49,7 +49,7 @@ struct CompareArgs {
   std::string plan_file;   // a recorded plan to run exactly (lib/recorded_plan.h)
 };
 
-// "vlrnn:block=64@lstm_block" -> {"vlrnn:block=64", "lstm_block"}; no '@': an empty kind
+// "vlrnn:block_length=64@lstm_block" -> {"vlrnn:block_length=64", "lstm_block"}; no '@': an empty kind
 // (NOTE [ One function, several models ]).
 struct MethodOnKind {
   std::string method, kind;
@@ -76,7 +76,7 @@ std::vector<std::string> resolve_methods(const CompareArgs& args) {
     // --block K is the block length of a bare "vlrnn" (or "bivlrnn"); other methods take
     // their options from their spec ("checkpoint:segments=64").
     if (args.block > 0 && (spec == "vlrnn" || spec == "bivlrnn")) {
-      spec = fmt::format("{}:block={}", spec, args.block);
+      spec = fmt::format("{}:block_length={}", spec, args.block);
     }
   }
   if (args.memory_budget > 0) {
@@ -426,11 +426,11 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "sweep record, train's meta.json) exactly, as method 'plan': the same ops, so "
                   "the same gradients bit for bit; adds 'plan' to --methods");
   sub->add_option("--methods", args->methods,
-                  "comma-separated method specs, e.g. full,vlrnn,vlrnn:block=64,"
+                  "comma-separated method specs, e.g. full,vlrnn,vlrnn:block_length=64,"
                   "checkpoint:segments=64 (default: every method in the registry; "
                   "'vlrnn methods' lists them); METHOD@KIND runs METHOD on model kind KIND with "
                   "--model's weights (by name) and data, side by side: e.g. --model lstm "
-                  "--methods full,full@lstm_block,vlrnn:block=128@lstm_block");
+                  "--methods full,full@lstm_block,vlrnn:block_length=128@lstm_block");
   sub->add_option("--dtype", args->dtype, "float32 or float64")->capture_default_str();
   sub->add_option("--device", args->device, "cpu, or cuda / cuda:N in a CUDA build")
       ->capture_default_str();

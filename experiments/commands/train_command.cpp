@@ -35,7 +35,7 @@ struct TrainArgs {
   MeasuringArgs measuring;
 };
 
-// "[2/6 vlrnn:block=32|seed=1] step 120/500  loss 0.6931  eval 0.7012  ETA 3m10s": redrawn in
+// "[2/6 vlrnn:block_length=32|seed=1] step 120/500  loss 0.6931  eval 0.7012  ETA 3m10s": redrawn in
 // place on a terminal (at most 5 times a second), one line every 30 s into a log file.
 class ProgressLine {
  public:
@@ -131,7 +131,7 @@ void print_summary(const std::vector<json>& summaries) {
                              s["run"].get<std::string>(), s["batch"].get<int64_t>(),
                              s["steps"].get<int64_t>(), s["final_loss"].get<double>(),
                              s["final_eval_loss"].get<double>(), s["chance_loss"].get<double>(),
-                             accuracy, experiments::format_duration(s["wall_s"].get<double>()));
+                             accuracy, experiments::format_duration(s["clock_s"].get<double>()));
   }
 }
 

@@ -239,7 +239,7 @@ int run_verify(const VerifyArgs& args) {
   meta["verify"]["failed"] = failed;
   meta["verify"]["summary"] = summary;
   if (!warning.empty()) meta["verify"]["warning"] = warning;
-  meta["verify"]["seconds"] =
+  meta["verify"]["time_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   meta["finished"] = experiments::utc_now();
   if (!args.json_path.empty()) {
@@ -281,7 +281,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "and meta.json");
   sub->add_option("--filter", args->filter,
                   "run only cases whose name or method contains this text (e.g. lstmx3, f32, "
-                  "block=7)");
+                  "block_length=7)");
   sub->add_flag("--failures-only", args->failures_only, "print only the rows that fail");
   sub->add_option("--random", args->random,
                   "verify N random configurations instead of the matrix")
@@ -322,7 +322,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "[f*T, T] (one of them T), instead of the three length sets");
   sub->add_option("--methods", args->methods,
                   "with --model / --model-file: comma-separated method specs to verify, e.g. "
-                  "vlrnn:block=64,checkpoint (default: every method with the reduced grid's "
+                  "vlrnn:block_length=64,checkpoint (default: every method with the reduced grid's "
                   "options; full is the reference)");
   sub->callback([args, &exit_code] { exit_code = run_verify(*args); });
 }

@@ -57,7 +57,7 @@ void choose_planner(const BudgetLength& at, int64_t budget, Choices& out) {
 void choose_uniform(const BudgetLength& at, int64_t budget, Choices& out) {
   try {
     const auto u = schedule::best_uniform(at.model, int64_t(kPlanningMargin * double(budget)));
-    out.specs.push_back(fmt::format("vlrnn:block={}", u.parameter));
+    out.specs.push_back(fmt::format("vlrnn:block_length={}", u.parameter));
     out.label_of_spec[out.specs.back()] = "uniform";
     out.chosen["uniform"] = {{"schedule", u.schedule.name},
                              {"predicted", prediction_json(u.prediction)}};
@@ -85,13 +85,13 @@ void choose_revolve(const BudgetLength& at, int64_t budget, Choices& out) {
 
 void choose_sqrt(const BudgetLength& at, Choices& out) {
   if (at.bidirectional) {
-    out.specs.push_back(fmt::format("bivlrnn:block={}", sqrt_steps(at.T)));
+    out.specs.push_back(fmt::format("bivlrnn:block_length={}", sqrt_steps(at.T)));
     out.label_of_spec[out.specs.back()] = "sqrt";
     out.chosen["sqrt"] = json::object();
     return;
   }
   const auto p = schedule::simulate(schedule::sqrt_checkpoint_schedule(at.T), at.model);
-  out.specs.push_back(fmt::format("vlrnn:blocks={}", sqrt_steps(at.T)));
+  out.specs.push_back(fmt::format("vlrnn:num_blocks={}", sqrt_steps(at.T)));
   out.label_of_spec[out.specs.back()] = "sqrt";
   out.chosen["sqrt"] = {{"predicted", prediction_json(p)}};
 }

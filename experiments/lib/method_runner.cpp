@@ -222,7 +222,7 @@ const MethodRun* find_full(const std::vector<MethodRun>& runs) {
 nlohmann::json to_json(const ProblemSpec& spec) {
   nlohmann::json j = {{"model", spec.model},
                       {"input", spec.input_size},
-                      {"hidden", spec.hidden_size},
+                      {"H", spec.hidden_size},
                       {"layers", spec.num_layers},
                       {"head", spec.head},
                       {"classes", spec.head_outputs},

@@ -21,7 +21,7 @@
 namespace vlrnn::experiments {
 
 struct MethodRun {
-  std::string spec;         // the method spec as run, e.g. "vlrnn:block=128"
+  std::string spec;         // the method spec as run, e.g. "vlrnn:block_length=128"
   std::string name;         // registry name, e.g. "vlrnn"
   std::string description;  // GradientMethod::describe(), e.g. "vlrnn(K=128)"
   // The model kind it ran when it is not the problem's own (compare's METHOD@KIND; records
@@ -64,7 +64,7 @@ struct RunOptions {
   std::function<void(const std::string&)> progress;
 };
 
-// Runs every method of `specs` (registry specs, e.g. "full", "vlrnn:block=64") on
+// Runs every method of `specs` (registry specs, e.g. "full", "vlrnn:block_length=64") on
 // `problem`. A method that runs out of memory or throws gets that status and the others go
 // on. Throws only for specs the registry rejects (before anything runs).
 std::vector<MethodRun> run_methods(const Problem& problem, const std::vector<std::string>& specs,

@@ -19,7 +19,7 @@ std::vector<std::string> split_method_list(const std::string& list) {
       specs.back() += "," + item;
     } else {
       TORCH_CHECK(!item.empty(), "methods: empty entry in \"", list,
-                  "\" (expected names separated by commas, e.g. full,vlrnn:block=64)");
+                  "\" (expected names separated by commas, e.g. full,vlrnn:block_length=64)");
       specs.push_back(item);
     }
     if (comma == std::string::npos) break;

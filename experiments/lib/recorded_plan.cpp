@@ -73,7 +73,7 @@ std::vector<json> read_documents(const std::string& path) {
 
 json prediction_json(const schedule::Prediction& p) {
   return {{"peak_bytes", p.peak_bytes},
-          {"seconds", p.seconds},
+          {"time_s", p.seconds},
           {"forward_no_grad_steps", p.counts.forward_no_grad_steps},
           {"max_stored_states", p.counts.max_stored_states},
           {"max_tape_steps", p.counts.max_tape_steps},

@@ -136,7 +136,7 @@ std::string records_to_csv(const std::vector<json>& records) {
   // The columns a reader looks for first; the rest follow in (sorted) first-seen order.
   std::vector<std::string> columns = {
       "experiment", "kind", "status", "method", "method_description", "model", "layers",
-      "input", "hidden", "T", "B", "K", "dtype", "device", "time_s.median", "time_s.min",
+      "input", "H", "T", "B", "K", "dtype", "device", "time_s.median", "time_s.min",
       "time_s.max", "memory.iteration_peak_bytes", "memory.peak_rss_bytes", "useful_flops_per_s",
       "utilization", "flops.overhead", "error_vs_full.max_rel", "max_batch", "budget_bytes"};
   std::vector<std::map<std::string, std::string>> rows;

@@ -18,7 +18,7 @@ namespace vlrnn::experiments {
 
 // The version of the results schema (docs/architecture.md, "The results schema";
 // scripts/results_schema.py checks it). Every meta.json and results file carries it.
-constexpr int kResultsSchemaVersion = 2;
+constexpr int kResultsSchemaVersion = 3;
 
 class ResultsStore {
  public:

@@ -27,10 +27,13 @@ using namespace json_fields;
 
 const std::vector<std::string> kExperimentKeys = {
     "name",   "description", "kind",    "figures", "methods", "models",        "T",
-    "batch",  "block",       "hidden",  "layers",  "input",   "head",          "classes",
+    "batch",  "block_length", "hidden",  "layers",  "input",   "head",          "classes",
     "dtype",  "device",      "repeats", "warmup",  "seed",    "gradient_error", "budget_mib",
     "batch_start", "batch_max", "batch_multiple", "model_file", "head_file", "until_stable",
     "max_repeats"};
+// "block" did not say whether K was a length or a count: refused naming the new key.
+const std::vector<RenamedKey> kRenamedSweepKeys = {
+    {"block", "renamed to \"block_length\" (the block lengths K, in steps)"}};
 const std::vector<std::string> kTopOnlyKeys = {"memory_limit_mib", "block_options",
                                                "experiments"};
 // What scripts/plot.py draws (see its docstring).
@@ -62,7 +65,7 @@ void apply_key(ExperimentSpec& e, PendingMethods& methods, const std::string& ke
   }
   else if (key == "T") e.time_steps = read_int_list(v, path, 1, false);
   else if (key == "batch") e.batches = read_int_list(v, path, 1, false);
-  else if (key == "block") e.blocks = read_int_list(v, path, 1, true);
+  else if (key == "block_length") e.blocks = read_int_list(v, path, 1, true);
   else if (key == "hidden") e.hidden_sizes = read_int_list(v, path, 1, false);
   else if (key == "layers") e.layers = read_int_list(v, path, 1, false);
   else if (key == "input") e.input_size = read_int(v, path, 1);
@@ -149,9 +152,10 @@ std::vector<std::string> resolve_methods(const PendingMethods& pending, const Ex
       spec += ":" + option->second;
     }
     if (uses_block(spec) && e.blocks.empty()) {
-      fail(experiment_path + ".block", fmt::format("method \"{}\" takes the block length ({{K}} "
-                                                   "or {{N}}); give a list of block lengths",
-                                                   spec));
+      fail(experiment_path + ".block_length",
+           fmt::format("method \"{}\" takes the block length ({{K}} or {{N}}); give a list of "
+                       "block lengths",
+                       spec));
     }
     try {
       check_method_specs({spec});
@@ -165,7 +169,7 @@ std::vector<std::string> resolve_methods(const PendingMethods& pending, const Ex
 
 // "block_options": method name -> option template with {K} or {N}; vlrnn's is built in.
 std::map<std::string, std::string> parse_block_options(const json& config) {
-  std::map<std::string, std::string> out = {{"vlrnn", "block={K}"}};
+  std::map<std::string, std::string> out = {{"vlrnn", "block_length={K}"}};
   if (!config.contains("block_options")) return out;
   const auto& options = config["block_options"];
   if (!options.is_object()) {
@@ -177,7 +181,7 @@ std::map<std::string, std::string> parse_block_options(const json& config) {
     const auto value = read_string(item.value(), path);
     if (!uses_block(value)) {
       fail(path, fmt::format("expected an option template with {{K}} or {{N}} (e.g. "
-                             "\"block={{K}}\"), got \"{}\"", value));
+                             "\"block_length={{K}}\"), got \"{}\"", value));
     }
     // A method that is not (yet) in the registry may have a template: it applies once the
     // method exists, and nothing refers to it until then.
@@ -225,7 +229,7 @@ std::vector<std::pair<json, std::string>> list_experiments(const json& config) {
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string path = fmt::format("$.experiments[{}]", i);
     if (!list[i].is_object()) fail(path, fmt::format("expected an object, got {}", type_of(list[i])));
-    check_keys(list[i], path, kExperimentKeys);
+    check_keys(list[i], path, kExperimentKeys, kRenamedSweepKeys);
     check_model_file_alone(list[i], path);
     check_head_file_alone(list[i], path);
     out.emplace_back(list[i], path);
@@ -268,7 +272,7 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
   if (!config.is_object()) fail("$", fmt::format("expected an object, got {}", type_of(config)));
   auto top_keys = kExperimentKeys;
   top_keys.insert(top_keys.end(), kTopOnlyKeys.begin(), kTopOnlyKeys.end());
-  check_keys(config, "$", top_keys);
+  check_keys(config, "$", top_keys, kRenamedSweepKeys);
 
   check_model_file_alone(config, "$");
   check_head_file_alone(config, "$");

@@ -7,7 +7,7 @@
 //   "memory_limit_mib": 8192,         // optional: a hard cap on CPU tensor bytes (tracking
 //                                     // allocator), so a point that would exhaust the
 //                                     // machine is recorded as "oom" instead
-//   "block_options": {"vlrnn": "block={K}", "checkpoint": "segments={N}"},
+//   "block_options": {"vlrnn": "block_length={K}", "checkpoint": "segments={N}"},
 //   ...any experiment key below, as the default of every experiment...,
 //   "experiments": [ { "name": "memory_vs_T", ...experiment keys... }, ... ]
 // }                                   // no "experiments": the top level is the one grid
@@ -28,8 +28,8 @@
 //                  working directory: the experiment's head, instead of "head" and "classes"
 //                  (giving either in the same object is an error); its input_size must be
 //                  every hidden size (or the model file's H)
-//   T, batch, block, hidden, layers
-//                  lists of positive integers; block may be empty (no K-dependent methods)
+//   T, batch, block_length, hidden, layers
+//                  lists of positive integers; block_length may be empty (no K-dependent methods)
 //   input, classes F and C; head "ce", "mse" or another registered head kind
 //   dtype          "float32" | "float64";  device "cpu" | "cuda" | "cuda:N"
 //   repeats, warmup, seed, gradient_error (bool: compare each point's gradients with full)
@@ -39,8 +39,8 @@
 //
 // NOTE [ Which methods get K ]: a method spec with {K} or {N} (vlrnn/.../method_specs.h)
 // runs once per block length; a bare method name whose block_options entry gives a
-// template ("vlrnn" -> "block={K}") becomes that template; any other method runs once per
-// point, its K recorded as null. The built-in default is {"vlrnn": "block={K}"}.
+// template ("vlrnn" -> "block_length={K}") becomes that template; any other method runs once per
+// point, its K recorded as null. The built-in default is {"vlrnn": "block_length={K}"}.
 
 #include "lib/problem.h"
 

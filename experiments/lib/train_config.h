@@ -14,8 +14,8 @@
 //   "head_file": "head.pt",   (optional: a TorchScript head, vlrnn/core/script_head.h,
 //                              instead of the task's Linear + ce / mse; it must read the
 //                              model's H and the task's targets)
-//   "methods": ["full", "vlrnn:block=16", {"method": "tbptt:k=16", "batch": 64},
-//               {"method": "vlrnn:block=16", "model": {"kind": "mingru", "hidden": 64}}],
+//   "methods": ["full", "vlrnn:block_length=16", {"method": "tbptt:k=16", "batch": 64},
+//               {"method": "vlrnn:block_length=16", "model": {"kind": "mingru", "hidden": 64}}],
 //   "seeds": [1, 2, 3], "batch": 32, "optimizer_steps": 1000,
 //   "optimizer": {"kind": "adam", "lr": 0.003, "clip": 1.0},
 //   "lr_schedule": {"kind": "cosine", "warmup": 50},   ("schedule" in older configs)
@@ -69,14 +69,14 @@ struct LrSchedule {
 // One training run: a method and a seed at a batch size, on the config's model or on the
 // method entry's own.
 struct TrainRunSpec {
-  std::string method;  // a registry spec, e.g. "vlrnn:block=32"
+  std::string method;  // a registry spec, e.g. "vlrnn:block_length=32"
   uint64_t seed = 1;
   int64_t batch = 32;  // 0: the largest that fits the memory budget
   // The method entry's own "model" and its carry_bias; none: the config's
   // (TrainConfig::model_of).
   std::optional<ModelConfig> model;
   double carry_bias = std::nan("");
-  // "vlrnn:block=32|seed=1" ("vlrnn:block=32|model=mingru|seed=1" with its own model): the
+  // "vlrnn:block_length=32|seed=1" ("vlrnn:block_length=32|model=mingru|seed=1" with its own model): the
   // run's key in results and its checkpoint folder's name.
   std::string label() const;
 };

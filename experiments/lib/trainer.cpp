@@ -294,7 +294,7 @@ json run_record(const TrainConfig& config, const Task& task, const TrainRunSpec&
                 {"chance_loss", task.chance_loss()},
                 {"model", config.model_of(spec).kind},
                 {"head", config.head.empty() ? task.head_kind() : config.head},
-                {"hidden", t.model->output_size()},
+                {"H", t.model->output_size()},
                 {"layers", config.model_of(spec).num_layers},
                 {"method", spec.method},
                 {"method_description", t.method->describe()},
@@ -305,7 +305,7 @@ json run_record(const TrainConfig& config, const Task& task, const TrainRunSpec&
                 {"steps", at.step},
                 {"final_loss", last.loss},
                 {"final_eval_loss", last.eval_loss},
-                {"wall_s", at.wall_s},
+                {"clock_s", at.wall_s},
                 {"status", "ok"}};
   if (last.eval_accuracy >= 0) record["final_eval_accuracy"] = last.eval_accuracy;
   // The last batch's plan (NOTE [ Recorded plans ]): a task of one length plans once.
@@ -387,7 +387,7 @@ TrainOutcome train_run(const TrainConfig& config, const Task& task, TrainRunSpec
     const auto result = train_step(t, batch, lr, config, at.step, ranks);
     at.wall_s += seconds_since(start);  // the training clock: steps, not evaluations
     auto record = step_record(config, spec, ++at.step, lr, result);
-    record["wall_s"] = at.wall_s;
+    record["clock_s"] = at.wall_s;
     const bool evaluate_now =
         at.step % config.eval_every == 0 || at.step == config.optimizer_steps;
     if (evaluate_now) log_evaluation(record, progress, evaluation());

@@ -14,7 +14,7 @@
 // which is also the data position (NOTE [ Batches are a function of their index ]).
 // Resuming drops the records a run logged after its last checkpoint and logs those steps
 // again, so results.jsonl reads as if the run had never stopped: the same losses, gradient
-// norms and weights; only time_s and wall_s (the training clock, which the kill's lost
+// norms and weights; only time_s and clock_s (the training clock, which the kill's lost
 // time does not count) differ. This assumes deterministic kernels, which LibTorch's CPU
 // kernels and OpenBLAS at a fixed thread count are.
 

@@ -313,7 +313,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("handles_left_to_right", &handles_left_to_right, py::arg("name"),
         "Whether the method `name` computes gradients for a left-to-right model");
   m.def("make_method", &method_from_spec, py::arg("spec"),
-        "A gradient method from a registry spec ('vlrnn:block=64'); ValueError if unknown.");
+        "A gradient method from a registry spec ('vlrnn:block_length=64'); ValueError if unknown.");
   m.def("compute", &compute, py::arg("method"), py::arg("model"), py::arg("head"),
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("reduction"), py::arg("progress") = py::none(),

@@ -51,5 +51,5 @@ __all__ = ["__version__", "RNNModule", "OutputModule", "PlainRNN", "VLRNN", "ver
 
 def methods():
     """The gradient methods, {name: one-line summary}; a spec is 'name' or
-    'name:key=value,...' (e.g. 'vlrnn:block=128', 'planner:percent=10')."""
+    'name:key=value,...' (e.g. 'vlrnn:block_length=128', 'planner:percent=10')."""
     return dict(_C.methods())

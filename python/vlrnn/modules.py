@@ -61,7 +61,7 @@ def _check_method(method):
     if method is None:
         return None
     if not isinstance(method, str):
-        raise TypeError(f"method: expected a method spec such as 'vlrnn:block=128' or "
+        raise TypeError(f"method: expected a method spec such as 'vlrnn:block_length=128' or "
                         f"'planner:percent=10', got {type(method).__name__}")
     _C.make_method(method)  # ValueError listing the known names and options
     return method
@@ -205,7 +205,7 @@ class VLRNN(PlainRNN):
 
         N: the number of blocks, the sequence cut along time as torch.chunk(x, N, dim=1) cuts
         it (blocks of ceil(T / N) steps). method: any gradient method spec instead
-        ('vlrnn:block=128', 'planner:percent=10', 'planner:budget=BYTES', 'checkpoint',
+        ('vlrnn:block_length=128', 'planner:percent=10', 'planner:budget=BYTES', 'checkpoint',
         'revolve:slots=8', 'tbptt:k=100', 'full'; vlrnn.methods() lists them). With neither,
         blocks of ceil(sqrt(T)) steps. A bidirectional rnn (bidirectional=True, or a
         bidirectional C++ kind) runs the bidirectional block method, 'bivlrnn' (N= cuts its
@@ -279,7 +279,7 @@ class VLRNN(PlainRNN):
         # A bidirectional rnn's block method is bivlrnn (same options as vlrnn's).
         bidirectional = getattr(unwrapped(self.rnn), "bidirectional", False) is True
         base = "bivlrnn" if bidirectional else "vlrnn"
-        return f"{base}:blocks={N}" if N is not None else base
+        return f"{base}:num_blocks={N}" if N is not None else base
 
     def forward(self, x, y, h0=None, N=None, method=None, grad_h=None, resets=None):
         """(loss, loss_seq, h): the gradients computed and accumulated into .grad.

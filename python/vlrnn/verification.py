@@ -21,10 +21,10 @@ from ._engine import EngineCall, autocast_cache_off, reduction_of
 
 # Blocks of every size class (2 and 7 blocks, one step), checkpointing, revolve and the
 # planner; every one exact.
-DEFAULT_METHODS = ("vlrnn:blocks=2", "vlrnn:blocks=7", "vlrnn:block=1", "checkpoint",
+DEFAULT_METHODS = ("vlrnn:num_blocks=2", "vlrnn:num_blocks=7", "vlrnn:block_length=1", "checkpoint",
                    "revolve", "planner:percent=20")
 # For a bidirectional rnn: the exact methods that handle one.
-BIDIRECTIONAL_METHODS = ("bivlrnn:blocks=2", "bivlrnn:blocks=7", "bivlrnn:block=1",
+BIDIRECTIONAL_METHODS = ("bivlrnn:num_blocks=2", "bivlrnn:num_blocks=7", "bivlrnn:block_length=1",
                          "checkpoint")
 
 
@@ -93,7 +93,7 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
     if methods is not None and (isinstance(methods, str)
                                 or not all(isinstance(m, str) for m in methods)):
         raise TypeError("methods: expected a list of method specs (str), e.g. "
-                        f"['vlrnn:blocks=4', 'checkpoint'], got {methods!r}")
+                        f"['vlrnn:num_blocks=4', 'checkpoint'], got {methods!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
     with autocast_cache_off():

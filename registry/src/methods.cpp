@@ -31,16 +31,23 @@ std::unique_ptr<GradientMethod> make_full(MethodParams p) {
   return std::make_unique<FullBptt>();
 }
 
-// The options of VLRNN's blocks ("block", "blocks"), shared by vlrnn and bivlrnn; the caller
-// finishes `p`.
+// The options of VLRNN's blocks ("block_length", a length in steps, or "num_blocks", a
+// count), shared by vlrnn and bivlrnn; the caller finishes `p`. The old spellings "block" and
+// "blocks" said neither which they were: refused naming the new one.
 VlrnnOptions block_options(MethodParams& p, const std::string& method) {
+  TORCH_CHECK(!p.has("block"), method,
+              ": option 'block' is now 'block_length' (a length in steps): ", method,
+              ":block_length=K");
+  TORCH_CHECK(!p.has("blocks"), method,
+              ": option 'blocks' is now 'num_blocks' (a count of blocks): ", method,
+              ":num_blocks=N");
   VlrnnOptions options;
-  options.block_length = p.take("block", 0);
-  options.num_blocks = p.take("blocks", 0);
-  TORCH_CHECK(!p.has("block") || options.block_length > 0,
-              method, " block: expected a block length K >= 1, got ", options.block_length);
-  TORCH_CHECK(!p.has("blocks") || options.num_blocks > 0,
-              method, " blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
+  options.block_length = p.take("block_length", 0);
+  options.num_blocks = p.take("num_blocks", 0);
+  TORCH_CHECK(!p.has("block_length") || options.block_length > 0, method,
+              " block_length: expected a block length K >= 1, got ", options.block_length);
+  TORCH_CHECK(!p.has("num_blocks") || options.num_blocks > 0, method,
+              " num_blocks: expected a number of blocks N >= 1, got ", options.num_blocks);
   return options;
 }
 
@@ -67,14 +74,14 @@ BudgetParams budget_options(MethodParams& p, const std::string& method, int64_t 
 
 std::unique_ptr<GradientMethod> make_vlrnn(MethodParams p) {
   const auto options = block_options(p, "vlrnn");
-  p.finish("vlrnn", {"block", "blocks"});
+  p.finish("vlrnn", {"block_length", "num_blocks"});
   return std::make_unique<VlrnnMethod>(options);
 }
 
 std::unique_ptr<GradientMethod> make_bivlrnn(MethodParams p) {
   const auto blocks = block_options(p, "bivlrnn");
   const auto budget = budget_options(p, "bivlrnn", 0);
-  p.finish("bivlrnn", {"block", "blocks", "budget", "percent"});
+  p.finish("bivlrnn", {"block_length", "num_blocks", "budget", "percent"});
   BidirectionalVlrnnOptions options;
   options.block_length = blocks.block_length;
   options.num_blocks = blocks.num_blocks;
@@ -154,7 +161,7 @@ std::vector<MethodEntry> builtin_methods() {
        "full BPTT: every activation of all T steps kept (the reference)",
        make_full},
       {"vlrnn",
-       "VLRNN blocks of K steps; options block=K or blocks=N (default K=ceil(sqrt(T)))",
+       "VLRNN blocks of K steps; options block_length=K or num_blocks=N (default K=ceil(sqrt(T)))",
        make_vlrnn},
       {"checkpoint",
        "checkpointing as torch.utils.checkpoint does it; options segments=S (default "
@@ -178,8 +185,9 @@ std::vector<MethodEntry> builtin_methods() {
       {"bivlrnn",
        "VLRNN for bidirectional models (bilstm, bigru, bi:<kind>): blocks of K steps, each "
        "direction back-propagated in its own sweep, 1.5 extra forward passes; options "
-       "block=K or blocks=N (default K=ceil(sqrt(T))), or budget=BYTES or percent=P: the "
-       "largest K whose measured iteration peak fits (measured on the workload on first use)",
+       "block_length=K or num_blocks=N (default K=ceil(sqrt(T))), or budget=BYTES or "
+       "percent=P: the largest K whose measured iteration peak fits (measured on the workload "
+       "on first use)",
        make_bivlrnn},
       {"online",
        "online checkpointing for sequences of unknown length (Wang, Moin and Iaccarino's "

@@ -22,7 +22,7 @@ from torch.nn.utils.rnn import pack_sequence
 import vlrnn
 
 B, T, F, H, C = 4, 40, 3, 16, 5
-METHODS = ["full", "vlrnn:blocks=4", "checkpoint", "revolve:slots=3", "planner:percent=30"]
+METHODS = ["full", "vlrnn:num_blocks=4", "checkpoint", "revolve:slots=3", "planner:percent=30"]
 TOLERANCE = 1e-10
 
 
@@ -110,7 +110,7 @@ def main():
                     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
                     row["error"] = f"{type(error).__name__}: {first}"[:300]
                     row["passed"] = False
-                row["seconds"] = round(time.monotonic() - start, 3)
+                row["time_s"] = round(time.monotonic() - start, 3)
                 rows.append(row)
                 verdict = (f"max_rel {row['max_rel']:.1e}" if "max_rel" in row
                            else row["error"])

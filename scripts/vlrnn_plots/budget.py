@@ -113,7 +113,7 @@ def draw(records, meta, directory, written, skipped):
             # a step at each predicted peak, held up to the largest budget measured.
             xs, ys, best = [], [], float("inf")
             for r in theory:
-                seconds = r["predicted"]["seconds"]
+                seconds = r["predicted"]["time_s"]
                 if seconds < best:
                     best = seconds
                     xs.append(r["predicted"]["peak_bytes"] / r["full_peak_bytes"])
@@ -174,7 +174,7 @@ def draw(records, meta, directory, written, skipped):
     shared_legend(list(axes[1]), fontsize=7, loc="upper right")
     problem = meta["problem"]  # the budget command's workload (every T of the run)
     fig.suptitle(f"Time overhead over full BPTT under a memory budget: {problem['model']} "
-                 f"H={problem['hidden']} B={problem['B']} F={problem['input']} "
+                 f"H={problem['H']} B={problem['B']} F={problem['input']} "
                  f"C={problem['classes']} {problem['dtype']}", fontsize=10)
     missing = [f"{r['method']} at T={r['T']}, budget {fraction(r):.3g}" for r in records
                if r.get("kind") == "does_not_fit"]

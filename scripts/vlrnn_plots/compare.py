@@ -44,7 +44,7 @@ def load(path):
 def workload(p):
     """The workload as `vlrnn compare` prints it: "lstm L=1 F=4 H=16 ce C=16 T=64 B=4 float32 cpu"."""
     layers = f" L={p['layers']}" if "layers" in p else ""  # a model file's: not known
-    return (f"{p['model']}{layers} F={p['input']} H={p['hidden']} {p['head']} "
+    return (f"{p['model']}{layers} F={p['input']} H={p['H']} {p['head']} "
             f"C={p['classes']} T={p['T']} B={p['B']} {p['dtype']} {p['device']}")
 
 

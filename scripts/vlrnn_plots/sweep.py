@@ -95,7 +95,7 @@ def plot_memory_vs_t(name, records, meta, directory, written, skipped, order):
     data = ok(tagged)
     if not data:
         return skipped.append(f"{name} (no records for it)")
-    extra = varying(data, ["model", "hidden", "layers", "B"])
+    extra = varying(data, ["model", "H", "layers", "B"])
     series = curves(data, extra)
     if not any(len({r["T"] for r in rs}) > 1 for rs in series.values()):
         return skipped.append(f"{name} (no method was measured at more than one T)")
@@ -120,7 +120,7 @@ def plot_memory_vs_t(name, records, meta, directory, written, skipped, order):
     ax.set_yscale("log")
     ax.set_xlabel("sequence length T (steps)")
     ax.set_ylabel("iteration peak memory (MiB, tensors above parameters + data)")
-    fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "dtype", "device"], extra)
+    fixed = describe_fixed(data, ["model", "H", "layers", "B", "dtype", "device"], extra)
     ax.set_title(f"(a) Peak memory of one iteration vs T\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     legend(ax, fontsize=8)
@@ -134,7 +134,7 @@ def plot_time_vs_block(name, records, meta, directory, written, skipped, order):
     if len({r["K"] for r in with_k}) < 2:
         return skipped.append(f"{name} (fewer than two block lengths measured)")
     by_key = {r.get("key"): r for r in records}
-    extra = varying(data, ["model", "hidden", "layers", "B", "T"])
+    extra = varying(data, ["model", "H", "layers", "B", "T"])
     fig, (ax, rax) = plt.subplots(1, 2, figsize=(11.5, 4.9))
     series = defaultdict(list)
     for r in with_k:
@@ -185,7 +185,7 @@ def plot_time_vs_block(name, records, meta, directory, written, skipped, order):
     handles, labels = rax.get_legend_handles_labels()
     legend(rax, handles + [noisy_legend_handle()], labels + [noisy_legend_handle().get_label()],
            fontsize=7)
-    fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "T", "dtype", "device"], extra)
+    fixed = describe_fixed(data, ["model", "H", "layers", "B", "T", "dtype", "device"], extra)
     fig.suptitle(f"(b) Time of one iteration vs block length K\n{fixed}", fontsize=10)
     note = ("Methods take turns within each repeat. Ratio: median over rounds of time / full's "
             "time in the same round; CI: 95 % bootstrap over the rounds"
@@ -204,7 +204,7 @@ def inverse_spread(value, summary):
 
 def plot_memory_vs_utilization(name, records, meta, directory, written, skipped, order):
     data = [r for r in ok(for_figure(records, name)) if r.get("utilization") is not None]
-    extra = varying(data, ["model", "hidden", "layers", "T"])
+    extra = varying(data, ["model", "H", "layers", "T"])
     series = curves(data, extra)
     if not any(len({r["B"] for r in rs}) > 1 for rs in series.values()):
         return skipped.append(f"{name} (no method was measured at more than one batch size)")
@@ -223,7 +223,7 @@ def plot_memory_vs_utilization(name, records, meta, directory, written, skipped,
     ax.set_xscale("log")
     ax.set_xlabel("iteration peak memory (MiB, tensors above parameters + data)")
     ax.set_ylabel("utilization (% of the measured peak GEMM rate)")
-    fixed = describe_fixed(data, ["model", "hidden", "layers", "T", "dtype", "device"], extra)
+    fixed = describe_fixed(data, ["model", "H", "layers", "T", "dtype", "device"], extra)
     ax.set_title(f"(c) Memory vs utilization over batch sizes\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     legend(ax, fontsize=8)
@@ -265,7 +265,7 @@ def plot_max_batch(name, records, meta, directory, written, skipped, order):
     for ax in (left, right):
         ax.tick_params(axis="x", labelsize=8, rotation=15)
         ax.grid(True, axis="y", alpha=0.3)
-    fixed = describe_fixed(data, ["model", "hidden", "layers", "T", "dtype", "device"], [])
+    fixed = describe_fixed(data, ["model", "H", "layers", "T", "dtype", "device"], [])
     fig.suptitle(f"(d) Same memory budget ({budget:.0f} MiB: parameters + data + iteration peak), "
                  f"per method\n{fixed}", fontsize=10)
     save(fig, directory, name, meta, written)
@@ -301,7 +301,7 @@ def plot_tbptt_error(name, records, meta, directory, written, skipped, order):
     ax.set_yscale("log")
     ax.set_xlabel("truncation window k (steps)")
     ax.set_ylabel("parameter-gradient error vs full BPTT (relative)")
-    fixed = describe_fixed(data, ["model", "hidden", "layers", "B", "T", "dtype", "device"], [])
+    fixed = describe_fixed(data, ["model", "H", "layers", "B", "T", "dtype", "device"], [])
     ax.set_title(f"(e) Truncated BPTT's gradient error vs k\n{fixed}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     legend(ax, fontsize=8, loc="upper right")

@@ -1,6 +1,6 @@
 """Figures of a `vlrnn train CONFIG --out DIR` folder: records of kind "train_step" (one per
 optimizer step) and "train_run" (one per finished run). A curve is a method's, or a method's
-on a model of its own ("vlrnn:block=28 · mingru") when its entry in the config names one.
+on a model of its own ("vlrnn:block_length=28 · mingru") when its entry in the config names one.
 
   loss_vs_step       training loss (mean of 10 steps) and held-out loss against the step, per
                      method: the median over seeds, the band from the best to the worst seed;
@@ -132,7 +132,7 @@ def _eval_by_time(ax, seeds, key, style, label, scale=1.0):
     common grid (linear between evaluations), over the time every seed covers."""
     curves = []
     for run in seeds.values():
-        points = [(r["wall_s"], scale * r[key]) for r in run if key in r]
+        points = [(r["clock_s"], scale * r[key]) for r in run if key in r]
         if len(points) >= 2:
             curves.append(points)
     if not curves:

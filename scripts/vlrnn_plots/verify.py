@@ -38,7 +38,7 @@ def draw(records, meta, directory, written, skipped):
         tolerance = rows[0]["tolerance"]
         floor = 1e-18  # exact zeros drawn at the floor
         for i, m in enumerate(methods):
-            values = [max(r["max_rel_diff"], floor) for r in rows if r["method"].split(":")[0] == m]
+            values = [max(r["max_rel"], floor) for r in rows if r["method"].split(":")[0] == m]
             if not values:
                 continue
             logs = [math.log10(v) for v in values]

@@ -61,7 +61,7 @@ TEST(CheckpointMethod, CountsOneRecomputationOfEveryStep) {
 // After the step, the generators are where one forward pass leaves them: a training loop
 // draws the same numbers next whichever method it used.
 TEST(CheckpointMethod, LeavesTheGeneratorWhereFullBpttDoes) {
-  for (const std::string method : {"checkpoint:segments=3", "vlrnn:block=4", "tbptt:k1=3,k2=5"}) {
+  for (const std::string method : {"checkpoint:segments=3", "vlrnn:block_length=4", "tbptt:k1=3,k2=5"}) {
     SmallProblem p("lstm", 13, 2, torch::kFloat64, 3);
     p.model = make_model({"lstm", 3, 4, 3, 0.3});
     p.model->to(torch::kFloat64);

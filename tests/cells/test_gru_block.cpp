@@ -276,7 +276,7 @@ TEST(GruVariants, VlrnnEqualsFullBpttOnAVariableLengthBatch) {
     const State h0{torch::randn({1, 4, 4}, torch::kFloat64).requires_grad_(true)};
     const Workload workload{*model, *head, batch, h0, Reduction::kMean};
     auto full = make_method("full");
-    auto vlrnn = make_method_from_spec("vlrnn:block=4");
+    auto vlrnn = make_method_from_spec("vlrnn:block_length=4");
     const auto ref = verify::run_and_snapshot(*full, workload);
     const auto got = verify::run_and_snapshot(*vlrnn, workload);
     const auto diff = verify::compare(got, ref);
@@ -401,13 +401,13 @@ TEST(GruVariants, MultiLayerVlrnnEqualsFullBpttWithDropout) {
     const State h0{torch::randn({2, 4, 4}, torch::kFloat64).requires_grad_(true)};
     const Workload workload{*model, *head, batch, h0, Reduction::kSum};
     auto full = make_method("full");
-    auto vlrnn = make_method_from_spec("vlrnn:block=4");
+    auto vlrnn = make_method_from_spec("vlrnn:block_length=4");
     torch::manual_seed(1);
     const auto ref = verify::run_and_snapshot(*full, workload);
     torch::manual_seed(1);
     const auto got = verify::run_and_snapshot(*vlrnn, workload);
     const auto diff = verify::compare(got, ref);
-    std::cout << "[ maxdiff  ] " << kind << " L=2 dropout vlrnn:block=4 vs full: " << diff.max_rel
+    std::cout << "[ maxdiff  ] " << kind << " L=2 dropout vlrnn:block_length=4 vs full: " << diff.max_rel
               << " (" << diff.worst << ")\n";
     EXPECT_LE(diff.max_rel, 1e-10) << kind << ": worst " << diff.worst;
   }

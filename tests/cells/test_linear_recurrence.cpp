@@ -112,7 +112,7 @@ TEST_P(LinearKinds, DescribeNamesTheForm) {
 // exceed it.
 std::vector<std::string> specs_of(const std::string& method, int64_t steps) {
   if (method == "vlrnn") {
-    return {"vlrnn:block=1", "vlrnn:block=4", "vlrnn:block=" + std::to_string(steps + 3)};
+    return {"vlrnn:block_length=1", "vlrnn:block_length=4", "vlrnn:block_length=" + std::to_string(steps + 3)};
   }
   if (method == "checkpoint") return {"checkpoint:segments=1", "checkpoint:segments=3"};
   return {method};

@@ -319,7 +319,7 @@ TEST(LstmBlock, VlrnnEqualsFullBpttWithLengthsAndDropout) {
   auto full = make_method("full");
   torch::manual_seed(1);
   const auto ref = verify::run_and_snapshot(*full, workload);
-  for (const char* spec : {"vlrnn:block=4", "vlrnn:block=1", "checkpoint:segments=3"}) {
+  for (const char* spec : {"vlrnn:block_length=4", "vlrnn:block_length=1", "checkpoint:segments=3"}) {
     auto method = make_method_from_spec(spec);
     torch::manual_seed(1);
     const auto got = verify::run_and_snapshot(*method, workload);

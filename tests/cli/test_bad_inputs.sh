@@ -11,6 +11,7 @@ trap 'rm -rf "$work"' EXIT
 echo '{"name": "bad", "experiments": [{"kind": "nosuch"}]}' > "$work/bad_kind.json"
 echo '{"name": "bad", "experiments": [{"kind": "grid", "T": [-4]}]}' > "$work/bad_value.json"
 echo '{not json' > "$work/broken.json"
+echo '{"name": "old", "experiments": [{"block": [8]}]}' > "$work/old_block.json"
 echo '{"time_steps": 4, "ops": ["forward_grad(0, 4)", "backward(0, 4)"]}' > "$work/plan4.json"
 unwritable=/proc/vlrnn-cannot-write-here
 
@@ -48,8 +49,8 @@ expect "--bogus" verify --bogus
 expect "--random" verify --random x
 expect "--filter" verify --filter no-case-has-this-name
 expect "--random" verify --random-case 5 --random 3
-expect "--json" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' --json "$unwritable/x.json"
-expect "--out" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' --out "$unwritable"
+expect "--json" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block_length=7' --json "$unwritable/x.json"
+expect "--out" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block_length=7' --out "$unwritable"
 expect "--bogus" methods --bogus
 expect "model" compare --model nosuch --T 8 --hidden 4
 expect "T" compare --T 0
@@ -57,9 +58,12 @@ expect "batch" compare --batch -1
 expect "--hidden" compare --hidden abc
 expect "--T = abc" compare --T abc
 expect "GiB available" compare --T 100 --batch 100000000
-expect "vlrnn block" compare --methods vlrnn:block=0 --T 8 --hidden 4
+expect "vlrnn block" compare --methods vlrnn:block_length=0 --T 8 --hidden 4
 expect "nosuch" compare --methods nosuch --T 8 --hidden 4
-expect "block" compare --methods vlrnn:block=x --T 8 --hidden 4
+expect "block" compare --methods vlrnn:block_length=x --T 8 --hidden 4
+# The old spellings of the block options name their new ones.
+expect "option 'block' is now 'block_length' (a length in steps)" compare --methods vlrnn:block=8 --T 8 --hidden 4
+expect "option 'blocks' is now 'num_blocks' (a count of blocks)" compare --methods vlrnn:blocks=2 --T 8 --hidden 4
 expect "dtype" compare --dtype float16 --T 8 --hidden 4
 expect "METHOD@KIND" compare --T 8 --hidden 4 --methods full,full@
 expect "nosuch" compare --T 8 --hidden 4 --methods full,full@nosuch
@@ -75,6 +79,7 @@ expect "does not exist" sweep "$work/missing.json"
 expect "not valid JSON" sweep "$work/broken.json" --out "$work/o1"
 expect "kind" sweep "$work/bad_kind.json" --out "$work/o2"
 expect "T" sweep "$work/bad_value.json" --out "$work/o3"
+expect 'renamed to "block_length"' sweep "$work/old_block.json" --out "$work/o3b"
 expect "--out" sweep experiments/configs/quick.json --out "$unwritable" --allow-dirty
 expect "--shard" sweep experiments/configs/quick.json --shard 3/3 --out "$work/o4"
 expect "--shard" sweep experiments/configs/quick.json --shard x --out "$work/o5"

@@ -30,7 +30,7 @@ run() {  # "what" command...: must exit 0
 cat > sweep.json <<'JSON'
 {"name": "tiny", "models": ["rnn"], "input": 2, "classes": 2,
  "experiments": [{"methods": ["full", "vlrnn"], "T": [4, 8], "batch": 2, "hidden": 3,
-                  "block": [2], "repeats": 1, "warmup": 0, "figures": ["memory_vs_T"]}]}
+                  "block_length": [2], "repeats": 1, "warmup": 0, "figures": ["memory_vs_T"]}]}
 JSON
 echo '{"task": {"kind": "adding", "time_steps": 8}, "methods": ["full"],
       "optimizer_steps": 2}' > train.json
@@ -94,7 +94,7 @@ assert len(planned) == 3 and [r["loss"] for r in planned] == [r["loss"] for r in
 runs = records("train_planner", "train_run") + records("train_plan", "train_run")
 assert runs[0]["plan"]["ops"] == runs[1]["plan"]["ops"] and runs[1]["plan"]["chosen_by"] == "recorded"
 PY
-run "verify --out --json" "$vlrnn" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block=7' \
+run "verify --out --json" "$vlrnn" verify --filter 'rnnx1/ce/sum/f64/h0=grad/T=28 vlrnn:block_length=7' \
   --out verify --json verify.json
 mkdir bench
 cp "$source_dir/results/cpu-gru-variants/bench_gru_variants.json" bench/
@@ -110,23 +110,71 @@ sets=(shard0 shard1 merged compare.json compare_plan.json compare_kinds.json swe
 run "every set holds the results schema" "$python" "$source_dir/scripts/results_schema.py" "${sets[@]}"
 cat last.log | tail -1
 
+# One key per fact (schema 3): each fact under the name the schema gives it, and no other.
+run "one key per fact in what the commands wrote" "$python" - <<'PY'
+import json
+def records(folder):
+    return [json.loads(line) for line in open(folder + "/results.jsonl")]
+grid = [r for r in records("merged") if r["kind"] == "grid"]
+assert grid and all(r["H"] == 3 and "hidden" not in r for r in grid), grid[0]
+budget = records("budget")
+theory = [r for r in budget if r["kind"] == "theory"]
+assert theory and all("time_s" in r["predicted"] for r in theory), theory[0]
+assert all(r["problem"]["H"] == 4 for r in budget if "problem" in r)
+steps = [r for r in records("train") if r["kind"] == "train_step"]
+assert steps and all("time_s" in r and "clock_s" in r for r in steps), steps[0]
+assert steps[-1]["clock_s"] >= sum(r["time_s"] for r in steps) * 0.99, steps
+run = [r for r in records("train") if r["kind"] == "train_run"][0]
+assert run["H"] > 0 and run["clock_s"] > 0 and "wall_s" not in run, run
+verified = records("verify")
+assert verified and all({"H", "max_abs", "max_rel", "worst"} <= set(r) for r in verified), \
+    verified[0]
+assert "time_s" in json.load(open("verify/meta.json"))["verify"]
+compare = json.load(open("compare.json"))
+assert compare["meta"]["problem"]["H"] == 4 and compare["meta"]["schema_version"] == 3
+PY
+
 # The checker is not a rubber stamp: an old key name, a missing fact, a clean claim about an
-# unknown commit each fail it.
+# unknown commit each fail it; so does each name a fact had before schema 3, where a writer
+# put it.
 "$python" - "$work" <<'PY' > /dev/null
 import json, os, shutil, sys
 work = sys.argv[1]
-def variant(name, change):
-    shutil.copytree(os.path.join(work, "merged"), os.path.join(work, name))
+def variant(name, change, source="merged", record_change=None):
+    shutil.copytree(os.path.join(work, source), os.path.join(work, name))
     path = os.path.join(work, name, "meta.json")
     meta = json.load(open(path))
     change(meta)
     json.dump(meta, open(path, "w"))
+    if record_change:
+        path = os.path.join(work, name, "results.jsonl")
+        records = [json.loads(line) for line in open(path)]
+        for record in records:
+            record_change(record)
+        open(path, "w").write("".join(json.dumps(r) + "\n" for r in records))
+def rename(holder, old, new):
+    if new in holder:
+        holder[old] = holder.pop(new)
+def rename_in(key, old, new):
+    return lambda r: rename(r.get(key, {}), old, new)
 variant("old-name", lambda m: m.update(command_line=m.pop("command")))
 variant("no-load", lambda m: m.pop("load_average"))
 variant("clean-unknown", lambda m: m.update(git_sha="unknown", git_dirty=False))
 variant("old-version", lambda m: m.update(schema_version=1))
+keep = lambda m: None
+variant("old-hidden", keep, "merged", lambda r: rename(r, "hidden", "H"))
+variant("old-hidden-in-problem", keep, "budget", rename_in("problem", "hidden", "H"))
+variant("old-hidden_size", keep, "verify", lambda r: rename(r, "hidden_size", "H"))
+variant("old-max_abs_diff", keep, "verify", lambda r: rename(r, "max_abs_diff", "max_abs"))
+variant("old-max_rel_diff", keep, "verify", lambda r: rename(r, "max_rel_diff", "max_rel"))
+variant("old-worst_tensor", keep, "verify", lambda r: rename(r, "worst_tensor", "worst"))
+variant("old-seconds", keep, "budget", rename_in("predicted", "seconds", "time_s"))
+variant("old-seconds-in-meta", lambda m: rename(m["verify"], "seconds", "time_s"), "verify")
+variant("old-wall_s", keep, "train", lambda r: rename(r, "wall_s", "clock_s"))
 PY
-for bad in old-name no-load clean-unknown old-version; do
+for bad in old-name no-load clean-unknown old-version old-hidden old-hidden-in-problem \
+    old-hidden_size old-max_abs_diff old-max_rel_diff old-worst_tensor old-seconds \
+    old-seconds-in-meta old-wall_s; do
   if "$python" "$source_dir/scripts/results_schema.py" "$bad" > "$work/bad.log" 2>&1; then
     echo "FAIL the schema check passed a set with $bad"
     failures=$((failures + 1))

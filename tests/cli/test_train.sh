@@ -12,7 +12,7 @@ cat > "$work/config.json" <<'JSON'
   "name": "smoke",
   "task": {"kind": "copy", "delay": 12, "symbols": 2, "alphabet": 4, "min_length": 0.5},
   "model": {"kind": "gru", "hidden": 8, "carry_bias": 2},
-  "methods": ["full", "vlrnn:block=4", "tbptt:k=4"],
+  "methods": ["full", "vlrnn:block_length=4", "tbptt:k=4"],
   "seeds": [1, 2],
   "batch": 4, "optimizer_steps": 300,
   "optimizer": {"kind": "adam", "lr": 0.01, "clip": 1.0},
@@ -69,7 +69,7 @@ echo "train: 1800 steps logged; stopped after $stopped_steps steps (rc=$rc), res
 if [[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]]; then
   cat > "$work/fmnist.json" <<'JSON'
 {"name": "fmnist-smoke", "task": {"kind": "fashion_mnist", "permuted": true},
- "model": {"kind": "lstm", "hidden": 8}, "methods": ["vlrnn:block=28", "tbptt:k=28"],
+ "model": {"kind": "lstm", "hidden": 8}, "methods": ["vlrnn:block_length=28", "tbptt:k=28"],
  "seeds": [1], "batch": 4, "optimizer_steps": 2,
  "eval_every": 2, "eval_batches": 1, "eval_batch": 16}
 JSON

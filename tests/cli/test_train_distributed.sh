@@ -18,7 +18,7 @@ cat > "$work/config.json" <<'JSON'
   "name": "ranks",
   "task": {"kind": "copy", "delay": 6, "symbols": 2, "alphabet": 4, "min_length": 0.5},
   "model": {"kind": "lstm", "hidden": 6},
-  "methods": ["vlrnn:block=4", "planner:percent=30", "checkpoint", "full"],
+  "methods": ["vlrnn:block_length=4", "planner:percent=30", "checkpoint", "full"],
   "seeds": [1],
   "batch": 5, "optimizer_steps": 40, "dtype": "float64",
   "optimizer": {"kind": "adam", "lr": 0.01},

@@ -36,7 +36,7 @@ count_is() { [[ $(grep -cF -- "$2" "$1") == "$3" ]]; }
 echo "== part 4: verify --model-file at the user's shapes"
 rc=0
 "$vlrnn" verify --model-file "$work/some/deep/folder/cell.pt" --T 500 --batch 5 --dtype float64 \
-  --methods vlrnn:block=64 > shapes.txt 2> shapes.err || rc=$?
+  --methods vlrnn:block_length=64 > shapes.txt 2> shapes.err || rc=$?
 sed 's/^/    /' shapes.txt | head -3
 check "--T 500 --batch 5 runs and passes (exit $rc)" test "$rc" = 0
 check "the header names T and B" has shapes.txt "T=500 B=5"
@@ -83,7 +83,7 @@ check "--check --no-error: exit 2" bash -c "test $rc = 2 && grep -q -- '--check:
 
 echo "== part 5: a mask drawn once per call"
 rc=0
-"$vlrnn" verify --model-file per_call.pt --dtype float64 --methods vlrnn:block=7 > per_call.txt 2>&1 || rc=$?
+"$vlrnn" verify --model-file per_call.pt --dtype float64 --methods vlrnn:block_length=7 > per_call.txt 2>&1 || rc=$?
 check "it passes on this CPU (exit $rc)" has per_call.txt "verify: 12 passed, 0 failed"
 check "and is warned about, once before the table and once after" \
   bash -c "grep -q '^WARNING: the model draws its random numbers (dropout masks) once per forward() call' per_call.txt && grep -q 'does not carry over to a GPU' per_call.txt"
@@ -91,11 +91,11 @@ check "a model drawing per step gets no warning" lacks shapes.txt "WARNING"
 
 echo "== part 7: outputs that mislead"
 # (Only flags the tool had before, so that each check fails on the old output itself.)
-"$vlrnn" verify --model-file "$work/some/deep/folder/cell.pt" --filter block=7 > named.txt 2>&1
+"$vlrnn" verify --model-file "$work/some/deep/folder/cell.pt" --filter block_length=7 > named.txt 2>&1
 check "rows name the file, not its folder" \
-  bash -c "grep -q '^cell.pt/ce/' named.txt && ! grep -q 'deep/folder/cell.pt' <(grep ' vlrnn:block=7 ' named.txt)"
+  bash -c "grep -q '^cell.pt/ce/' named.txt && ! grep -q 'deep/folder/cell.pt' <(grep ' vlrnn:block_length=7 ' named.txt)"
 rc=0
-"$vlrnn" verify --model-file locked.pt --filter block=7 > locked.txt 2>&1 || rc=$?
+"$vlrnn" verify --model-file locked.pt --filter block_length=7 > locked.txt 2>&1 || rc=$?
 check "a cut-dependent model fails (exit $rc)" bash -c "test $rc = 1 && grep -q 'verify: 0 passed, 24 failed' locked.txt"
 check "its explanation is printed once for its 24 rows" \
   bash -c "[[ \$(grep -c 'depend on where the sequence is cut' locked.txt) == 1 ]] && grep -q 'likely cause \[1\] of 24 failed rows' locked.txt"

@@ -190,7 +190,7 @@ TEST(Bidirectional, MethodsThatCutTheSequenceRefuseIt) {
   auto model = make_model({"bilstm", F, H});
   auto head = make_head("ce", model->output_size(), 3);
   SequenceBatch batch{torch::randn({T, B, F}), torch::randint(0, 3, {T, B}), {}};
-  for (const char* spec : {"vlrnn:block=4", "tbptt:k=3", "revolve:slots=2"}) {
+  for (const char* spec : {"vlrnn:block_length=4", "tbptt:k=3", "revolve:slots=2"}) {
     SCOPED_TRACE(spec);
     expect_error_mentions([&] { make_method_from_spec(spec)->compute(Workload{*model, *head, batch}); },
                           {"bidirectional", "[0, ", "full, checkpoint, bivlrnn or planner"});

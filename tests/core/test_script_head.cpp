@@ -118,7 +118,7 @@ TEST(HeadsScript, EveryExactMethodMatchesFullBpttWithTheUsersLoss) {
     batch.targets = random_targets(*head, T, B, torch::dtype(torch::kFloat64));
     batch.targets = classes ? batch.targets.masked_fill(padding, -1)
                             : batch.targets.masked_fill(padding.unsqueeze(-1), NAN);
-    std::vector<std::string> specs = {"vlrnn:block=1", "vlrnn:block=4", "checkpoint:segments=3"};
+    std::vector<std::string> specs = {"vlrnn:block_length=1", "vlrnn:block_length=4", "checkpoint:segments=3"};
     for (const auto& name : method_names()) {
       if (!handles_left_to_right(name)) continue;  // bivlrnn takes bidirectional models
       if (name != "full" && make_method(name)->is_exact()) specs.push_back(name);

@@ -70,7 +70,7 @@ TEST(ScriptModel, EveryExactMethodMatchesFullBptt) {
   batch.inputs = torch::randn({11, 3, 3}, torch::kFloat64).requires_grad_(true);  // [T, B, F]
   batch.targets = torch::randint(0, 2, {11, 3});
   batch.lengths = torch::tensor({11, 4, 1}, torch::kLong);
-  std::vector<std::string> specs = {"vlrnn:block=1", "vlrnn:block=4", "checkpoint:segments=3"};
+  std::vector<std::string> specs = {"vlrnn:block_length=1", "vlrnn:block_length=4", "checkpoint:segments=3"};
   for (const auto& name : method_names()) {
     if (!handles_left_to_right(name)) continue;  // bivlrnn takes bidirectional models
     if (name != "full" && make_method(name)->is_exact()) specs.push_back(name);

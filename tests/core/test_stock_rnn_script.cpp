@@ -111,7 +111,7 @@ TEST(StockScriptModel, LstmGradientsEqualLibTorchsLstmAndItTrains) {
     for (const auto& p : reference->named_parameters()) ref[p.key()] = p.value().grad().clone();
     for (const auto& p : head->named_parameters()) ref["head " + p.key()] = p.value().grad().clone();
 
-    for (const std::string spec : {"full", "vlrnn:block=3", "checkpoint:segments=4"}) {
+    for (const std::string spec : {"full", "vlrnn:block_length=3", "checkpoint:segments=4"}) {
       auto batch_copy = batch;
       batch_copy.inputs = batch.inputs.detach().clone().requires_grad_(true);
       const State h0_state{h0.clone().requires_grad_(true), c0.clone().requires_grad_(true)};
@@ -137,7 +137,7 @@ TEST(StockScriptModel, LstmGradientsEqualLibTorchsLstmAndItTrains) {
   std::vector<torch::Tensor> params = model->parameters();
   for (const auto& p : head->parameters()) params.push_back(p);
   torch::optim::SGD sgd(params, torch::optim::SGDOptions(0.5));
-  auto method = make_method_from_spec("vlrnn:block=4");
+  auto method = make_method_from_spec("vlrnn:block_length=4");
   double first = 0.0, last = 0.0;
   for (int step = 0; step < 30; ++step) {
     sgd.zero_grad();
@@ -161,7 +161,7 @@ TEST(StockScriptModel, EveryExactMethodOnGruAndRnnEitherLayout) {
     model->to(torch::kFloat64);
     auto head = make_head("ce", model->output_size(), 2);
     head->to(torch::kFloat64);
-    std::vector<std::string> specs = {"vlrnn:block=1", "vlrnn:block=4", "checkpoint:segments=3"};
+    std::vector<std::string> specs = {"vlrnn:block_length=1", "vlrnn:block_length=4", "checkpoint:segments=3"};
     for (const auto& name : method_names()) {
       if (!handles_left_to_right(name)) continue;  // bivlrnn takes bidirectional models
       if (name != "full" && make_method(name)->is_exact()) specs.push_back(name);
@@ -197,14 +197,14 @@ TEST(StockScriptModel, RejectsWhatItCannotRunAndReportsPerCallDropout) {
   model->train(true);
   auto head = make_head("ce", 4, 2);
   head->to(torch::kFloat64);
-  const auto rows = verify::verify_model(*model, *head, make_batch(true), {"vlrnn:block=4"});
+  const auto rows = verify::verify_model(*model, *head, make_batch(true), {"vlrnn:block_length=4"});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_FALSE(rows[0].passed);
   EXPECT_NE(rows[0].diagnosis.find("depend on where the sequence is cut"), std::string::npos)
       << rows[0].diagnosis;
   // In eval mode there are no draws, and it is exact.
   model->eval();
-  EXPECT_TRUE(verify::verify_model(*model, *head, make_batch(true), {"vlrnn:block=4"})[0].passed);
+  EXPECT_TRUE(verify::verify_model(*model, *head, make_batch(true), {"vlrnn:block_length=4"})[0].passed);
   fs::remove_all(dir);
 }
 

@@ -168,13 +168,13 @@ void expect_ranks_equal_one_process(const std::vector<Case>& cases, int64_t worl
 
 TEST(DataParallel, RanksEqualOneProcessOnTheWholeBatch) {
   std::vector<Case> cases;
-  for (const std::string method : {"vlrnn:block=3", "planner:percent=30", "checkpoint", "full"}) {
+  for (const std::string method : {"vlrnn:block_length=3", "planner:percent=30", "checkpoint", "full"}) {
     for (const auto reduction : {Reduction::kSum, Reduction::kMean}) {
       for (const bool variable : {false, true}) cases.push_back({method, reduction, variable});
     }
   }
   expect_ranks_equal_one_process(cases, 2);  // 3 + 2 sequences
-  expect_ranks_equal_one_process({{"vlrnn:block=2", Reduction::kMean, true}}, 5);  // one each
+  expect_ranks_equal_one_process({{"vlrnn:block_length=2", Reduction::kMean, true}}, 5);  // one each
 }
 
 // NOTE [ Ranks never wait forever ]: a rank that dies closes its connections, and the

@@ -33,7 +33,7 @@ echo "== vlrnn compare --model-file cell.pt --head-file head.pt"
 echo "== vlrnn sweep with \"model_file\" and \"head_file\""
 cat > sweep.json <<'JSON'
 {"name": "head_file", "model_file": "cell.pt", "head_file": "head.pt", "methods": ["full", "vlrnn"],
- "T": [32], "batch": [2], "block": [8], "repeats": 1, "warmup": 0, "gradient_error": true}
+ "T": [32], "batch": [2], "block_length": [8], "repeats": 1, "warmup": 0, "gradient_error": true}
 JSON
 "$vlrnn" sweep sweep.json --out sweep_out --allow-dirty
 grep -q '"head":"head.pt"' sweep_out/results.jsonl
@@ -42,7 +42,7 @@ echo "== vlrnn train with \"model_file\" and \"head_file\": stop, resume"
 cat > train.json <<'JSON'
 {"name": "user_model", "task": {"kind": "copy", "delay": 10, "symbols": 2, "alphabet": 4, "min_length": 0.5},
  "model": {"model_file": "cell.pt"}, "head_file": "head.pt",
- "methods": ["full", "vlrnn:block=4"], "batch": 4, "optimizer_steps": 200,
+ "methods": ["full", "vlrnn:block_length=4"], "batch": 4, "optimizer_steps": 200,
  "optimizer": {"kind": "adam", "lr": 0.01, "clip": 1.0},
  "eval_every": 50, "eval_batches": 1, "checkpoint_every": 10, "dtype": "float64"}
 JSON
@@ -66,7 +66,7 @@ for line in open(sys.argv[1] + "/results.jsonl"):
     r = json.loads(line)
     if r["kind"] == "train_step":
         loss.setdefault(r["method"], []).append(r["loss"])
-full, block = loss["full"], loss["vlrnn:block=4"]
+full, block = loss["full"], loss["vlrnn:block_length=4"]
 worst = max(abs(a - b) / abs(b) for a, b in zip(block, full))
 assert worst < 1e-10, worst
 assert full[-1] < full[0], (full[0], full[-1])

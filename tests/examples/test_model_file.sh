@@ -38,7 +38,7 @@ PY
 echo "== vlrnn sweep with \"model_file\""
 cat > sweep.json <<'JSON'
 {"name": "model_file", "model_file": "cell.pt", "methods": ["full", "vlrnn"], "T": [32],
- "batch": [2], "block": [8], "repeats": 1, "warmup": 0, "gradient_error": true}
+ "batch": [2], "block_length": [8], "repeats": 1, "warmup": 0, "gradient_error": true}
 JSON
 "$vlrnn" sweep sweep.json --out sweep_out --allow-dirty
 grep -q '"model":"cell.pt"' sweep_out/results.jsonl

@@ -27,4 +27,4 @@ print("compare: 3 methods ok, gradients equal to full's")
 PY
 
 echo "== VLRNN_PLUGINS=$plugin vlrnn methods / verify --filter"
-VLRNN_PLUGINS="$plugin" "$vlrnn" verify --model indrnn --filter 'f64/h0=grad/T=28/var vlrnn:block=7'
+VLRNN_PLUGINS="$plugin" "$vlrnn" verify --model indrnn --filter 'f64/h0=grad/T=28/var vlrnn:block_length=7'

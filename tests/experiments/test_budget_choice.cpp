@@ -68,9 +68,9 @@ TEST(BudgetChoice, UniformIsTheFastestBlockLengthInsideTheMargin) {
     const auto choices = choose({"uniform"}, false, at, budget);
     ASSERT_EQ(choices.specs.size(), 1u) << fraction;
     const auto& spec = choices.specs[0];
-    ASSERT_EQ(spec.rfind("vlrnn:block=", 0), 0u) << spec;
+    ASSERT_EQ(spec.rfind("vlrnn:block_length=", 0), 0u) << spec;
     EXPECT_EQ(choices.label_of_spec.at(spec), "uniform");
-    const int64_t K = std::stoll(spec.substr(std::string("vlrnn:block=").size()));
+    const int64_t K = std::stoll(spec.substr(std::string("vlrnn:block_length=").size()));
     const auto chosen = schedule::simulate(schedule::uniform_schedule(kChoiceSteps, K), at.model);
     const auto& predicted = choices.chosen.at("uniform").at("predicted");
     EXPECT_EQ(predicted.at("peak_bytes").get<int64_t>(), chosen.peak_bytes);
@@ -93,7 +93,7 @@ TEST(BudgetChoice, KeepsThePlanningMargin) {
   ASSERT_TRUE(choices.chosen.at("uniform").contains("predicted")) << choices.chosen.dump();
   EXPECT_LE(choices.chosen.at("uniform").at("predicted").at("peak_bytes").get<double>(),
             kPlanningMargin * double(exactly.peak_bytes));
-  EXPECT_NE(choices.specs.at(0), "vlrnn:block=10");
+  EXPECT_NE(choices.specs.at(0), "vlrnn:block_length=10");
 }
 
 TEST(BudgetChoice, RevolveIsTheFastestSlotCountInsideTheMargin) {
@@ -135,9 +135,9 @@ TEST(BudgetChoice, SpecsRunFullFirstThenTheMethodsInOrder) {
   const auto choices = choose({"sqrt", "revolve", "uniform"}, true, at, budget);
   ASSERT_EQ(choices.specs.size(), 4u);
   EXPECT_EQ(choices.specs[0], "full");
-  EXPECT_EQ(choices.specs[1].rfind("vlrnn:block=", 0), 0u);
+  EXPECT_EQ(choices.specs[1].rfind("vlrnn:block_length=", 0), 0u);
   EXPECT_EQ(choices.specs[2].rfind("revolve:slots=", 0), 0u);
-  EXPECT_EQ(choices.specs[3], "vlrnn:blocks=" + std::to_string(sqrt_steps(kChoiceSteps)));
+  EXPECT_EQ(choices.specs[3], "vlrnn:num_blocks=" + std::to_string(sqrt_steps(kChoiceSteps)));
   EXPECT_EQ(choices.label_of_spec.at(choices.specs[3]), "sqrt");
   const auto sqrt_peak =
       schedule::simulate(schedule::sqrt_checkpoint_schedule(kChoiceSteps), at.model).peak_bytes;
@@ -207,7 +207,7 @@ TEST(BudgetChoice, ABidirectionalModelGetsThePlannersBivlrnn) {
   const auto budget = at.full_peak / 2;
   const auto choices = choose({"planner", "uniform", "revolve", "sqrt"}, true, at, budget);
   EXPECT_EQ(choices.specs, (std::vector<std::string>{"full", "planner:budget=" + std::to_string(budget),
-                                                     "bivlrnn:block=6"}));
+                                                     "bivlrnn:block_length=6"}));
   const auto& planner = choices.chosen.at("planner");
   EXPECT_LE(planner.at("checked_peak_bytes").get<int64_t>(), budget);
   EXPECT_NE(planner.at("schedule").get<std::string>().find("bivlrnn(budget="), std::string::npos)
@@ -216,7 +216,7 @@ TEST(BudgetChoice, ABidirectionalModelGetsThePlannersBivlrnn) {
     EXPECT_NE(choices.chosen.at(method).at("error").get<std::string>().find("bidirectional"),
               std::string::npos) << method;
   }
-  EXPECT_EQ(choices.label_of_spec.at("bivlrnn:block=6"), "sqrt");
+  EXPECT_EQ(choices.label_of_spec.at("bivlrnn:block_length=6"), "sqrt");
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ class MergeTest : public ::testing::Test {
  protected:
   static SweepConfig config() {
     return parse_sweep_config(json::parse(R"({"models": "lstm", "input": 2, "hidden": 4, "classes": 2,
-      "repeats": 1, "warmup": 0, "block": [4], "methods": ["full", "vlrnn"], "T": [8, 16, 32],
+      "repeats": 1, "warmup": 0, "block_length": [4], "methods": ["full", "vlrnn"], "T": [8, 16, 32],
       "batch": [1, 2]})"), "tiny_merge");
   }
   static fs::path root() { return fs::temp_directory_path() / ("vlrnn_merge_" + std::to_string(::getpid())); }

@@ -32,7 +32,7 @@ RunOptions rounds_only(int64_t repeats) {
 
 TEST(MethodRunner, PairedRatiosCarryAnIntervalAndANoisyFlag) {
   const auto problem = small_problem();
-  const auto runs = run_methods(problem, {"full", "vlrnn:block=4"}, rounds_only(5));
+  const auto runs = run_methods(problem, {"full", "vlrnn:block_length=4"}, rounds_only(5));
   const auto* full = find_full(runs);
   ASSERT_NE(full, nullptr);
   const auto record = ratio_json(runs[1], full);
@@ -51,14 +51,14 @@ TEST(MethodRunner, UntilStableAddsRoundsUpToTheCap) {
   options.max_repeats = 6;
   // A tolerance no two timings meet: rounds are added until the cap.
   options.stable_within = 1e-12;
-  auto runs = run_methods(problem, {"full", "vlrnn:block=4"}, options);
+  auto runs = run_methods(problem, {"full", "vlrnn:block_length=4"}, options);
   EXPECT_EQ(runs[0].time.samples, 6);
   EXPECT_EQ(runs[1].time.samples, 6);
   // A tolerance any ratio meets: it stops as soon as an interval has enough rounds to
   // count (MedianInterval::kMinSamples), not at the cap.
   options.stable_within = 0.99;
   options.max_repeats = 50;
-  runs = run_methods(problem, {"full", "vlrnn:block=4"}, options);
+  runs = run_methods(problem, {"full", "vlrnn:block_length=4"}, options);
   EXPECT_LT(runs[1].time.samples, 50);
   EXPECT_GE(runs[1].time.samples, measure::MedianInterval::kMinSamples);
 }
@@ -73,7 +73,7 @@ TEST(MethodRunner, RunsMethodsOnOtherKindsOfTheSameFunction) {
   RunOptions options;
   options.warmup = 0;
   options.repeats = 2;
-  const auto runs = run_methods({&base, &block, &block}, {"full", "full", "vlrnn:block=5"}, options);
+  const auto runs = run_methods({&base, &block, &block}, {"full", "full", "vlrnn:block_length=5"}, options);
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0].model, "");
   EXPECT_EQ(runs[1].model, "lstm_block");

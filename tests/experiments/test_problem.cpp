@@ -29,7 +29,7 @@ TEST(Problem, SegmentsDrawResetsOfTheRequestedMeanLength) {
   spec.time_steps = 60;
   const auto small = make_problem(spec);
   auto full = make_method("full");
-  auto blocks = make_method_from_spec("vlrnn:block=7");
+  auto blocks = make_method_from_spec("vlrnn:block_length=7");
   auto gradients = [&](GradientMethod& method) {
     testing::clear_grads(*small.model, *small.head);
     method.compute(small.workload());

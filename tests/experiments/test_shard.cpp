@@ -29,10 +29,10 @@ TEST(Shard, BadTextNamesTheArgumentWhatWasExpectedAndWhatCame) {
 // 8 grid groups of 2 points whose costs go 1 : 2 : 4 : ... : 128 (T x B), plus 2 max_batch
 // points when asked.
 SweepConfig shard_config(bool max_batch = true) {
-  auto text = json::parse(R"({"hidden": 4, "input": 2, "classes": 2, "block": [4],
+  auto text = json::parse(R"({"hidden": 4, "input": 2, "classes": 2, "block_length": [4],
     "experiments": [
       {"name": "a", "methods": ["full", "vlrnn"], "T": [16, 64, 256, 1024], "batch": [1, 2]},
-      {"name": "b", "kind": "max_batch", "methods": ["full", "vlrnn:block=4"], "T": 16, "budget_mib": 1}]})");
+      {"name": "b", "kind": "max_batch", "methods": ["full", "vlrnn:block_length=4"], "T": 16, "budget_mib": 1}]})");
   if (!max_batch) text["experiments"].erase(1);
   return parse_sweep_config(text, "shards");
 }

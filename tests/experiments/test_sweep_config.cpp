@@ -20,21 +20,21 @@ SweepConfig parse(const std::string& text) { return parse_sweep_config(json::par
 
 TEST(SweepConfig, ATopLevelGridWithDefaults) {
   const auto config = parse(R"({"methods": ["full", "vlrnn"], "T": [64, 128], "batch": 2,
-                                "block": [8, 16], "hidden": 8, "input": 4})");
+                                "block_length": [8, 16], "hidden": 8, "input": 4})");
   ASSERT_EQ(config.experiments.size(), 1u);
   const auto& e = config.experiments[0];
   EXPECT_EQ(e.name, "test");
   EXPECT_EQ(e.batches, std::vector<int64_t>{2});
   // A bare "vlrnn" becomes its block template.
-  EXPECT_EQ(e.methods, (std::vector<std::string>{"full", "vlrnn:block={K}"}));
+  EXPECT_EQ(e.methods, (std::vector<std::string>{"full", "vlrnn:block_length={K}"}));
   const auto points = expand_points(config);
   // Per T: full once (K null) + vlrnn at K = 8 and 16.
   ASSERT_EQ(points.size(), 6u);
   EXPECT_EQ(points[0].method, "full");
   EXPECT_EQ(points[0].block, 0);
-  EXPECT_EQ(points[1].method, "vlrnn:block=8");
+  EXPECT_EQ(points[1].method, "vlrnn:block_length=8");
   EXPECT_EQ(points[1].block, 8);
-  EXPECT_EQ(points[2].method, "vlrnn:block=16");
+  EXPECT_EQ(points[2].method, "vlrnn:block_length=16");
   EXPECT_EQ(points[3].problem.time_steps, 128);
   std::set<std::string> keys;
   for (const auto& p : points) keys.insert(p.key);
@@ -42,9 +42,9 @@ TEST(SweepConfig, ATopLevelGridWithDefaults) {
 }
 
 TEST(SweepConfig, ExperimentsInheritTheTopLevelAndOverrideIt) {
-  const auto config = parse(R"({"hidden": 8, "repeats": 2, "methods": "all", "block": [4],
+  const auto config = parse(R"({"hidden": 8, "repeats": 2, "methods": "all", "block_length": [4],
     "experiments": [{"name": "a", "T": 32}, {"name": "b", "T": 16, "repeats": 1,
-                     "methods": ["vlrnn:block={N}"], "block": [4, 8]}]})");
+                     "methods": ["vlrnn:block_length={N}"], "block_length": [4, 8]}]})");
   ASSERT_EQ(config.experiments.size(), 2u);
   EXPECT_EQ(config.experiments[0].repeats, 2);
   EXPECT_EQ(config.experiments[1].repeats, 1);
@@ -57,8 +57,8 @@ TEST(SweepConfig, ExperimentsInheritTheTopLevelAndOverrideIt) {
   EXPECT_EQ(std::count(names.begin(), names.end(), "bivlrnn"), 1);
   const auto points = expand_points(config);
   // {N} = ceil(T / K): T = 16 with K = 4 and 8 gives 4 and 2 blocks.
-  EXPECT_EQ(points[points.size() - 2].method, "vlrnn:block=4");
-  EXPECT_EQ(points.back().method, "vlrnn:block=2");
+  EXPECT_EQ(points[points.size() - 2].method, "vlrnn:block_length=4");
+  EXPECT_EQ(points.back().method, "vlrnn:block_length=2");
 }
 
 // "all" on bidirectional kinds: the methods that take them, the planner (bivlrnn under its
@@ -110,8 +110,13 @@ TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
                         {"$.methods[1]", "nosuch", "known methods", "vlrnn"});
   expect_error_mentions([] { parse(R"({"methods": ["vlrnn:blok=3"]})"); },
                         {"$.methods[0]", "blok"});
-  expect_error_mentions([] { parse(R"({"methods": ["vlrnn:block={K}"]})"); },
-                        {"$.block", "block length"});
+  expect_error_mentions([] { parse(R"({"methods": ["vlrnn:block_length={K}"]})"); },
+                        {"$.block_length", "block length"});
+  // "block" (before "block_length") fails naming the new key, at the top and in an experiment.
+  expect_error_mentions([] { parse(R"({"block": [8]})"); },
+                        {"$.block", "renamed to \"block_length\""});
+  expect_error_mentions([] { parse(R"({"experiments": [{"block": [8]}]})"); },
+                        {"$.experiments[0].block", "renamed to \"block_length\""});
   expect_error_mentions([] { parse(R"({"models": ["lstm", "transformer"]})"); },
                         {"$.models[1]", "transformer", "gru"});
   expect_error_mentions([] { parse(R"({"models": ["bi:transformer"]})"); },
@@ -127,7 +132,7 @@ TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
   expect_error_mentions([] { parse(R"({"gradient_error": 1})"); }, {"$.gradient_error", "true or false"});
   expect_error_mentions([] { parse(R"({"figures": ["memory_vs_t"]})"); },
                         {"$.figures[0]", "memory_vs_T", "memory_vs_t"});
-  expect_error_mentions([] { parse(R"({"block_options": {"vlrnn": "block=8"}})"); },
+  expect_error_mentions([] { parse(R"({"block_options": {"vlrnn": "block_length=8"}})"); },
                         {"$.block_options.vlrnn", "{K}"});
   expect_error_mentions([] { parse(R"({"experiments": [{"name": "x"}, {"name": "x"}]})"); },
                         {"$.experiments[1].name", "duplicate"});
@@ -169,13 +174,13 @@ TEST(SweepConfig, TheCommittedQuickConfigLoads) {
 }
 
 TEST(MethodSpecs, SplitsListsKeepingMultiOptionSpecsTogether) {
-  EXPECT_EQ(split_method_list("full,vlrnn:block=64,tbptt:k1=8,k2=16,checkpoint"),
-            (std::vector<std::string>{"full", "vlrnn:block=64", "tbptt:k1=8,k2=16", "checkpoint"}));
+  EXPECT_EQ(split_method_list("full,vlrnn:block_length=64,tbptt:k1=8,k2=16,checkpoint"),
+            (std::vector<std::string>{"full", "vlrnn:block_length=64", "tbptt:k1=8,k2=16", "checkpoint"}));
   EXPECT_EQ(split_method_list(" full , vlrnn "), (std::vector<std::string>{"full", "vlrnn"}));
   expect_error_mentions([] { split_method_list("full,,vlrnn"); }, {"methods", "empty"});
   EXPECT_EQ(substitute_block("x:a={K},b={N}", 10, 95), "x:a=10,b=10");
-  EXPECT_TRUE(uses_block("vlrnn:block={K}"));
-  EXPECT_FALSE(uses_block("vlrnn:block=3"));
+  EXPECT_TRUE(uses_block("vlrnn:block_length={K}"));
+  EXPECT_FALSE(uses_block("vlrnn:block_length=3"));
   expect_error_mentions([] { check_method_specs({"full", "bogus"}); }, {"bogus", "known methods"});
 }
 

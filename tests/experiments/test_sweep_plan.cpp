@@ -10,10 +10,10 @@ using json = nlohmann::json;
 // Grid "a": 2 T x 2 batches, full + vlrnn at K = 4 and 8 -> 4 groups of 3 points; "b": one
 // max_batch point per method -> 2 groups of 1.
 SweepConfig plan_config() {
-  return parse_sweep_config(json::parse(R"({"hidden": 4, "input": 2, "classes": 2, "block": [4, 8],
+  return parse_sweep_config(json::parse(R"({"hidden": 4, "input": 2, "classes": 2, "block_length": [4, 8],
     "experiments": [
       {"name": "a", "methods": ["full", "vlrnn"], "T": [16, 64], "batch": [1, 2]},
-      {"name": "b", "kind": "max_batch", "methods": ["full", "vlrnn:block=4"], "T": 16, "budget_mib": 1}]})"),
+      {"name": "b", "kind": "max_batch", "methods": ["full", "vlrnn:block_length=4"], "T": 16, "budget_mib": 1}]})"),
                             "plan");
 }
 

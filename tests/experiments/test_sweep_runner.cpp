@@ -37,8 +37,8 @@ class SweepRunnerTest : public ::testing::Test {
       "memory_limit_mib": 1, "models": "lstm", "input": 4, "hidden": 8, "classes": 3,
       "batch": 2, "repeats": 1, "warmup": 0,
       "experiments": [
-        {"name": "a", "methods": ["full", "vlrnn"], "T": [64, 2048], "block": [16]},
-        {"name": "b", "kind": "max_batch", "methods": ["vlrnn:block=8"], "T": 32,
+        {"name": "a", "methods": ["full", "vlrnn"], "T": [64, 2048], "block_length": [16]},
+        {"name": "b", "kind": "max_batch", "methods": ["vlrnn:block_length=8"], "T": 32,
          "budget_mib": 0.25, "batch_max": 64}
       ]})"), "tiny");
   }
@@ -61,7 +61,7 @@ TEST_F(SweepRunnerTest, RecordsEveryPointAndOutOfMemoryAndResumes) {
   for (const auto& r : records) status[r["method"].get<std::string>() + "@" + std::to_string(r["T"].get<int64_t>())] = r["status"];
   EXPECT_EQ(status["full@64"], "ok");
   EXPECT_EQ(status["full@2048"], "oom");
-  EXPECT_EQ(status["vlrnn:block=16@2048"], "ok");
+  EXPECT_EQ(status["vlrnn:block_length=16@2048"], "ok");
   const auto& max_batch = records.back();
   EXPECT_EQ(max_batch["kind"], "max_batch");
   EXPECT_GT(max_batch["max_batch"].get<int64_t>(), 1);
@@ -149,7 +149,7 @@ TEST_F(SweepRunnerTest, BidirectionalAndLinearKindsRun) {
       {"name": "bi", "models": ["bilstm", "bi:gru_v3", "bi:mingru"],
        "methods": ["full", "bivlrnn", "bivlrnn:percent=40", "planner:percent=40", "checkpoint"]},
       {"name": "linear", "models": ["mingru", "minlstm", "lru", "ssm"],
-       "methods": ["full", "vlrnn"], "block": [6]}
+       "methods": ["full", "vlrnn"], "block_length": [6]}
     ]})"), "kinds");
   const auto summary = run_sweep(config, options_);
   EXPECT_EQ(summary.total, 3 * 5 + 4 * 2);

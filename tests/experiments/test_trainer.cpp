@@ -71,7 +71,7 @@ TEST(Trainer, EveryExactMethodFollowsFullBpttsTrajectoryFor200Steps) {
   const auto dir = fresh_dir("exact");
   const auto reference = train(config, {"full", 7, 4}, dir);
   ASSERT_EQ(reference.size(), 200u);
-  const std::vector<std::string> exact = {"vlrnn:block=5", "checkpoint:segments=4",
+  const std::vector<std::string> exact = {"vlrnn:block_length=5", "checkpoint:segments=4",
                                           "revolve:slots=3", "planner:percent=30"};
   for (const auto& method : exact) {
     const auto steps = train(config, {method, 7, 4}, dir);
@@ -108,7 +108,7 @@ TEST(Trainer, AKilledRunResumesBitForBit) {
     auto config = small_config({{"optimizer", {{"kind", optimizer}, {"lr", 0.05}}},
                                 {"model", {{"kind", "lstm"}, {"hidden", 8}, {"layers", 2},
                                            {"dropout", 0.3}}}});
-    const TrainRunSpec run{"vlrnn:block=5", 3, 4};
+    const TrainRunSpec run{"vlrnn:block_length=5", 3, 4};
     const auto straight = train(config, run, fresh_dir("straight"));
     const auto dir = fresh_dir("killed");
     const auto before_kill = train(config, run, dir, /*stop_after=*/7);
@@ -150,7 +150,7 @@ TEST(Trainer, EvaluationReportsTheAccuracyOfASequenceClassification) {
   TrainHooks hooks;
   hooks.log = [&](const std::vector<json>& r) { records.insert(records.end(), r.begin(), r.end()); };
   const auto task = make_task(config.task);
-  train_run(config, *task, {"vlrnn:block=5", 1, 8}, fresh_dir("accuracy"), false, hooks);
+  train_run(config, *task, {"vlrnn:block_length=5", 1, 8}, fresh_dir("accuracy"), false, hooks);
   std::vector<json> evaluations;
   for (const auto& r : records) {
     if (r.contains("eval_loss")) evaluations.push_back(r);
@@ -214,9 +214,9 @@ TEST(Trainer, EveryTaskTrainsWithEveryMethod) {
 TEST(Trainer, BidirectionalAndLinearKindsTrain) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"bilstm", {"bivlrnn", "bivlrnn:percent=50", "planner:percent=50"}},
-      {"bi:gru_v3", {"bivlrnn:block=5"}},
+      {"bi:gru_v3", {"bivlrnn:block_length=5"}},
       {"bi:minlstm", {"checkpoint"}},
-      {"mingru", {"vlrnn:block=5", "planner:percent=50"}},
+      {"mingru", {"vlrnn:block_length=5", "planner:percent=50"}},
       {"ssm", {"vlrnn"}}};
   for (const auto& [kind, methods] : cases) {
     auto config = small_config({{"model", {{"kind", kind}, {"hidden", 6}}}, {"methods", methods},
@@ -251,7 +251,7 @@ TEST(Trainer, BatchMaxIsTheLargestThatFitsTheBudget) {
   auto config = small_config({{"optimizer_steps", 1}, {"memory_budget_mib", 0.25},
                               {"batch_max", 256},
                               {"methods", {{{"method", "full"}, {"batch", "max"}},
-                                           {{"method", "vlrnn:block=5"}, {"batch", "max"}}}}});
+                                           {{"method", "vlrnn:block_length=5"}, {"batch", "max"}}}}});
   const auto task = make_task(config.task);
   std::vector<json> runs;
   TrainHooks hooks;
@@ -320,11 +320,11 @@ TEST(Trainer, BadConfigsNameTheField) {
 TEST(Trainer, AMethodEntryTrainsItsOwnModel) {
   const auto config = small_config(
       {{"optimizer_steps", 2}, {"eval_every", 2},
-       {"methods", {"vlrnn:block=5",
-                    {{"method", "vlrnn:block=5"}, {"model", {{"kind", "mingru"}, {"hidden", 6}}}}}}});
+       {"methods", {"vlrnn:block_length=5",
+                    {{"method", "vlrnn:block_length=5"}, {"model", {{"kind", "mingru"}, {"hidden", 6}}}}}}});
   ASSERT_EQ(config.runs.size(), 2u);
-  EXPECT_EQ(config.runs[0].label(), "vlrnn:block=5|seed=1");
-  EXPECT_EQ(config.runs[1].label(), "vlrnn:block=5|model=mingru|seed=1");
+  EXPECT_EQ(config.runs[0].label(), "vlrnn:block_length=5|seed=1");
+  EXPECT_EQ(config.runs[1].label(), "vlrnn:block_length=5|model=mingru|seed=1");
   EXPECT_EQ(config.model_of(config.runs[0]).kind, "lstm");
   EXPECT_EQ(config.model_of(config.runs[1]).kind, "mingru");
   for (size_t i = 0; i < 2; ++i) {

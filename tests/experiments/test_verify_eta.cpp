@@ -14,7 +14,7 @@ std::vector<verify::VerifyCase> cases(const std::string& method, int n) {
 }
 
 TEST(VerifyEta, PlannerCasesNotYetRunAreEstimatedAsSlow) {
-  auto all = cases("vlrnn:block=7", 10);
+  auto all = cases("vlrnn:block_length=7", 10);
   const auto planner = cases("planner:percent=1", 10);
   all.insert(all.end(), planner.begin(), planner.end());
   VerifyEta eta;
@@ -27,7 +27,7 @@ TEST(VerifyEta, PlannerCasesNotYetRunAreEstimatedAsSlow) {
 }
 
 TEST(VerifyEta, AMethodsOwnCasesReplaceThePrior) {
-  auto all = cases("vlrnn:block=7", 4);
+  auto all = cases("vlrnn:block_length=7", 4);
   const auto planner = cases("planner:percent=1", 4);
   all.insert(all.end(), planner.begin(), planner.end());
   VerifyEta eta;
@@ -37,7 +37,7 @@ TEST(VerifyEta, AMethodsOwnCasesReplaceThePrior) {
 }
 
 TEST(VerifyEta, CasesScaleWithTTimesB) {
-  auto all = cases("vlrnn:block=7", 2);
+  auto all = cases("vlrnn:block_length=7", 2);
   all[1].time_steps = 2 * all[0].time_steps;
   all[1].batch = 3 * all[0].batch;
   VerifyEta eta;

@@ -130,7 +130,7 @@ TEST(FlopModel, BivlrnnRecomputesOneAndAHalfPassesOfBothDirections) {
   auto head = make_head("ce", model->output_size(), 3);
   SequenceBatch batch{torch::randn({20, 2, 3}), torch::randint(0, 3, {20, 2}), {}};
   const auto result =
-      make_method_from_spec("bivlrnn:block=5")->compute(Workload{*model, *head, batch});
+      make_method_from_spec("bivlrnn:block_length=5")->compute(Workload{*model, *head, batch});
   const auto per_step = flops_per_step({"bilstm", 3, 4, 1}, "ce", 3);
   const auto flops = iteration_flops(per_step, 20, 2, 40, result.counters);
   EXPECT_DOUBLE_EQ(flops.useful(), 40.0 * 3.0 * per_step.forward());

@@ -57,7 +57,7 @@ int64_t spec_iteration_peak(const std::string& spec, int64_t steps,
 // passes them, whichever the direction.
 TEST(IterationMemory, VlrnnPeakIsFlatInTWhileFullBpttGrowsLinearly) {
   for (const std::string kind : {"lstm", "mingru", "minlstm", "lru", "ssm", "bilstm"}) {
-    const std::string block = kind == "bilstm" ? "bivlrnn:block=16" : "vlrnn:block=16";
+    const std::string block = kind == "bilstm" ? "bivlrnn:block_length=16" : "vlrnn:block_length=16";
     const double vlrnn_growth = double(spec_iteration_peak(block, 1024, kind)) /
                                 double(spec_iteration_peak(block, 256, kind));
     const double full_growth = double(spec_iteration_peak("full", 1024, kind)) /

@@ -182,7 +182,7 @@ TEST_P(FinalStateGrad, StreamCutIntoCallsEqualsOneCall) {
 INSTANTIATE_TEST_SUITE_P(
     LeftToRight, FinalStateGrad,
     ::testing::Combine(::testing::Values("gru", "lstm", "gru_v3"),
-                       ::testing::Values("full", "vlrnn", "vlrnn:block=1", "vlrnn:block=5",
+                       ::testing::Values("full", "vlrnn", "vlrnn:block_length=1", "vlrnn:block_length=5",
                                          "checkpoint:segments=2",
                                          "checkpoint:segments=3,head_inside=0",
                                          "revolve:slots=2", "planner:percent=30", "tbptt:k=7")),
@@ -195,8 +195,8 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     Bidirectional, FinalStateGrad,
     ::testing::Combine(::testing::Values("bilstm", "bigru"),
-                       ::testing::Values("full", "bivlrnn:block=1", "bivlrnn:block=3",
-                                         "bivlrnn:block=9", "checkpoint:segments=3",
+                       ::testing::Values("full", "bivlrnn:block_length=1", "bivlrnn:block_length=3",
+                                         "bivlrnn:block_length=9", "checkpoint:segments=3",
                                          "planner:percent=30")),
     [](const auto& info) {
       return test_name(std::get<0>(info.param) + "_" + std::get<1>(info.param));

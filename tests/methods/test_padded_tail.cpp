@@ -54,7 +54,7 @@ TEST(PaddedTail, EveryMethodRunsAndExactOnesEqualFull) {
     batch.lengths = torch::tensor({5, 3, 6}, torch::kLong);
     if (inputs_grad) batch.inputs.requires_grad_(true);
     const auto reference = spec_gradients("full", *model, *head, batch);
-    for (const std::string spec : {"vlrnn:block=4", "vlrnn:block=1", "vlrnn", "checkpoint:segments=4",
+    for (const std::string spec : {"vlrnn:block_length=4", "vlrnn:block_length=1", "vlrnn", "checkpoint:segments=4",
                                    "checkpoint:segments=3,head_inside=0", "revolve:slots=2",
                                    "planner:percent=5", "tbptt:k=12", "tbptt:k=4"}) {
       const std::string label = spec + (inputs_grad ? " (inputs require grad)" : "");
@@ -135,7 +135,7 @@ TEST(PaddedTail, NanPaddingNeverReachesAGradientOfAUserModel) {
     clean.inputs = clean.inputs.detach().requires_grad_(inputs_grad);
     dirty.inputs = dirty.inputs.detach().requires_grad_(inputs_grad);
     const auto reference = spec_gradients("full", *model, *head, clean);
-    for (const std::string spec : {"full", "vlrnn:block=3", "checkpoint:segments=2",
+    for (const std::string spec : {"full", "vlrnn:block_length=3", "checkpoint:segments=2",
                                    "checkpoint:segments=2,head_inside=0", "revolve:slots=2",
                                    "tbptt:k=10"}) {
       expect_equal(spec_gradients(spec, *model, *head, dirty), reference,
@@ -159,7 +159,7 @@ TEST(PaddedTail, NanPaddingNeverReachesAGradientOfTheBuiltInModels) {
       clean.inputs = clean.inputs.detach().requires_grad_(inputs_grad);
       dirty.inputs = dirty.inputs.detach().requires_grad_(inputs_grad);
       const auto reference = spec_gradients("full", *model, *head, clean);
-      for (const std::string spec : {"full", "vlrnn:block=3", "vlrnn:block=64"}) {
+      for (const std::string spec : {"full", "vlrnn:block_length=3", "vlrnn:block_length=64"}) {
         expect_equal(
             spec_gradients(spec, *model, *head, dirty), reference,
             kind + " " + spec + " with nan padding" + (inputs_grad ? ", inputs require grad" : ""));

@@ -151,7 +151,7 @@ TEST(Resets, FullBpttEqualsTheSegmentsAsSeparateSequences) {
 // Every exact left-to-right method equals full BPTT with resets, dropout included.
 TEST(Resets, EveryExactMethodEqualsFullBptt) {
   const std::vector<std::string> specs = {
-      "vlrnn:block=1", "vlrnn:block=2", "vlrnn:block=4", "vlrnn:block=20",
+      "vlrnn:block_length=1", "vlrnn:block_length=2", "vlrnn:block_length=4", "vlrnn:block_length=20",
       "checkpoint:segments=3", "checkpoint:segments=2,head_inside=0", "revolve:slots=2",
       "planner:percent=1", "planner:percent=90", "online:slots=1", "online:slots=3"};
   for (const auto& name : method_names()) {
@@ -182,7 +182,7 @@ TEST(Resets, EveryBidirectionalMethodEqualsFullBptt) {
   const Named reference = p.with_resets(*full);
   for (const auto& name : method_names()) {
     if (name == "full" || !make_method(name)->is_exact() || !handles_bidirectional(name)) continue;
-    for (const auto& spec : {name, name + ":block=2", name + ":segments=4"}) {
+    for (const auto& spec : {name, name + ":block_length=2", name + ":segments=4"}) {
       std::unique_ptr<GradientMethod> method;
       try {
         method = make_method_from_spec(spec);
@@ -226,7 +226,7 @@ TEST(Resets, LearnedInitialStateGetsEverySegmentsGradient) {
     return initial.grad().clone();
   };
   auto full = make_method("full");
-  auto blocks = make_method_from_spec("vlrnn:block=2");
+  auto blocks = make_method_from_spec("vlrnn:block_length=2");
   const auto want = gradient_of_initial(*full);
   EXPECT_LE(testing::rel_diff(gradient_of_initial(*blocks), want), 1e-10);
 }

@@ -84,7 +84,7 @@ TEST(SideEffects, EveryMethodMovesTheGeneratorsOnlyAsOneForwardPassWould) {
 
 TEST(SideEffects, AMethodThatThrowsMidwayLeavesTheGeneratorWhereItWas) {
   DropoutProblem p(/*steps=*/30);
-  for (const std::string spec : {"vlrnn:block=4", "checkpoint:segments=5", "tbptt:k=4",
+  for (const std::string spec : {"vlrnn:block_length=4", "checkpoint:segments=5", "tbptt:k=4",
                                  "revolve:slots=3"}) {
     auto throwing = std::make_shared<testing::ThrowsOnCall>(p.model, 3);
     torch::manual_seed(5);

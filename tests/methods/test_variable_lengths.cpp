@@ -140,7 +140,7 @@ TEST_P(VariableLengths, MeanIsTheMeanOfEachSequencesOwnMean) {
 INSTANTIATE_TEST_SUITE_P(
     ModelsAndMethods, VariableLengths,
     ::testing::Combine(::testing::Values("rnn", "gru", "lstm", "gru_lstm"),
-                       ::testing::Values("full", "vlrnn:block=4", "vlrnn:block=1",
+                       ::testing::Values("full", "vlrnn:block_length=4", "vlrnn:block_length=1",
                                          "checkpoint:segments=3",
                                          "checkpoint:segments=4,head_inside=0", "tbptt:k=13")),
     [](const auto& info) {
@@ -153,14 +153,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(VariableLengths, PackedSequenceInPackedLossesOut) {
   VariableProblem p("gru");
-  auto [padded_grads, padded] = p.batched("vlrnn:block=4", Reduction::kMean);
+  auto [padded_grads, padded] = p.batched("vlrnn:block_length=4", Reduction::kMean);
   p.zero_grads();
   auto x_leaf = p.x.clone().requires_grad_(true);
   auto batch = SequenceBatch::from_packed_sequences(
       rnn_utils::pack_padded_sequence(x_leaf, p.lengths, false, false),
       rnn_utils::pack_padded_sequence(p.y, p.lengths, false, false));
   auto h0_leaf = p.h0.clone().requires_grad_(true);
-  auto packed = make_method("vlrnn", {{"block", 4}})->compute(
+  auto packed = make_method("vlrnn", {{"block_length", 4}})->compute(
       {*p.model, *p.head, batch, p.initial(h0_leaf, 5), Reduction::kMean});
   ASSERT_TRUE(packed.packed_step_losses.has_value());
   EXPECT_EQ(packed.packed_step_losses->data().size(0), p.lengths.sum().item<int64_t>());
@@ -173,7 +173,7 @@ TEST(VariableLengths, PackedSequenceInPackedLossesOut) {
 
 TEST(VariableLengths, BadLengthsAreRejected) {
   testing::SmallProblem p("gru", 6, 3);
-  auto method = make_method("vlrnn", {{"block", 2}});
+  auto method = make_method("vlrnn", {{"block_length", 2}});
   p.batch.lengths = torch::tensor({6, 0, 2});
   expect_error_mentions([&] { method->compute(p.workload()); },
                         {"batch.lengths", "[1, T = 6]", "[0, 6]"});

@@ -69,19 +69,19 @@ class StepHead(nn.Module):
 def _cases():
     cases = []
     fixed, variable = (9,) * 4, (12, 5, 9, 3)
-    for method in ("vlrnn:block=3", "planner:percent=30", "checkpoint", "full"):
+    for method in ("vlrnn:block_length=3", "planner:percent=30", "checkpoint", "full"):
         for scaling in ("MEAN", "SUM"):
             for kind, lengths in (("fixed", fixed), ("variable", variable)):
                 cases.append(Case(f"{method}-{scaling}-{kind}", method, scaling, lengths,
                                   (2, 2)))
     # Ranks of unequal batches: MEAN is the mean over the global batch's sequences.
-    cases.append(Case("uneven-MEAN", "vlrnn:block=2", "MEAN", (4, 11, 7, 8, 6), (4, 1)))
-    cases.append(Case("module-MEAN", "vlrnn:block=4", "MEAN", (12, 5, 9, 3), (2, 2), "gru"))
+    cases.append(Case("uneven-MEAN", "vlrnn:block_length=2", "MEAN", (4, 11, 7, 8, 6), (4, 1)))
+    cases.append(Case("module-MEAN", "vlrnn:block_length=4", "MEAN", (12, 5, 9, 3), (2, 2), "gru"))
     for scaling in ("MEAN", "SUM"):
-        cases.append(Case(f"grad_h-{scaling}", "vlrnn:block=3", scaling, (4, 11, 7, 8, 6),
+        cases.append(Case(f"grad_h-{scaling}", "vlrnn:block_length=3", scaling, (4, 11, 7, 8, 6),
                           (3, 2), grad_h=True))
     for accumulate in ("synced", "no_sync"):
-        cases.append(Case(f"accumulate-{accumulate}", "vlrnn:block=4", "MEAN", (4, 11, 7, 8, 6),
+        cases.append(Case(f"accumulate-{accumulate}", "vlrnn:block_length=4", "MEAN", (4, 11, 7, 8, 6),
                           (3, 2), accumulate=accumulate))
     return cases
 

@@ -304,7 +304,7 @@ def method_pool(steps, bidirectional):
     the call's N=, checkpointing, revolve and the planner (left to right), or the methods a
     bidirectional rnn runs."""
     base = "bivlrnn" if bidirectional else "vlrnn"
-    specs = [f"{base}:blocks={n}" for n in sorted({1, 2, 3, 7, steps})] + ["checkpoint"]
+    specs = [f"{base}:num_blocks={n}" for n in sorted({1, 2, 3, 7, steps})] + ["checkpoint"]
     specs += ["full"] if bidirectional else ["revolve", "revolve:slots=2", "planner:percent=20"]
     pool = [Method(s, {}, {"method": s}) for s in specs]
     pool += [Method(f"VLRNN(N={n})", {"N": n}, {}) for n in (2, 3)]

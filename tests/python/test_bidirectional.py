@@ -73,7 +73,7 @@ def test_h0_and_its_gradient_cross_in_torch_nns_layout(kind):
                for _ in range(2 if kind == "lstm" else 1))
     h0_arg = h0 if kind == "lstm" else h0[0]
     results = []
-    for model in (vlrnn.PlainRNN(rnn, out), vlrnn.VLRNN(rnn, out, method="bivlrnn:block=4")):
+    for model in (vlrnn.PlainRNN(rnn, out), vlrnn.VLRNN(rnn, out, method="bivlrnn:block_length=4")):
         rnn.zero_grad(), out.zero_grad()
         for t in h0:
             t.grad = None
@@ -110,7 +110,7 @@ def test_the_cpp_bidirectional_kinds_match_full_bptt(kind, packed):
     assert max_rel_diff(g, g_ref) < 1e-10 and max_rel_diff(h, h_ref) < 1e-10
 
 
-@pytest.mark.parametrize("method", ["checkpoint", "full", "bivlrnn:block=1"])
+@pytest.mark.parametrize("method", ["checkpoint", "full", "bivlrnn:block_length=1"])
 def test_every_method_that_handles_a_bidirectional_rnn_is_exact(method):
     torch.manual_seed(4)
     rnn, out = stock("gru", 2, torch.float64), MlpHead(2 * H, CLASSES).double()
@@ -132,7 +132,7 @@ def test_an_optimizer_trains_a_bidirectional_lstm_by_blocks():
         loss, _, _ = model(x, y)
         optimizer.step()
         losses.append(loss.item())
-    assert model.method_for() == "bivlrnn:blocks=5"
+    assert model.method_for() == "bivlrnn:num_blocks=5"
     assert losses[-1] < 0.7 * losses[0], losses
 
 
@@ -141,7 +141,7 @@ def test_what_cannot_run_a_bidirectional_rnn_is_refused_by_name():
     out = MlpHead(2 * H, CLASSES).double()
     rnn = stock("lstm", 1, torch.float64)
     with pytest.raises(ValueError, match="method: 'vlrnn' cuts the sequence.*'bivlrnn'"):
-        vlrnn.VLRNN(rnn, out, method="vlrnn:blocks=3")(x, y)
+        vlrnn.VLRNN(rnn, out, method="vlrnn:num_blocks=3")(x, y)
     with pytest.raises(ValueError, match="method: 'tbptt' cuts the sequence"):
         vlrnn.VLRNN(vlrnn.CppModel("bigru", F, H, dtype=torch.float64), out,
                     method="tbptt:k=5")(x, y)

@@ -65,7 +65,7 @@ def test_a_plugins_kind_trains_and_verifies():
     rnn = vlrnn.CppModel("indrnn", F, H, dtype=torch.float64)
     out = MlpHead(H, CLASSES).double()
     x, y = make_batch(True)
-    vlrnn.assert_exact(rnn, out, x, y, methods=["vlrnn:blocks=4", "checkpoint"])
+    vlrnn.assert_exact(rnn, out, x, y, methods=["vlrnn:num_blocks=4", "checkpoint"])
 
 
 def test_what_cannot_work_is_refused_by_name(tmp_path):

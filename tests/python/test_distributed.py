@@ -57,7 +57,7 @@ def test_ranks_ran_different_block_counts(ranks):
     # The variable-length cases give the ranks different lengths (12 and 9 steps), so
     # different numbers of blocks of 3: they still met in every collective (no hang, the
     # gradients above).
-    steps = [r["vlrnn:block=3-MEAN-variable"]["counters"]["backward"] for r in ranks]
+    steps = [r["vlrnn:block_length=3-MEAN-variable"]["counters"]["backward"] for r in ranks]
     assert steps[0] != steps[1], steps
 
 

@@ -36,7 +36,7 @@ def call(rnn, out, x, y, h0=None, check_cuts=True, **kwargs):
     (dict(N="4"), TypeError, ["N", "str"]),
     (dict(N=2, method="vlrnn"), ValueError, ["N", "method", "not both"]),
     (dict(method="fastest"), ValueError, ["fastest", "vlrnn", "planner"]),
-    (dict(method="vlrnn:block=0"), ValueError, ["block", ">= 1", "0"]),
+    (dict(method="vlrnn:block_length=0"), ValueError, ["block", ">= 1", "0"]),
     (dict(method=3), TypeError, ["method", "int"]),
 ])
 def test_bad_arguments_name_what_was_expected(setup, bad, error, words):
@@ -178,7 +178,7 @@ def test_ctrl_c_raises_keyboard_interrupt_promptly():
     timer.start()
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        vlrnn.VLRNN(rnn, out)(x, y, method="vlrnn:block=1")
+        vlrnn.VLRNN(rnn, out)(x, y, method="vlrnn:block_length=1")
     assert time.monotonic() - start < 10
     for p in (*rnn.parameters(), *out.parameters()):
         assert p.grad is None

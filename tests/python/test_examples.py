@@ -22,7 +22,7 @@ def test_training_loop_learns():
 
 def test_verify_in_pytest():
     out = run("-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_my_model_is_exact.py")
-    assert "1 passed" in out and "vlrnn:blocks=7" in out
+    assert "1 passed" in out and "vlrnn:num_blocks=7" in out
 
 
 def test_lstm_block_drop_in():
@@ -41,7 +41,7 @@ def test_bidirectional_and_linear_recurrence_example():
     out = run("bidirectional.py")
     lines = [l for l in out.splitlines() if ": method " in l]
     assert [l.split(",")[0] for l in lines] == [
-        "bidirectional LSTM: method bivlrnn:blocks=10", "minGRU: method vlrnn:blocks=10"], out
+        "bidirectional LSTM: method bivlrnn:num_blocks=10", "minGRU: method vlrnn:num_blocks=10"], out
 
 
 def test_docs_show_the_bidirectional_example_as_it_is():
@@ -62,9 +62,9 @@ def assert_exact_lines(example, marker, methods):
 
 def test_chunked_stream_equals_one_call():
     assert_exact_lines("chunked_stream.py", "vs one call",
-                       ["vlrnn:block=3", "vlrnn:block=10", "revolve:slots=2"])
+                       ["vlrnn:block_length=3", "vlrnn:block_length=10", "revolve:slots=2"])
 
 
 def test_packed_episodes_equal_plain_rnn():
     assert_exact_lines("packed_episodes.py", "vs PlainRNN",
-                       ["vlrnn:block=20", "checkpoint", "planner:percent=10"])
+                       ["vlrnn:block_length=20", "checkpoint", "planner:percent=10"])

@@ -26,9 +26,9 @@ def make_rnn(kind):
 
 
 LEFT_TO_RIGHT = ["nn.LSTM", "nn.GRU", "python GRU", "vlrnn.nn.MinGRU"]
-METHODS = ["full", "vlrnn:block=1", "vlrnn:block=5", "checkpoint:segments=2",
+METHODS = ["full", "vlrnn:block_length=1", "vlrnn:block_length=5", "checkpoint:segments=2",
            "revolve:slots=2", "planner:percent=30"]
-BIDIRECTIONAL_METHODS = ["full", "bivlrnn:block=1", "bivlrnn:block=3", "checkpoint:segments=3"]
+BIDIRECTIONAL_METHODS = ["full", "bivlrnn:block_length=1", "bivlrnn:block_length=3", "checkpoint:segments=3"]
 
 
 def state_like(h, generator):
@@ -124,7 +124,7 @@ def test_stream_cut_into_calls_equals_one_call(kind, method, variable):
     xw, yw = (packed(x, lengths), packed(y, lengths)) if variable else (x, y)
     model(xw, yw, whole_h0, grad_h=seed)
     want = gradients((rnn, out), whole_h0)
-    for call in (1, 2, 3):  # vlrnn:block=5: a block longer than the call
+    for call in (1, 2, 3):  # vlrnn:block_length=5: a block longer than the call
         zero(rnn, out)
         h0_grad = chunked(model, rnn, x, y, h0, seed, call, lengths)
         got = [p.grad.clone() for m in (rnn, out) for p in m.parameters()] + list(as_tuple(h0_grad))

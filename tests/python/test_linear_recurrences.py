@@ -34,7 +34,7 @@ def test_vlrnn_matches_full_bptt(kind, dtype, packed, bidirectional):
     out = MlpHead(2 * H if bidirectional else H, CLASSES).to(dtype)
     x, y = make_batch(packed, dtype=dtype)
     model = vlrnn.VLRNN(rnn, out, "MEAN", N=4)
-    assert model.method_for() == ("bivlrnn" if bidirectional else "vlrnn") + ":blocks=4"
+    assert model.method_for() == ("bivlrnn" if bidirectional else "vlrnn") + ":num_blocks=4"
     results = []
     for run in (vlrnn.PlainRNN(rnn, out, "MEAN"), model):
         rnn.zero_grad(), out.zero_grad()

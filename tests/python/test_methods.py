@@ -7,7 +7,7 @@ from torch import nn
 import vlrnn
 from conftest import F, H, CLASSES, GRU, MlpHead, grads, make_batch, make_rnn, max_rel_diff
 
-EXACT_SPECS = ["full", "vlrnn", "vlrnn:block=1", "vlrnn:block=7", "checkpoint",
+EXACT_SPECS = ["full", "vlrnn", "vlrnn:block_length=1", "vlrnn:block_length=7", "checkpoint",
                "checkpoint:segments=3", "revolve", "revolve:slots=2", "planner:percent=20",
                "planner:percent=5", "online", "online:slots=2"]
 

@@ -49,7 +49,7 @@ def test_the_random_set_covers_every_part():
                  "fixed B=", "transposed B=", "h0=none", "h0=given", "h0=grad", ",transposed",
                  "x_grad=True", "SUM", "MEAN", "fast_cells=True", "fast_cells=False",
                  "'revolve:slots=2'", "'checkpoint'", "'planner:percent=20'", "'VLRNN(N=",
-                 "'call N=", "'bivlrnn:blocks=", "'full'"]:
+                 "'call N=", "'bivlrnn:num_blocks=", "'full'"]:
         assert part in described, f"no case of the fixed set has {part}"
 
 

@@ -28,7 +28,7 @@ def make_rnn(kind):
 
 
 KINDS = ["nn.LSTM", "nn.LSTM as itself", "python GRU", "vlrnn.nn.MinGRU"]
-METHODS = ["full", "vlrnn:block=1", "vlrnn:block=4", "checkpoint:segments=2",
+METHODS = ["full", "vlrnn:block_length=1", "vlrnn:block_length=4", "checkpoint:segments=2",
            "revolve:slots=2", "planner:percent=30"]
 
 
@@ -112,7 +112,7 @@ def test_every_method_equals_plain_rnn_with_resets(kind, method, lengths):
 
 def test_segment_starts_equal_the_mask():
     rnn, out, x, y, h0 = problem("nn.LSTM")
-    model = vlrnn.VLRNN(rnn, out, "SUM", method="vlrnn:block=2")
+    model = vlrnn.VLRNN(rnn, out, "SUM", method="vlrnn:block_length=2")
     by_mask = run(model, rnn, out, x, y, h0, resets=mask_of(STARTS))
     offsets = [torch.tensor(s) for s in STARTS]
     by_offsets = run(model, rnn, out, x, y, h0, resets=offsets)
@@ -128,7 +128,7 @@ def test_segment_starts_equal_the_mask():
 
 def test_resets_that_change_nothing_are_dropped():
     rnn, out, x, y, h0 = problem("nn.LSTM")
-    model = vlrnn.VLRNN(rnn, out, "SUM", method="vlrnn:block=2")
+    model = vlrnn.VLRNN(rnn, out, "SUM", method="vlrnn:block_length=2")
     plain = run(model, rnn, out, x, y, h0, LENGTHS)
     # Step 0 and sequence 2's padded tail (its length is 6).
     dropped = run(model, rnn, out, x, y, h0, LENGTHS, resets=[[0], [0], [6, 8]])
@@ -148,12 +148,12 @@ def test_a_learned_initial_state_gets_every_segments_gradient():
         return initial.grad.clone()
 
     want = gradient(vlrnn.PlainRNN(rnn, out))
-    assert worst([gradient(vlrnn.VLRNN(rnn, out, method="vlrnn:block=2"))], [want]) < 1e-10
+    assert worst([gradient(vlrnn.VLRNN(rnn, out, method="vlrnn:block_length=2"))], [want]) < 1e-10
 
 
 def test_verify_takes_resets():
     rnn, out, x, y, h0 = problem("python GRU")
-    report = vlrnn.verify(rnn, out, x, y, leaves(h0), methods=["vlrnn:block=2", "revolve"],
+    report = vlrnn.verify(rnn, out, x, y, leaves(h0), methods=["vlrnn:block_length=2", "revolve"],
                           resets=mask_of(STARTS))
     assert report.passed, str(report)
 
@@ -192,7 +192,7 @@ def test_a_bidirectional_rnn_restarts_both_directions_in_every_method():
     h0 = tuple(torch.randn(4, B, H, dtype=torch.float64) for _ in range(2))
     resets = mask_of(STARTS)
     want = run(vlrnn.VLRNN(rnn, out, method="full"), rnn, out, x, y, h0, resets=resets)
-    for method in ("bivlrnn:block=2", "checkpoint:segments=3", "planner:percent=30"):
+    for method in ("bivlrnn:block_length=2", "checkpoint:segments=3", "planner:percent=30"):
         got = run(vlrnn.VLRNN(rnn, out, method=method), rnn, out, x, y, h0, resets=resets)
         assert worst(got[3], want[3]) < 1e-10, method
     # PlainRNN's stretches would cut the backward direction: refused, naming the way out.

@@ -17,13 +17,13 @@ def test_every_default_method_passes_on_a_composite_with_dropout(packed):
     assert all(row.passed and row.exact and row.max_rel < 1e-10 for row in report)
     assert report.passed and not report.failures()
     text = str(report)
-    assert "Composite" in text and "passed" in text and "vlrnn:blocks=7" in text
+    assert "Composite" in text and "passed" in text and "vlrnn:num_blocks=7" in text
 
 
 def test_approximate_methods_are_reported_not_failed():
     rnn, out = make_rnn("gru"), MlpHead(H, CLASSES).double()
     x, y = make_batch(False, steps=20)
-    report = vlrnn.verify(rnn, out, x, y, methods=["tbptt:k=3", "vlrnn:block=4"])
+    report = vlrnn.verify(rnn, out, x, y, methods=["tbptt:k=3", "vlrnn:block_length=4"])
     tbptt, blocks = report
     assert not tbptt.exact and tbptt.max_rel > 1e-6 and 0 < tbptt.grad_cosine < 1
     assert blocks.exact and blocks.passed
@@ -47,7 +47,7 @@ class CallMaskDropout(vlrnn.RNNModule):
 def test_per_call_masks_fail_with_the_diagnosis():
     rnn, out = CallMaskDropout().double(), MlpHead(H, CLASSES).double()
     x, y = make_batch(False, steps=20)
-    report = vlrnn.verify(rnn, out, x, y, methods=["vlrnn:blocks=4"])
+    report = vlrnn.verify(rnn, out, x, y, methods=["vlrnn:num_blocks=4"])
     (row,) = report
     assert row.exact and not row.passed and row.max_rel > 1e-3
     assert "depend on where the sequence is cut" in row.diagnosis
@@ -76,13 +76,13 @@ def test_per_call_draws_that_pass_here_are_warned_about():
     with pytest.warns(RuntimeWarning, match="vlrnn.verify: the model draws its random "
                                             "numbers .* once per forward\\(\\) call"):
         report = vlrnn.verify(TimeMajorCallMask().double(), MlpHead(H, CLASSES).double(), x,
-                              y, methods=["vlrnn:blocks=4", "checkpoint"])
+                              y, methods=["vlrnn:num_blocks=4", "checkpoint"])
     assert report.passed
     assert "GPU" in report.warning
     assert str(report).startswith("WARNING: ")
     torch.manual_seed(0)
     per_step = vlrnn.verify(make_rnn("vlrnn_nn_composite", dropout=0.3),  # per-step masks
-                            MlpHead(H, CLASSES).double(), x, y, methods=["vlrnn:blocks=4"])
+                            MlpHead(H, CLASSES).double(), x, y, methods=["vlrnn:num_blocks=4"])
     assert per_step.passed and per_step.warning == ""
 
 
@@ -91,7 +91,7 @@ def test_stock_multi_layer_dropout_is_diagnosed():
     layers' draws interleave differently, so no block method can be exact for it."""
     rnn, out = make_rnn("composite", dropout=0.3), MlpHead(H, CLASSES).double()
     x, y = make_batch(False, steps=20)
-    report = vlrnn.verify(rnn, out, x, y, methods=["vlrnn:blocks=2", "full"])
+    report = vlrnn.verify(rnn, out, x, y, methods=["vlrnn:num_blocks=2", "full"])
     cut, whole = report
     assert not cut.passed and "depend on where the sequence is cut" in cut.diagnosis
     assert whole.passed
@@ -117,12 +117,12 @@ def test_a_bridge_misreading_a_repacked_output_is_caught_and_its_cause_named(mon
                         lambda z, members: packed_rows(z.batch_sizes, members))
     x, y = packed_batch()
     report = vlrnn.verify(RepackingCellLoop().double(), LinearHead().double(), x, y,
-                          methods=["vlrnn:blocks=2", "vlrnn:blocks=7", "full"])
+                          methods=["vlrnn:num_blocks=2", "vlrnn:num_blocks=7", "full"])
     assert [row.passed for row in report] == [False, False, True]
     cause = "output PackedSequence is packed in another order than its input"
     assert all(cause in row.diagnosis for row in report.failures())
     assert cause in str(report)
     monkeypatch.undo()  # the bridge as it is: exact, and the same note says what it did
     fixed = vlrnn.verify(RepackingCellLoop().double(), LinearHead().double(), x, y,
-                         methods=["vlrnn:blocks=2", "vlrnn:blocks=7"])
+                         methods=["vlrnn:num_blocks=2", "vlrnn:num_blocks=7"])
     assert fixed.passed and any(cause in note for note in fixed.notes)

@@ -19,18 +19,18 @@ TEST(MethodParams, ParsesANameAndIntegerOptions) {
 TEST(MethodParams, BadOptionsNameTheSpecWhatWasExpectedAndWhatCame) {
   expect_error_mentions([] { parse_method_spec("vlrnn:"); }, {"vlrnn:", "key=value"});
   expect_error_mentions([] { parse_method_spec("vlrnn:=3"); }, {"key=value", "=3"});
-  expect_error_mentions([] { parse_method_spec("vlrnn:block=3,"); }, {"key=value"});
-  expect_error_mentions([] { parse_method_spec("vlrnn:block=3x"); }, {"block", "integer", "3x"});
-  expect_error_mentions([] { parse_method_spec("vlrnn:block=99999999999999999999"); },
+  expect_error_mentions([] { parse_method_spec("vlrnn:block_length=3,"); }, {"key=value"});
+  expect_error_mentions([] { parse_method_spec("vlrnn:block_length=3x"); }, {"block", "integer", "3x"});
+  expect_error_mentions([] { parse_method_spec("vlrnn:block_length=99999999999999999999"); },
                         {"block", "integer", "99999999999999999999"});
 }
 
 TEST(MethodParams, FinishRejectsOptionsNoFactoryRead) {
-  auto params = parse_method_spec("vlrnn:block=4,blok=5").params;
-  EXPECT_EQ(params.take("block", 0), 4);
-  EXPECT_EQ(params.take("blocks", 7), 7);
-  expect_error_mentions([&] { params.finish("vlrnn", {"block", "blocks"}); },
-                        {"vlrnn", "blok", "block, blocks"});
+  auto params = parse_method_spec("vlrnn:block_length=4,blok=5").params;
+  EXPECT_EQ(params.take("block_length", 0), 4);
+  EXPECT_EQ(params.take("num_blocks", 7), 7);
+  expect_error_mentions([&] { params.finish("vlrnn", {"block_length", "num_blocks"}); },
+                        {"vlrnn", "blok", "block_length, num_blocks"});
 }
 
 }  // namespace

@@ -72,9 +72,9 @@ TEST_P(ExactOnBidirectional, EqualsFullBptt) {
 // and 1 %, raised to the smallest peak measured), by bivlrnn and by the planner;
 // checkpointing with 1, 5 and T segments.
 INSTANTIATE_TEST_SUITE_P(Methods, ExactOnBidirectional,
-                         ::testing::Values("bivlrnn:block=1", "bivlrnn:block=5", "bivlrnn:block=7",
-                                           "bivlrnn:block=28", "bivlrnn:block=40", "bivlrnn",
-                                           "bivlrnn:blocks=3", "bivlrnn:percent=30",
+                         ::testing::Values("bivlrnn:block_length=1", "bivlrnn:block_length=5", "bivlrnn:block_length=7",
+                                           "bivlrnn:block_length=28", "bivlrnn:block_length=40", "bivlrnn",
+                                           "bivlrnn:num_blocks=3", "bivlrnn:percent=30",
                                            "bivlrnn:percent=1", "planner:percent=30",
                                            "checkpoint:segments=1", "checkpoint:segments=5",
                                            "checkpoint:segments=28"),
@@ -93,7 +93,7 @@ TEST(BidirectionalVlrnn, LeavesTheGeneratorsWhereFullBpttDoes) {
   auto head = make_head("ce", model->output_size(), 3);
   SequenceBatch batch{torch::randn({13, 2, 3}), torch::randint(0, 3, {13, 2}), {}};
   std::vector<torch::Tensor> next;
-  for (const char* spec : {"full", "bivlrnn:block=4", "checkpoint:segments=3"}) {
+  for (const char* spec : {"full", "bivlrnn:block_length=4", "checkpoint:segments=3"}) {
     torch::manual_seed(11);
     make_method_from_spec(spec)->compute(Workload{*model, *head, batch});
     next.push_back(torch::rand({3}));
@@ -107,7 +107,7 @@ TEST(BidirectionalVlrnn, CountsOneAndAHalfExtraForwardPasses) {
   auto model = make_model({"bigru", 3, 4});
   auto head = make_head("mse", model->output_size(), 2);
   SequenceBatch batch{torch::randn({20, 2, 3}), torch::randn({20, 2, 2}), {}};
-  const auto result = make_method_from_spec("bivlrnn:block=6")->compute(Workload{*model, *head, batch});
+  const auto result = make_method_from_spec("bivlrnn:block_length=6")->compute(Workload{*model, *head, batch});
   EXPECT_EQ(result.counters.forward_with_grad, 20);
   EXPECT_EQ(result.counters.backward, 20);
   EXPECT_EQ(result.counters.forward_no_grad, 30);
@@ -115,19 +115,19 @@ TEST(BidirectionalVlrnn, CountsOneAndAHalfExtraForwardPasses) {
 }
 
 TEST(BidirectionalVlrnn, BadOptionsAreRejected) {
-  testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:block=0"); },
+  testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:block_length=0"); },
                                  {"bivlrnn block", ">= 1", "0"});
-  testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:block=3,blocks=2"); },
+  testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:block_length=3,num_blocks=2"); },
                                  {"vlrnn", "not both"});
   testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:k=3"); },
-                                 {"bivlrnn", "unknown option", "k", "block, blocks, budget, percent"});
+                                 {"bivlrnn", "unknown option", "k", "block_length, num_blocks, budget, percent"});
   testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:budget=0"); },
                                  {"bivlrnn budget", ">= 1", "0"});
   testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:percent=-5"); },
                                  {"bivlrnn percent", "-5"});
   testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:budget=100,percent=5"); },
                                  {"bivlrnn", "budget", "percent", "not both"});
-  testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:block=4,percent=5"); },
+  testing::expect_error_mentions([] { make_method_from_spec("bivlrnn:block_length=4,percent=5"); },
                                  {"bivlrnn", "block", "budget", "not both"});
   // Under a budget K is known only for a prepared workload.
   testing::expect_error_mentions(
@@ -175,11 +175,11 @@ TEST(BidirectionalVlrnnBudget, MeasuredPeakStaysWithinTheBudget) {
       const int64_t T = workload.batch.time_steps();
       auto full = make_method("full");
       const int64_t full_peak = plain_iteration_peak(*full, workload);
-      // K -> peak of bivlrnn:block=K as the choice measures it: with the generator snapshot
+      // K -> peak of bivlrnn:block_length=K as the choice measures it: with the generator snapshot
       // a caller's step may make anew (schedule::measured_iteration_peak).
       std::vector<int64_t> by_k(size_t(T + 1), 0);
       for (int64_t K = 1; K <= T; ++K) {
-        auto method = make_method_from_spec("bivlrnn:block=" + std::to_string(K));
+        auto method = make_method_from_spec("bivlrnn:block_length=" + std::to_string(K));
         by_k[size_t(K)] = schedule::measured_iteration_peak(*method, workload);
       }
       const int64_t smallest = *std::min_element(by_k.begin() + 1, by_k.end());

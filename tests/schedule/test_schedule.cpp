@@ -156,7 +156,7 @@ TEST(ScheduleExactness, EverySchedulerMatchesFullBptt) {
                                      {"lstm", 3, 0.3, "mse", false, torch::kFloat64, false},
                                      {"gru", 1, 0.0, "mse", true, torch::kFloat32, true},
                                      {"gru_lstm", 1, 0.25, "ce", false, torch::kFloat32, true}};
-  for (const std::string spec : {"vlrnn:block=5", "vlrnn:blocks=6", "revolve:slots=1", "revolve:slots=3",
+  for (const std::string spec : {"vlrnn:block_length=5", "vlrnn:num_blocks=6", "revolve:slots=1", "revolve:slots=3",
                                  "planner:percent=1", "planner:percent=25"}) {
     for (const auto& shape : shapes) {
       verify::VerifyCase c;
@@ -186,7 +186,7 @@ TEST(ScheduleExactness, LeavesTheGeneratorWhereOneForwardPassWould) {
   torch::manual_seed(5);
   make_method("full")->compute(w);
   const auto expected = torch::rand({4});
-  for (const std::string spec : {"revolve:slots=2", "planner:percent=5", "vlrnn:block=3"}) {
+  for (const std::string spec : {"revolve:slots=2", "planner:percent=5", "vlrnn:block_length=3"}) {
     torch::manual_seed(5);
     make_method_from_spec(spec)->compute(w);
     EXPECT_TRUE(torch::equal(torch::rand({4}), expected)) << spec;

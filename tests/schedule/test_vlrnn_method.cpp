@@ -29,16 +29,16 @@ TEST(VlrnnMethod, NumBlocksSetsTheBlockLength) {
 TEST(VlrnnMethod, NonPositiveBlockLengthIsRejected) {
   expect_error_mentions([] { VlrnnMethod(VlrnnOptions().with_block_length(-3)); },
                         {"block_length (K)", "positive", "-3"});
-  expect_error_mentions([] { make_method("vlrnn", {{"block", 0}}); },
+  expect_error_mentions([] { make_method("vlrnn", {{"block_length", 0}}); },
                         {"vlrnn block", "K >= 1", "got 0"});
-  expect_error_mentions([] { make_method("vlrnn", {{"block", -5}}); }, {"block", "-5"});
-  expect_error_mentions([] { make_method("vlrnn", {{"blocks", 0}}); }, {"blocks", "N >= 1", "0"});
+  expect_error_mentions([] { make_method("vlrnn", {{"block_length", -5}}); }, {"block_length", "-5"});
+  expect_error_mentions([] { make_method("vlrnn", {{"num_blocks", 0}}); }, {"num_blocks", "N >= 1", "0"});
 }
 
 TEST(VlrnnMethod, PerStepLossesAndFinalStateMatchFull) {
   SmallProblem p("lstm", 17);
   auto full = make_method("full")->compute(p.workload());
-  auto blocked = make_method("vlrnn", {{"block", 4}})->compute(p.workload());
+  auto blocked = make_method("vlrnn", {{"block_length", 4}})->compute(p.workload());
   EXPECT_TRUE(torch::allclose(full.step_losses, blocked.step_losses, 1e-12, 1e-12));
   EXPECT_FALSE(blocked.step_losses.requires_grad());
   EXPECT_FALSE(blocked.loss.requires_grad());
@@ -60,7 +60,7 @@ TEST(VlrnnMethod, InputGradientFlowsIntoAnUpstreamGraph) {
     return embed.grad().clone();
   };
   auto reference = grads("full");
-  auto blocked = grads("vlrnn:block=3");
+  auto blocked = grads("vlrnn:block_length=3");
   EXPECT_TRUE(torch::allclose(reference, blocked, 1e-10, 1e-12));
   EXPECT_GT(reference.abs().max().item<double>(), 0.0);
 }

@@ -55,7 +55,7 @@ VerifyCase variable_length_lstm_case() {
   VerifyCase c;
   c.model = "lstm";
   c.head = "mse";
-  c.method = "vlrnn:block=7";
+  c.method = "vlrnn:block_length=7";
   c.lengths = {17, 28, 1, 4};
   c.batch = 4;
   return c;

@@ -38,7 +38,7 @@ TEST(ModelGrid, RunsAtTheUsersShapes) {
   grid.time_steps = 500;
   grid.batch = 6;
   grid.dtypes = {torch::kFloat32};
-  grid.methods = {"full", "vlrnn:block=64", "checkpoint"};
+  grid.methods = {"full", "vlrnn:block_length=64", "checkpoint"};
   grid.label = "cell.pt";
   const auto cases = model_matrix("gru", grid);
   // 2 methods (full is the reference) x 2 reductions x 1 dtype x 2 h0 modes x 3 length sets.
@@ -55,7 +55,7 @@ TEST(ModelGrid, RunsAtTheUsersShapes) {
       EXPECT_EQ(*std::min_element(c.lengths.begin(), c.lengths.end()), 1);
     }
   }
-  EXPECT_EQ(methods, (std::set<std::string>{"vlrnn:block=64", "checkpoint"}));
+  EXPECT_EQ(methods, (std::set<std::string>{"vlrnn:block_length=64", "checkpoint"}));
   // The variable-length sets scale with T: {300, 500, 1, 72, 300, 500} and one ending
   // before T, {300, 166, 1, 72, 300, 166}.
   std::set<std::vector<int64_t>> length_sets;

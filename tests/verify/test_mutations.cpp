@@ -173,7 +173,7 @@ CaseInjection broken_model(BrokenModel::Fault fault) {
 // ---- The cases ----
 
 // A float64 LSTM case cut into 4 blocks, h0 with grad, inputs with grad.
-VerifyCase lstm_case(const std::string& method = "vlrnn:block=7") {
+VerifyCase lstm_case(const std::string& method = "vlrnn:block_length=7") {
   VerifyCase c;
   c.model = "lstm";
   c.num_layers = 2;
@@ -303,7 +303,7 @@ TEST(Mutations, BidirectionalSecondSweepInTheWrongOrderIsCaught) {
   VerifyCase c;
   c.model = "bilstm";
   c.head = "mse";
-  c.method = "bivlrnn:block=7";
+  c.method = "bivlrnn:block_length=7";
   expect_caught(c, mutant, "grad ");
   c.lengths = {17, 28, 1, 4};
   c.batch = 4;
@@ -318,7 +318,7 @@ TEST(Mutations, BidirectionalHeadGradientCountedTwiceIsCaught) {
   });
   VerifyCase c;
   c.model = "bigru";
-  c.method = "bivlrnn:block=5";
+  c.method = "bivlrnn:block_length=5";
   expect_caught(c, twice, "grad head.");
 }
 

@@ -28,8 +28,8 @@ VerifyOutcome failed_row(const std::string& label, const std::string& method, do
 }
 
 TEST(Report, OneExplanationPerCauseNotOnePerRow) {
-  const std::vector<VerifyOutcome> rows = {failed_row("cell.pt", "vlrnn:block=1", 0.5),
-                                           failed_row("cell.pt", "vlrnn:block=7", 0.25),
+  const std::vector<VerifyOutcome> rows = {failed_row("cell.pt", "vlrnn:block_length=1", 0.5),
+                                           failed_row("cell.pt", "vlrnn:block_length=7", 0.25),
                                            failed_row("cell.pt", "checkpoint", 0.125)};
   std::ostringstream out;
   print_table(out, rows);
@@ -44,8 +44,8 @@ TEST(Report, OneExplanationPerCauseNotOnePerRow) {
 }
 
 TEST(Report, ColumnsHoldLongCaseNames) {
-  auto short_row = failed_row("cell.pt", "vlrnn:block=7", 0.5);
-  auto long_row = failed_row(std::string(70, 'm'), "vlrnn:block=7", 0.5);
+  auto short_row = failed_row("cell.pt", "vlrnn:block_length=7", 0.5);
+  auto long_row = failed_row(std::string(70, 'm'), "vlrnn:block_length=7", 0.5);
   short_row.diagnosis = long_row.diagnosis = "";
   std::ostringstream out;
   print_table(out, {short_row, long_row});
@@ -53,7 +53,7 @@ TEST(Report, ColumnsHoldLongCaseNames) {
   std::string line;
   std::vector<size_t> method_at;
   while (std::getline(lines, line)) {
-    if (line.find("vlrnn:block=7") != std::string::npos) method_at.push_back(line.find("vlrnn:block=7"));
+    if (line.find("vlrnn:block_length=7") != std::string::npos) method_at.push_back(line.find("vlrnn:block_length=7"));
   }
   ASSERT_EQ(method_at.size(), 2u) << out.str();
   EXPECT_EQ(method_at[0], method_at[1]) << out.str();

@@ -16,8 +16,8 @@ TEST(VerifyModel, ReturnsOneRowPerMethodWithTheUsersShapes) {
   VerifyModelOptions options;
   options.label = "my_gru";
   const auto rows = verify_model(*p.model, *p.head, p.batch,
-                                 {"vlrnn:block=4", "checkpoint:segments=3", "tbptt:k=2",
-                                  "vlrnn:block=0"},
+                                 {"vlrnn:block_length=4", "checkpoint:segments=3", "tbptt:k=2",
+                                  "vlrnn:block_length=0"},
                                  options);
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_TRUE(rows[0].passed) << rows[0].error << " " << rows[0].diff.worst;
@@ -31,7 +31,7 @@ TEST(VerifyModel, ReturnsOneRowPerMethodWithTheUsersShapes) {
   std::ostringstream table;
   print_table(table, rows);
   EXPECT_NE(table.str().find("my_gru"), std::string::npos);
-  EXPECT_NE(table.str().find("vlrnn:block=4"), std::string::npos);
+  EXPECT_NE(table.str().find("vlrnn:block_length=4"), std::string::npos);
 }
 
 }  // namespace

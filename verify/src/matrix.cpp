@@ -23,7 +23,7 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
     std::vector<std::string> specs;
     // K = 1, 2, 7 (divides T = 28), 5 (does not), T, and beyond T.
     for (int64_t k : {int64_t(1), int64_t(2), int64_t(7), int64_t(5), time_steps, time_steps + 12}) {
-      specs.push_back(fmt::format("vlrnn:block={}", k));
+      specs.push_back(fmt::format("vlrnn:block_length={}", k));
     }
     return specs;
   }
@@ -46,7 +46,7 @@ std::vector<std::string> method_variants(const std::string& method, int64_t time
   if (method == "bivlrnn") {
     std::vector<std::string> specs;
     for (int64_t k : {int64_t(1), int64_t(7), int64_t(5), time_steps, time_steps + 12}) {
-      specs.push_back(fmt::format("bivlrnn:block={}", k));
+      specs.push_back(fmt::format("bivlrnn:block_length={}", k));
     }
     specs.push_back("bivlrnn:percent=30");  // K chosen under a budget, by measurement
     return specs;

@@ -70,7 +70,7 @@ std::vector<std::vector<int64_t>> draw_segment_starts(uint64_t case_seed, const 
 std::string draw_method_spec(Draw& draw, const std::string& method, int64_t T) {
   if (method == "vlrnn") {
     const int64_t k = draw.chance(60) ? draw.range(1, std::min<int64_t>(T, 16)) : draw.range(1, T + 5);
-    return fmt::format("vlrnn:block={}", k);
+    return fmt::format("vlrnn:block_length={}", k);
   }
   if (method == "checkpoint") {
     return fmt::format("checkpoint:segments={},head_inside={}", draw.range(1, T),
@@ -83,7 +83,7 @@ std::string draw_method_spec(Draw& draw, const std::string& method, int64_t T) {
       return fmt::format("bivlrnn:percent={}", draw.pick<int64_t>({1, 10, 30, 100}));
     }
     const int64_t k = draw.chance(60) ? draw.range(1, std::min<int64_t>(T, 16)) : draw.range(1, T + 5);
-    return fmt::format("bivlrnn:block={}", k);
+    return fmt::format("bivlrnn:block_length={}", k);
   }
   if (method == "planner") {
     return fmt::format("planner:percent={}", draw.pick<int64_t>({1, 3, 10, 30, 100}));

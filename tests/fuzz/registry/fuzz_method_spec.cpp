@@ -1,4 +1,4 @@
-// Fuzz target: method specs as users type them, `--methods full,vlrnn:block=64,tbptt:k1=8,k2=16`
+// Fuzz target: method specs as users type them, `--methods full,vlrnn:block_length=64,tbptt:k1=8,k2=16`
 // or a config's "planner:percent=20": the list splitter (lib/method_specs.h), the registry's
 // spec reader (parse_method_spec) and, for templates, {K}/{N} substituted as a sweep does.
 #include "fuzz_util.h"

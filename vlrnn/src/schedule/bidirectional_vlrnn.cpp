@@ -386,7 +386,7 @@ BidirectionalVlrnn::BidirectionalVlrnn(BidirectionalVlrnnOptions options)
   TORCH_CHECK(!(options.budget_bytes > 0 && options.budget_percent > 0.0),
               "bivlrnn: give budget (bytes) or percent, not both");
   TORCH_CHECK(!options.budgeted() || (options.block_length == 0 && options.num_blocks == 0),
-              "bivlrnn: give a block length (block or blocks) or a budget (budget or percent), "
+              "bivlrnn: give block_length or num_blocks or a budget (budget or percent), "
               "not both: under a budget it chooses K itself");
 }
 

@@ -19,8 +19,8 @@ bool handles_left_to_right(const std::string& name);
 // above, as the kind is bidirectional (is_bidirectional_kind) or not.
 bool method_takes_model(const std::string& name, const std::string& kind);
 // Throws naming `method` and `kind`, and the methods that take such a model, unless
-// method_takes_model(method's name, kind); `method` is a spec ("vlrnn:block=8", or a
-// sweep's template "vlrnn:block={K}").
+// method_takes_model(method's name, kind); `method` is a spec ("vlrnn:block_length=8", or a
+// sweep's template "vlrnn:block_length={K}").
 void check_method_takes_model(const std::string& method, const std::string& kind);
 
 }  // namespace vlrnn

@@ -1,5 +1,5 @@
 #pragma once
-// A method spec as written on a command line or in a config, "vlrnn:block=64" or
+// A method spec as written on a command line or in a config, "vlrnn:block_length=64" or
 // "tbptt:k1=8,k2=16": its name and integer options, read here without building the method
 // (vlrnn/registry/methods.h builds it). Needs no LibTorch beyond c10's errors, so the fuzz
 // target for specs (tests/fuzz/registry/) builds in seconds.
@@ -13,7 +13,7 @@
 
 namespace vlrnn {
 
-// Integer options by name: "vlrnn:block=64".
+// Integer options by name: "vlrnn:block_length=64".
 // A factory take()s what it understands; finish() rejects anything left over.
 class MethodParams {
  public:

@@ -32,7 +32,7 @@ void add_method(const std::string& name, const std::string& summary, MethodFacto
 std::vector<std::string> method_names();
 // Throws listing the known names when `name` is unknown.
 std::unique_ptr<GradientMethod> make_method(const std::string& name, MethodParams params = {});
-// Parses "name" or "name:key=value,key=value" (e.g. "vlrnn:block=64").
+// Parses "name" or "name:key=value,key=value" (e.g. "vlrnn:block_length=64").
 std::unique_ptr<GradientMethod> make_method_from_spec(const std::string& spec);
 
 }  // namespace vlrnn

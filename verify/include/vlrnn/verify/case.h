@@ -22,7 +22,7 @@ struct VerifyCase {
   int64_t num_layers = 1;
   double dropout = 0.0;        // between stacked layers (models with several layers)
   std::string head = "ce";     // "ce" or "mse"
-  std::string method = "vlrnn:block=7";  // a method spec (vlrnn/registry/methods.h)
+  std::string method = "vlrnn:block_length=7";  // a method spec (vlrnn/registry/methods.h)
   std::string reduction = "mean";
   torch::ScalarType dtype = torch::kFloat64;
   // true: a call inside a stream: h0 requires grad, and a random dL/d(final state) seeds

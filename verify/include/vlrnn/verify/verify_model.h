@@ -17,7 +17,7 @@ struct VerifyModelOptions {
   std::string label = "model";            // the rows' case name
 };
 
-// Each method of `specs` (e.g. {"vlrnn:block=16", "checkpoint"}) against full BPTT on the
+// Each method of `specs` (e.g. {"vlrnn:block_length=16", "checkpoint"}) against full BPTT on the
 // same weights, data and generator state: loss, per-step losses, every gradient (parameters,
 // h0 and inputs when they require grad) and the final state. A method that throws gives an
 // error row; nothing here throws for a failing method.
