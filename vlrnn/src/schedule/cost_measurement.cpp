@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <optional>
 
 namespace vlrnn::schedule {
 namespace {
@@ -308,10 +309,10 @@ struct EndToEnd {
   int64_t backward_window = 0;
   double window_step = 0;
   // Signed, as the backward's per-call bytes: beyond F0, which holds the one-step chain's
-  // step of transient (settle_per_call_bytes).
+  // step of transient (fill_backward_call_terms).
   int64_t later = 0;  // NOTE [ A later backward's bytes ]
   int64_t floor = 0;  // NOTE [ A later backward's floor ]
-  // (n, seconds) of the ladder's full tapes: measure_tape_growth fits them.
+  // (n, seconds) of the ladder's full tapes: fit_tape_growth fits them.
   std::vector<std::pair<int64_t, double>> full_tapes;
 };
 
@@ -329,7 +330,7 @@ struct EndToEnd {
 constexpr double kStoppedGrowing = 0.5;
 
 // `allowance`: what F0 holds beyond the parameter gradients, the most a negative intercept
-// may take back from it (settle_per_call_bytes).
+// may take back from it (fill_iteration_terms).
 void fit_backward_transient(EndToEnd& e, const std::vector<int64_t>& lengths,
                             const std::vector<double>& residuals, double allowance) {
   const size_t last = lengths.size() - 1;
@@ -404,7 +405,7 @@ constexpr double kSlowerGrowth = 0.9;
 // adds the sum in: weight-sized buffers, whatever the tape's length, which what grows with the
 // tape (fitted on tapes of 8 steps or more) under-prices for short tapes. The executor's own
 // peak on two tapes of kFloorTapeSteps steps from step 0 fixes it: what the model so far
-// leaves unexplained there beyond that tape's transient (settle_per_call_bytes). Beyond it,
+// leaves unexplained there beyond that tape's transient (fill_backward_call_terms). Beyond it,
 // because a short tape near the end of a batch, with fewer sequences running, needs less.
 // Measured, both: docs/methods.md, "Calibration, measured".
 
@@ -472,16 +473,6 @@ EndToEnd calibrate_end_to_end(const Workload& workload, const PrefixFit& f,
   return e;
 }
 
-// Fixed lengths: every step costs what the prefix fits say.
-void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e, int64_t T) {
-  m.step.forward_seconds.assign(size_t(T), f.advance_s);
-  m.step.forward_grad_seconds.assign(size_t(T), f.forward_grad_s);
-  m.step.backward_seconds.assign(size_t(T), f.backward_s);
-  m.step.tape_bytes.assign(size_t(T), int64_t(f.tape_b));
-  m.step.backward_transient_bytes.assign(size_t(T), int64_t(e.backward_step));
-  m.step.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
-}
-
 // NOTE [ Variable lengths are measured on the batch ]: where sequences have ended, a step
 // costs neither what a full step costs nor that scaled by the active fraction (the built-in
 // modules run the running rows alone, the cells mask a full batch, a user's module does what
@@ -493,13 +484,6 @@ void fill_fixed_length_steps(CostModel& m, const PrefixFit& f, const EndToEnd& e
 // the sequences running for a model that runs only those (NOTE [ Runs, measured ]).
 // Measured: docs/methods.md, "Calibration, measured".
 constexpr int64_t kProfileBlock = 32, kProfiledSteps = 512;
-
-// What a profile block [a, a + n) costs in all, beyond the per-call costs.
-struct ProfileBlock {
-  int64_t a = 0, n = 0;
-  double advance_s = 0, forward_grad_s = 0, backward_s = 0;
-  double tape = 0, transient = 0, advance = 0;  // bytes
-};
 
 // Where the profile blocks start: every kProfileBlock steps up to kProfiledSteps steps,
 // each from the last one's exit; on a longer batch, as many blocks spread evenly over it, each
@@ -517,13 +501,19 @@ std::vector<int64_t> profile_starts(int64_t T) {
   return starts;
 }
 
-std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& workload,
-                                         const PrefixFit& f, const EndToEnd& e,
-                                         int64_t state_bytes) {
+// A profile block [a, a + n) as run: run_block's costs, its exit state dropped.
+struct ProfileRun {
+  int64_t a = 0, n = 0;
+  double advance_s = 0;
+  int64_t advance_peak = 0;
+  TapeRun taped;
+};
+
+std::vector<ProfileRun> run_profile(const Workload& workload) {
   const auto& x = workload.batch.inputs;  // [T, B, F]
   const int64_t T = workload.batch.time_steps();
   measure::DeviceTimer timer(x.device());
-  std::vector<ProfileBlock> blocks;
+  std::vector<ProfileRun> runs;
   State entry = workload.h0.detached();
   const bool chained = T <= kProfiledSteps;
   for (const int64_t a : profile_starts(T)) {
@@ -532,35 +522,141 @@ std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Workload& wor
     if (x.requires_grad()) inputs = inputs.detach().requires_grad_(true);
     const State& from = chained ? entry : workload.h0;
     BlockRun run = run_block(workload, inputs, a, n, from.detached(), timer);
+    runs.push_back({a, n, run.advance_s, run.advance_peak, run.taped});
+    entry = std::move(run.exit);
+  }
+  return runs;
+}
+
+// NOTE [ Runs, measured ]: whether the model reverses a tape in runs between ends (NOTE [
+// Backward in runs ] in cost_model.h) is what its backward does, not what its code says: one
+// tape of the batch from step 0 (min(T, kLongestMeasuredTape) steps, its lengths), reversed
+// alone, and its backward peak against the model's prediction either way; the nearer one
+// wins. A model that reverses in runs computes only the sequences running: its profile is
+// spread by the active counts, and the head's per-step part is what makes that tape's
+// backward exact. Exact on that tape, not beyond it; the planner's plan check holds the budget
+// regardless (NOTE [ A budget is a promise ]). Measured: docs/methods.md, "Calibration,
+// measured".
+int64_t runs_tape_steps(const Workload& workload) {
+  return std::min(workload.batch.time_steps(), kLongestMeasuredTape);
+}
+
+// That tape, where some sequence ends within it (`first_end`: the first step some sequence
+// no longer has); none otherwise.
+std::optional<TapeRun> run_runs_tape(const Workload& workload, int64_t first_end) {
+  const int64_t L = runs_tape_steps(workload);
+  if (first_end >= L) return std::nullopt;
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  measure::DeviceTimer timer(x.device());
+  auto inputs = x.narrow(0, 0, L).detach();  // [L, B, F]
+  if (x.requires_grad()) inputs.requires_grad_(true);
+  return run_tape(workload, inputs, 0, L, workload.h0.detached(), timer);
+}
+
+// NOTE [ Calibration by lifetime ]: measure_cost_model runs every experiment first, in the
+// order below (Measurements), then fills the cost model's groups (NOTE [ Cost model by
+// lifetime ] in cost_model.h) from them, one function each: the call terms, the backward's
+// reversal (how a tape is reversed), the step terms, the iteration's, and last the backward's
+// per-call bytes. The backward comes in two because of what truly depends on what: the
+// profile's steps are spread as the backward reverses them, F0 holds the one-step chain's
+// transient, which the backward's per-call bytes take from it (NOTE [ What a call holds,
+// whatever its length ]), and a run reversed after another holds the parameter gradients.
+struct Measurements {
+  PrefixFit prefix;  // fit_prefix: the fused path on the first n1 and n2 steps
+  StateCost state;   // measure_state: a stored state
+  // Bytes per step live for the whole step: per-step losses [T, B], and with dL/dx the
+  // buffer [T, B, F] and x.grad.
+  int64_t fixed_per_step = 0;
+  EndToEnd end_to_end;               // calibrate_end_to_end: the executor's own peaks
+  std::vector<int64_t> active;       // [T] active_sequences_of; empty without lengths
+  int64_t first_end = 0;             // the first step some sequence no longer has (T: none)
+  CallSeconds calls;                 // measure_call_seconds
+  std::vector<ProfileRun> profile;   // with lengths: run_profile
+  std::optional<TapeRun> runs_tape;  // with lengths: NOTE [ Runs, measured ]
+};
+
+Measurements run_experiments(const Workload& workload, const CostMeasureOptions& options) {
+  const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
+  const auto& x = workload.batch.inputs;  // [T, B, F]
+  Measurements ms;
+  ms.prefix = fit_prefix(workload, options);
+  ms.state = measure_state(workload);
+  ms.fixed_per_step = B * int64_t(x.element_size()) + (x.requires_grad() ? 2 * bytes_of(x) / T : 0);
+  ms.end_to_end = calibrate_end_to_end(workload, ms.prefix, ms.fixed_per_step);
+  ms.active = active_sequences_of(workload.batch);
+  ms.first_end = workload.batch.has_lengths() ? workload.batch.lengths.min().item<int64_t>() : T;
+  ms.calls = measure_call_seconds(workload, ms.prefix, ms.first_end, ms.active);
+  if (workload.batch.has_lengths()) {
+    ms.profile = run_profile(workload);
+    ms.runs_tape = run_runs_tape(workload, ms.first_end);
+  }
+  return ms;
+}
+
+// Long tapes (cost_model.h): what tapes from step 0 take per step beyond the model's per-step
+// and per-call seconds grows with the tape (call.tape_growth_seconds per step of it): the
+// least-squares slope over the end-to-end ladder's full tapes of kShortGrowthTape steps or
+// more (NOTE [ Calibrating the peak end to end ]), timed anyway, so no run more. A
+// variable-length batch's tapes grow as fast or slower: the slope over full steps bounds them.
+constexpr int64_t kShortGrowthTape = 64;  // the shortest tape fitted
+
+double fit_tape_growth(double op_seconds, const EndToEnd& e, const PrefixFit& f) {
+  LineFit line;
+  for (const auto& [n, seconds] : e.full_tapes) {
+    if (n < kShortGrowthTape) continue;
+    // The ladder's tapes ran every sequence: the fused path's per-step and per-call costs.
+    const double explained = 2 * op_seconds + (f.forward_grad_s + f.backward_s) * double(n);
+    line.add(double(n), (seconds - explained) / double(n));
+  }
+  return std::max(0.0, line.slope());
+}
+
+// call.*: from the measurements alone.
+void fill_call_terms(CostModel& m, const Measurements& ms) {
+  const PrefixFit& f = ms.prefix;
+  m.call.op_seconds = ms.calls.op;
+  m.call.ended_seconds = ms.calls.ended;
+  m.call.tape_growth_seconds = fit_tape_growth(m.call.op_seconds, ms.end_to_end, f);
+  m.call.advance_op_bytes = std::max<int64_t>(0, std::llround(f.advance_op_b) - ms.state.exit);
+  m.call.kept_tape_bytes = std::max<int64_t>(0, std::llround(f.tape_op_b) - ms.state.exit);
+}
+
+// What a profile block [a, a + n) costs in all, beyond the per-call costs.
+struct ProfileBlock {
+  int64_t a = 0, n = 0;
+  double advance_s = 0, forward_grad_s = 0, backward_s = 0;
+  double tape = 0, transient = 0, advance = 0;  // bytes
+};
+
+// Reads call.* and the active counts: a block's calls are priced by m.calls_seconds.
+std::vector<ProfileBlock> profile_blocks(const CostModel& m, const Measurements& ms) {
+  const PrefixFit& f = ms.prefix;
+  const EndToEnd& e = ms.end_to_end;
+  std::vector<ProfileBlock> blocks;
+  for (const ProfileRun& run : ms.profile) {
+    const int64_t a = run.a, n = run.n;
     const double fused_backward_peak = f.backward_peak_b * double(n) + f.backward_peak_op_b;
     const double call_s = m.calls_seconds(a, a + n, n);
     // Fewer sequences running need less than the fused path's transient: the excess may be
     // negative.
     const TapeRun& taped = run.taped;
-    blocks.push_back({a, n, run.advance_s - call_s, taped.forward_grad_s - call_s,
-                      taped.backward_s - call_s, double(taped.tape) - f.tape_op_b,
-                      e.backward_step * double(n) + double(taped.backward_peak) - fused_backward_peak,
-                      double(run.advance_peak - state_bytes - m.call.advance_op_bytes)});
-    entry = std::move(run.exit);
+    blocks.push_back(
+        {a, n, run.advance_s - call_s, taped.forward_grad_s - call_s, taped.backward_s - call_s,
+         double(taped.tape) - f.tape_op_b,
+         e.backward_step * double(n) + double(taped.backward_peak) - fused_backward_peak,
+         double(run.advance_peak - ms.state.exit - m.call.advance_op_bytes)});
   }
   return blocks;
 }
 
-// `m` with the per-step vectors of the profile blocks, spread evenly or by the active counts:
-// over the batch's steps where the blocks are all of them; else over the profiled steps, then
-// priced for the batch through their active counts (NOTE [ Other batches of the workload ] in
+// A model of the profile blocks' per-step costs (step.* but state_bytes) over the batch's
+// steps, whose active counts are `active` [T], spread evenly or by the active counts: over the
+// batch's steps where the blocks are all of them; else over the profiled steps, then priced
+// for the batch through their active counts (NOTE [ Other batches of the workload ] in
 // cost_model.cpp).
-CostModel spread_profile(const CostModel& m, const std::vector<ProfileBlock>& blocks,
-                         bool by_active) {
-  const auto& active = m.active_sequences;  // [T]
-  CostModel p = m;
-  p.step.forward_seconds.clear();
-  p.step.forward_grad_seconds.clear();
-  p.step.backward_seconds.clear();
-  p.step.tape_bytes.clear();
-  p.step.backward_transient_bytes.clear();
-  p.step.advance_transient_bytes.clear();
-  p.active_sequences.clear();
+CostModel spread_profile(const std::vector<int64_t>& active,
+                         const std::vector<ProfileBlock>& blocks, bool by_active) {
+  CostModel p;
   for (const auto& block : blocks) {
     double running = 0;  // sequence-steps in the block
     for (int64_t t = block.a; t < block.a + block.n; ++t) running += double(active[size_t(t)]);
@@ -579,29 +675,34 @@ CostModel spread_profile(const CostModel& m, const std::vector<ProfileBlock>& bl
       p.active_sequences.push_back(active[size_t(t)]);
     }
   }
+  p.step.state_bytes.assign(size_t(p.time_steps() + 1), 0);  // unread
   const int64_t T = int64_t(active.size());
-  if (p.time_steps() == T) return p;
-  p.step.state_bytes.assign(size_t(p.time_steps() + 1), 0);  // unread: the caller's, below
-  CostModel priced = p.through_active_counts(T, active);
-  priced.step.state_bytes = m.step.state_bytes;
-  priced.iteration.fixed_bytes = m.iteration.fixed_bytes;
-  priced.source = m.source;
-  return priced;
+  return p.time_steps() == T ? p : p.through_active_counts(T, active);
 }
 
-// NOTE [ Runs, measured ]: whether the model reverses a tape in runs between ends (NOTE [
-// Backward in runs ] in cost_model.h) is what its backward does, not what its code says: one
-// tape of the batch from step 0 (min(T, kLongestMeasuredTape) steps, its lengths), reversed
-// alone, and its backward peak against the model's prediction either way; the nearer one
-// wins. A model that reverses in runs computes only the sequences running: its profile is
-// spread by the active counts, and the head's per-step part is what makes that tape's
-// backward exact. Exact on that tape, not beyond it; the planner's plan check holds the budget
-// regardless (NOTE [ A budget is a promise ]). Measured: docs/methods.md, "Calibration,
-// measured".
-void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workload& workload,
-                           const PrefixFit& f) {
-  const int64_t L = std::min(workload.batch.time_steps(), kLongestMeasuredTape);
-  if (m.first_end() >= L) return;
+// Parameter gradients, out of F0: the iteration's, and what a run reversed after another
+// holds (NOTE [ Runs, measured ]).
+int64_t gradient_bytes_of(const Workload& workload, const EndToEnd& e) {
+  return std::min(parameter_bytes(workload), e.f0);
+}
+
+// backward.window_*, splits_at_ends, head_step_bytes: how a tape is reversed. Reads call.*
+// (profile_blocks); the runs are judged with the sums as the ladder measured them.
+void fill_backward_reversal_terms(CostModel& m, const Workload& workload,
+                                  const Measurements& ms) {
+  const EndToEnd& e = ms.end_to_end;
+  const PrefixFit& f = ms.prefix;
+  m.backward.window_steps = e.backward_window;  // NOTE [ Backward windows ]
+  m.backward.window_step_bytes = int64_t(e.window_step);
+  if (!ms.runs_tape) return;  // NOTE [ Runs, measured ]: no end within its tape
+  const int64_t L = runs_tape_steps(workload);
+  const auto blocks = profile_blocks(m, ms);
+  CostModel once = spread_profile(ms.active, blocks, false);  // one run per tape
+  once.backward = m.backward;
+  CostModel by_active = spread_profile(ms.active, blocks, true);
+  by_active.backward = m.backward;
+  by_active.backward.sums_bytes = std::max<int64_t>(0, std::llround(e.backward_call));
+  by_active.iteration.gradient_bytes = gradient_bytes_of(workload, e);
   CostModel runs = by_active;
   runs.backward.splits_at_ends = true;
   // The head's output gradient leaves the steps' transients; a negative part (the head's
@@ -614,60 +715,44 @@ void measure_backward_runs(CostModel& m, const CostModel& by_active, const Workl
     }
   };
   head_apart(int64_t(f.head_backward_peak_b));
-  const auto& x = workload.batch.inputs;  // [T, B, F]
-  measure::DeviceTimer timer(x.device());
-  auto inputs = x.narrow(0, 0, L).detach();  // [L, B, F]
-  if (x.requires_grad()) inputs.requires_grad_(true);
-  const TapeRun run = run_tape(workload, inputs, 0, L, workload.h0.detached(), timer);
+  const TapeRun& run = *ms.runs_tape;
   const double needs = double(run.backward_peak) - f.backward_peak_op_b;
   const auto transient = [&](const CostModel& model) {
     return double(CostPrefix(model).tape_transient_b(0, L));
   };
-  if (std::abs(needs - transient(runs)) >= std::abs(needs - transient(m))) return;
+  if (std::abs(needs - transient(runs)) >= std::abs(needs - transient(once))) return;
   head_apart(0);
   // What the spread profile's tape leaves out of that tape is live in its backward too.
   const double unpriced =
       double(run.tape) - f.tape_op_b - double(CostPrefix(runs).tape_b(0, L));
-  head_apart(int64_t((needs + unpriced - transient(runs)) / double(L)));  // signed
-  m = std::move(runs);
+  m.backward.splits_at_ends = true;
+  m.backward.head_step_bytes = int64_t((needs + unpriced - transient(runs)) / double(L));  // signed
 }
 
-// Long tapes (cost_model.h): what tapes from step 0 take per step beyond the model's per-step
-// and per-call seconds grows with the tape (call.tape_growth_seconds per step of it): the
-// least-squares slope over the end-to-end ladder's full tapes of kShortGrowthTape steps or
-// more (NOTE [ Calibrating the peak end to end ]), timed anyway, so no run more. A
-// variable-length batch's tapes grow as fast or slower: the slope over full steps bounds them.
-constexpr int64_t kShortGrowthTape = 64;  // the shortest tape fitted
-
-double fit_tape_growth(const CostModel& m, const EndToEnd& e, const PrefixFit& f) {
-  LineFit line;
-  for (const auto& [n, seconds] : e.full_tapes) {
-    if (n < kShortGrowthTape) continue;
-    // The ladder's tapes ran every sequence: the fused path's per-step and per-call costs.
-    const double explained = 2 * m.call.op_seconds + (f.forward_grad_s + f.backward_s) * double(n);
-    line.add(double(n), (seconds - explained) / double(n));
-  }
-  return std::max(0.0, line.slope());
-}
-
-// Bytes live for the whole step besides what F0 holds (cost_model.h's fixed_bytes), and
-// the parameter gradients out of F0.
-void fill_fixed_bytes(CostModel& m, const Workload& workload, const EndToEnd& e,
-                      int64_t fixed_per_step, int64_t snapshot_bytes) {
-  m.iteration.gradient_bytes = std::min(parameter_bytes(workload), e.f0);
-  // The rest of F0 is the tape's and its backward's (NOTE [ What a call holds, whatever its
-  // length ]).
-  m.iteration.reversal_bytes = e.f0 - m.iteration.gradient_bytes;
-  // Per step: fixed_per_step, and with lengths the validated targets' copy [T, B, ...].
+// step.*. Fixed lengths: every step costs what the prefix fits say. With lengths: the profile
+// (reads call.*), spread as the backward reverses it (reads backward.splits_at_ends), the
+// head's output gradient apart where priced so (reads backward.head_step_bytes).
+void fill_step_terms(CostModel& m, const Workload& workload, const Measurements& ms) {
+  const PrefixFit& f = ms.prefix;
   const int64_t T = workload.batch.time_steps();
-  m.iteration.fixed_step_bytes =
-      fixed_per_step + (workload.batch.has_lengths() ? bytes_of(workload.batch.targets) / T : 0);
-  int64_t fixed = e.f0 - m.iteration.gradient_bytes + m.iteration.fixed_step_bytes * T;
-  if (!workload.h0.requires_grad()) fixed += bytes_of(workload.h0);  // h0's zeros when absent
-  // The calibration runs found the generator where the previous capture left it, so their
-  // snapshots were shared; a step after other draws (new data, say) makes one anew.
-  fixed += snapshot_bytes;
-  m.iteration.fixed_bytes = fixed;
+  if (workload.batch.has_lengths()) {
+    const CostModel spread =
+        spread_profile(ms.active, profile_blocks(m, ms), m.backward.splits_at_ends);
+    m.step = spread.step;
+    const int64_t head = std::max<int64_t>(0, m.backward.head_step_bytes);
+    for (auto& transient : m.step.backward_transient_bytes) {
+      transient = std::max<int64_t>(0, transient - head);
+    }
+  } else {
+    m.step.forward_seconds.assign(size_t(T), f.advance_s);
+    m.step.forward_grad_seconds.assign(size_t(T), f.forward_grad_s);
+    m.step.backward_seconds.assign(size_t(T), f.backward_s);
+    m.step.tape_bytes.assign(size_t(T), int64_t(f.tape_b));
+    m.step.backward_transient_bytes.assign(size_t(T), int64_t(ms.end_to_end.backward_step));
+    m.step.advance_transient_bytes.assign(size_t(T), int64_t(f.advance_b));
+  }
+  m.step.state_bytes.assign(size_t(T + 1), ms.state.stored);
+  m.step.state_bytes[0] = 0;
 }
 
 // NOTE [ What a call holds, whatever its length ]: F0 is the peak of a one-step chain less its
@@ -679,15 +764,45 @@ void fill_fixed_bytes(CostModel& m, const Workload& workload, const EndToEnd& e,
 // did (weights reordered, a scratchpad): an advance's own bytes (call.advance_op_bytes), and
 // what only reversing a tape holds, which an advance does not (iteration.reversal_bytes).
 // Measured: docs/methods.md, "Calibration, measured".
-void settle_per_call_bytes(CostModel& m, const EndToEnd& e) {
+// That transient, at most what F0 holds beyond the parameter gradients. Reads step.*,
+// backward's reversal and iteration.gradient_bytes.
+int64_t f0_step_transient(const CostModel& m, const EndToEnd& e) {
+  return std::clamp<int64_t>(CostPrefix(m).tape_transient_b(0, 1), 0,
+                             e.f0 - m.iteration.gradient_bytes);
+}
+
+// iteration.*: bytes live for the whole step besides what F0 holds, and the parameter
+// gradients out of F0. F0's step of transient leaves (reads step.*, backward's reversal).
+void fill_iteration_terms(CostModel& m, const Workload& workload, const Measurements& ms) {
+  const EndToEnd& e = ms.end_to_end;
+  m.iteration.gradient_bytes = gradient_bytes_of(workload, e);
+  const int64_t transient = f0_step_transient(m, e);
+  // The rest of F0 is the tape's and its backward's (NOTE [ What a call holds, whatever its
+  // length ]).
+  m.iteration.reversal_bytes = e.f0 - m.iteration.gradient_bytes - transient;
+  // Per step: fixed_per_step, and with lengths the validated targets' copy [T, B, ...].
+  const int64_t T = workload.batch.time_steps();
+  const auto& targets = workload.batch.targets;  // [T, B, ...]
+  m.iteration.fixed_step_bytes =
+      ms.fixed_per_step + (workload.batch.has_lengths() ? bytes_of(targets) / T : 0);
+  int64_t fixed = e.f0 - m.iteration.gradient_bytes + m.iteration.fixed_step_bytes * T;
+  if (!workload.h0.requires_grad()) fixed += bytes_of(workload.h0);  // h0's zeros when absent
+  // The calibration runs found the generator where the previous capture left it, so their
+  // snapshots were shared; a step after other draws (new data, say) makes one anew.
+  fixed += ms.state.snapshot;
+  m.iteration.fixed_bytes = fixed - transient;
+}
+
+// backward.sums_bytes, later_bytes, floor_bytes: beyond the tape's transient, and F0's step of
+// it that fill_iteration_terms took out (reads step.*, backward's reversal, iteration.*).
+void fill_backward_call_terms(CostModel& m, const Measurements& ms) {
+  const EndToEnd& e = ms.end_to_end;
   const int64_t one = CostPrefix(m).tape_transient_b(0, 1);
-  const int64_t shift = std::clamp<int64_t>(one, 0, m.iteration.reversal_bytes);
-  m.iteration.fixed_bytes -= shift;
-  m.iteration.reversal_bytes -= shift;
+  const int64_t shift = f0_step_transient(m, e);
   m.backward.sums_bytes = std::max<int64_t>(0, std::llround(e.backward_call) + shift);
   m.backward.later_bytes = std::max<int64_t>(0, e.later + shift - one);
   // NOTE [ A later backward's floor ]: measured on [0, kFloorTapeSteps), beyond its transient
-  // (none measured on a batch of fewer than twice its steps).
+  // (none measured on a batch of fewer than twice its steps), which reads sums_bytes.
   m.backward.floor_bytes =
       m.time_steps() < 2 * kFloorTapeSteps
           ? 0
@@ -733,49 +848,18 @@ CostModel measure_cost_model(const Workload& workload, const CostMeasureOptions&
   TORCH_CHECK(options.repeats >= 1, "cost measurement repeats: expected >= 1, got ",
               options.repeats);
   const SideEffectGuard guard(workload);
-  const int64_t T = workload.batch.time_steps(), B = workload.batch.batch_size();
-  const auto& x = workload.batch.inputs;  // [T, B, F]
-  const PrefixFit f = fit_prefix(workload, options);
-  const StateCost state = measure_state(workload);
-  // Bytes per step live for the whole step: per-step losses [T, B], and with dL/dx the
-  // buffer [T, B, F] and x.grad.
-  const int64_t fixed_per_step =
-      B * int64_t(x.element_size()) + (x.requires_grad() ? 2 * bytes_of(x) / T : 0);
-  const EndToEnd e = calibrate_end_to_end(workload, f, fixed_per_step);
-
+  // NOTE [ Calibration by lifetime ]: the experiments, then the groups filled from them.
+  const Measurements ms = run_experiments(workload, options);
   CostModel m;
-  const auto active = active_sequences_of(workload.batch);  // [T], empty without lengths
-  // The first end: the first step some sequence no longer has.
-  const int64_t first_end =
-      workload.batch.has_lengths() ? workload.batch.lengths.min().item<int64_t>() : T;
-  const CallSeconds calls = measure_call_seconds(workload, f, first_end, active);
-  m.call.op_seconds = calls.op;
-  m.call.ended_seconds = calls.ended;
-  // Until settle_per_call_bytes: as if F0 held no step of transient.
-  m.backward.sums_bytes = std::max<int64_t>(0, std::llround(e.backward_call));
-  m.backward.later_bytes = std::max<int64_t>(0, e.later);
-  m.backward.floor_bytes = std::max<int64_t>(0, e.floor);
-  m.backward.window_steps = e.backward_window;  // NOTE [ Backward windows ]
-  m.backward.window_step_bytes = int64_t(e.window_step);
-  m.call.advance_op_bytes = std::max<int64_t>(0, std::llround(f.advance_op_b) - state.exit);
-  m.call.kept_tape_bytes = std::max<int64_t>(0, std::llround(f.tape_op_b) - state.exit);
-  fill_fixed_bytes(m, workload, e, fixed_per_step, state.snapshot);
-  if (workload.batch.has_lengths()) {
-    // First: calls_seconds prices calls past the first end from the active counts.
-    m.active_sequences = active;
-    const auto blocks = profile_blocks(m, workload, f, e, state.exit);
-    const CostModel by_active = spread_profile(m, blocks, true);
-    m = spread_profile(m, blocks, false);
-    measure_backward_runs(m, by_active, workload, f);
-  } else {
-    fill_fixed_length_steps(m, f, e, T);
-  }
-  settle_per_call_bytes(m, e);
-  m.call.tape_growth_seconds = fit_tape_growth(m, e, f);
-  m.step.state_bytes.assign(size_t(T + 1), state.stored);
-  m.step.state_bytes[0] = 0;
+  m.active_sequences = ms.active;  // [T], empty without lengths
+  fill_call_terms(m, ms);  // the measurements alone
+  fill_backward_reversal_terms(m, workload, ms);  // reads call.*: the profile beyond its calls
+  fill_step_terms(m, workload, ms);  // reads call.*, backward.splits_at_ends, head_step_bytes
+  fill_iteration_terms(m, workload, ms);  // reads step.*, backward's reversal: F0's transient
+  fill_backward_call_terms(m, ms);  // reads step.*, backward's reversal, iteration.*
+  const PrefixFit& f = ms.prefix;
   m.source = fmt::format("measured on {} (n = {} and {} steps, {} repeats{})",
-                         x.device().str(), f.n1, f.n2, options.repeats,
+                         workload.batch.inputs.device().str(), f.n1, f.n2, options.repeats,
                          workload.batch.has_lengths() ? ", lengths profiled" : "");
   m.check();
   return m;
