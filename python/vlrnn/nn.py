@@ -115,6 +115,14 @@ def _why_not_own_forward(module):
     return None
 
 
+def _not_as_engine_model(module, why):
+    """The ValueError for a bidirectional module whose function the engine's model would not
+    compute (`why`): no call per block can compute it either."""
+    return ValueError(f"rnn: a bidirectional {type(module).__name__} runs inside VLRNN only as "
+                      f"the engine's bidirectional model, which cannot compute this one's "
+                      f"function: {why}")
+
+
 def _why_not_stock(rnn):
     """Why the hand-written cells would not compute a torch.nn.LSTM / GRU's own function
     as the engine calls it, or None when they do."""
@@ -173,9 +181,7 @@ def stock_engine_model(rnn):
     why = _why_not_stock(rnn)
     if rnn.bidirectional:
         if why is not None:
-            raise ValueError(f"rnn: a bidirectional {type(rnn).__name__} runs inside VLRNN only "
-                             f"as the engine's bidirectional model, which cannot compute this "
-                             f"one's function: {why}")
+            raise _not_as_engine_model(rnn, why)
         return bidirectional_engine_model(rnn, cell, 0.0)
     weight = rnn.weight_ih_l0
     if why is not None or (cell == "lstm" and lstm_runs_on_onednn(weight.dtype, weight.device)):
@@ -258,15 +264,17 @@ class _BlockRNN(nn.Module):
             else _why_not_own_forward(self)
         if why is not None:
             if self.bidirectional:
-                raise ValueError(f"rnn: a bidirectional {type(self).__name__} runs inside VLRNN "
-                                 f"only as the engine's bidirectional model, which cannot "
-                                 f"compute this one's function: {why}")
+                raise _not_as_engine_model(self, why)
             return None
         if self.bidirectional:
             return bidirectional_engine_model(self, self._cell(), self.dropout)
-        if self.training and self.dropout > 0 and self.num_layers > 1:
+        if self._draws_dropout():
             return None
         return EngineModel(self._model(), list, tuple)
+
+    def _draws_dropout(self):
+        """Whether a call draws dropout masks between layers."""
+        return self.training and self.dropout > 0 and self.num_layers > 1
 
     def _model(self):
         return cell_model(self._cell(), self, range(self.num_layers), dropout=self.dropout)
@@ -322,7 +330,7 @@ class _BlockRNN(nn.Module):
             final = engine.from_engine(final)
         else:
             drop = None
-            if self.training and self.dropout > 0 and self.num_layers > 1:
+            if self._draws_dropout():
                 drop = self._dropout_masks(steps, batch, x, input if packed else None)
             x, final = self._model().forward_with_masks(x, list(state), lengths, drop)
             final = tuple(final)
