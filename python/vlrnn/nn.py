@@ -144,27 +144,6 @@ def _why_not_stock(rnn):
     return None
 
 
-_onednn_lstm = {}  # (dtype, device type) -> whether torch.nn.LSTM runs on oneDNN there
-
-
-def lstm_runs_on_onednn(dtype, device):
-    """Whether torch.nn.LSTM's own forward runs on oneDNN's RNN primitive for this dtype and
-    device (PyTorch 2.x on the CPU in float32, not 1.13 nor float64). Seen, not assumed: a
-    one-step LSTM runs once under the profiler, per dtype and device, the generators kept.
-    There the module itself outruns the hand-written cell (docs/platforms.md)."""
-    key = (dtype, torch.device(device).type)
-    if key not in _onednn_lstm:
-        try:
-            with torch.random.fork_rng(devices=[]), torch.autograd.profiler.profile() as prof:
-                lstm = nn.LSTM(1, 1).to(dtype=dtype, device=device)
-                lstm(torch.zeros(1, 1, 1, dtype=dtype, device=device))
-            _onednn_lstm[key] = any(e.name == "aten::mkldnn_rnn_layer"
-                                    for e in prof.function_events)
-        except RuntimeError:  # a profiler already running: keep the cells, decide next time
-            return False
-    return _onednn_lstm[key]
-
-
 def stock_engine_model(rnn):
     """For an unmodified torch.nn.LSTM or GRU, the engine's C++ model computing its function
     by the hand-written cells (an EngineModel; NOTE [ Python modules in the engine ]): the
@@ -172,9 +151,10 @@ def stock_engine_model(rnn):
     module, and where the cells would not compute the module's own function (a forward
     overridden or hooked, proj_size, not on the CPU in float32 / float64, batch_first=False,
     dropout between layers while training: torch.nn draws those masks per call, the cells
-    per step), or for an LSTM that torch runs on oneDNN (lstm_runs_on_onednn), which is
-    faster than the cell. No block of a bidirectional module can be computed by calling it,
-    so for one what keeps the cells from computing its function is a ValueError naming it."""
+    per step). Where torch runs its LSTM on oneDNN (float32 on 2.x's CPU), so does the
+    cell, on the same primitive (docs/platforms.md, "The LSTM on oneDNN"). No block of a
+    bidirectional module can be computed by calling it, so for one what keeps the cells
+    from computing its function is a ValueError naming it."""
     cell = _stock_cell(rnn)
     if cell is None:
         return None
@@ -183,8 +163,7 @@ def stock_engine_model(rnn):
         if why is not None:
             raise _not_as_engine_model(rnn, why)
         return bidirectional_engine_model(rnn, cell, 0.0)
-    weight = rnn.weight_ih_l0
-    if why is not None or (cell == "lstm" and lstm_runs_on_onednn(weight.dtype, weight.device)):
+    if why is not None:
         return None
     return EngineModel(cell_model(cell, rnn, range(rnn.num_layers)), list, tuple)
 

@@ -6,7 +6,7 @@ from torch import nn
 
 import vlrnn
 from vlrnn import nn as nn_module
-from vlrnn.nn import lstm_runs_on_onednn, stock_engine_model
+from vlrnn.nn import stock_engine_model
 from conftest import CLASSES, F, H, MlpHead, grads, make_batch, max_rel_diff
 
 
@@ -47,7 +47,6 @@ def test_fast_cells_give_the_modules_own_gradients(kind, packed):
 
 
 def test_only_a_stock_module_takes_the_fast_path():
-    # float64: torch runs no LSTM on oneDNN there (below), so the cells take a stock one
     assert stock_engine_model(Lstm(F, H, batch_first=True).double()) is not None
     assert stock_engine_model(nn.LSTM(F, H).double()) is None  # batch_first=False
     assert stock_engine_model(OwnForward(F, H, batch_first=True).double()) is None
@@ -69,17 +68,26 @@ def test_fast_cells_must_be_a_bool():
         vlrnn.VLRNN(nn.GRU(F, H, batch_first=True), MlpHead(H, CLASSES), fast_cells="yes")
 
 
-def test_an_lstm_torch_runs_on_onednn_runs_as_itself():
-    """On PyTorch 2.x, torch.nn.LSTM in float32 on the CPU runs on oneDNN, faster than the
-    hand-written cell (docs/platforms.md): the engine calls the module there, and the cells
-    elsewhere (1.13, float64). The GRU has no oneDNN path and keeps the cells."""
-    onednn = lstm_runs_on_onednn(torch.float32, "cpu")
-    assert onednn == (int(torch.__version__.split(".")[0]) >= 2
-                      and torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled)
-    assert not lstm_runs_on_onednn(torch.float64, "cpu")
-    assert (stock_engine_model(nn.LSTM(F, H, batch_first=True)) is None) == onednn
-    assert stock_engine_model(nn.GRU(F, H, batch_first=True)) is not None
-    rng = torch.get_rng_state()
-    nn_module._onednn_lstm.clear()  # seen anew: draws nothing
-    lstm_runs_on_onednn(torch.float32, "cpu")
-    assert torch.equal(torch.get_rng_state(), rng)
+def ran_on_onednn(run):
+    with torch.autograd.profiler.profile() as prof:
+        run()
+    return any(e.name == "aten::mkldnn_rnn_layer" for e in prof.function_events)
+
+
+def test_an_lstm_runs_on_onednn_where_torch_runs_its_own_there():
+    """Where torch runs nn.LSTM on oneDNN's primitive (float32 on 2.x's CPU), the cells run
+    on it too, forward and backward: vlrnn.nn.LSTM and a stock nn.LSTM's engine model; never
+    in float64, nor with torch's oneDNN switch off (docs/platforms.md)."""
+    x = torch.randn(2, 5, F)
+    stock = nn.LSTM(F, H, batch_first=True)
+    onednn = ran_on_onednn(lambda: stock(x))
+    version = tuple(int(v) for v in torch.__version__.split(".")[:2])
+    assert onednn == (version >= (2, 1) and torch.backends.mkldnn.is_available())
+    ours = nn_module.LSTM(F, H, batch_first=True)
+    assert ran_on_onednn(lambda: ours(x)[0].sum().backward()) == onednn
+    assert stock_engine_model(stock) is not None
+    loss = lambda: vlrnn.VLRNN(stock, MlpHead(H, CLASSES), N=2)(x, torch.zeros(2, 5).long())
+    assert ran_on_onednn(loss) == onednn
+    assert not ran_on_onednn(lambda: ours.double()(x.double()))
+    with torch.backends.mkldnn.flags(enabled=False):
+        assert not ran_on_onednn(lambda: ours.float()(x))

@@ -1,0 +1,38 @@
+#pragma once
+// One LSTM layer over a block on oneDNN's RNN primitive, through ATen's op for it
+// (at::mkldnn_rnn_layer: what torch::nn::LSTM itself runs on the CPU in float32 on
+// PyTorch >= 2.1 built with oneDNN). Autograd differentiates it to x, the entry state and the
+// four weights, so the gradients at block boundaries come with it.
+// Shapes: Tb = steps in the block, B = batch, F = input features, H = hidden size.
+// x [Tb, B, F], h_entry, c_entry [1, B, H] -> z [Tb, B, H], h_exit, c_exit [1, B, H].
+//
+// NOTE [ The LSTM layer oneDNN runs ]
+// On PyTorch 2.x's CPU, float32, oneDNN's primitive keeps W_hh packed across the steps and has
+// a forward-inference mode that writes no workspace. There it runs a block faster than the
+// hand-written cell over the BLAS (lstm_layer.h), which repacks W_hh at every step's GEMM
+// (docs/platforms.md, "The LSTM on oneDNN"). So LstmBlock runs a layer on it wherever
+// onednn_runs_lstm says it can, and every block where all sequences fill the block; the
+// cell runs the rest: float64, PyTorch 1.13, and a block in which a sequence ends (the
+// primitive has no per-sequence lengths). Dropout between layers stays LstmBlock's, drawn
+// per step. PyTorch's own switch turns it off (torch.backends.mkldnn.enabled = False in
+// Python, at::globalContext().setUserEnabledMkldnn(false) in C++): then the cell runs all.
+
+#include "vlrnn/cells/lstm_layer.h"
+
+#include <torch/torch.h>
+
+#include <tuple>
+
+namespace vlrnn {
+
+// Whether this LibTorch runs an LSTM layer over x (its dtype and device) on oneDNN: built
+// with it (PyTorch >= 2.1), the user's switch on, x float32 on the CPU.
+bool onednn_runs_lstm(const torch::Tensor& x);
+
+// The layer on oneDNN; throws unless onednn_runs_lstm(x). Trains (keeps a workspace for the
+// backward) only where autograd will record it: grad mode on and some input requiring grad.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> onednn_lstm_layer(
+    const torch::Tensor& x, const torch::Tensor& h_entry, const torch::Tensor& c_entry,
+    const LstmWeights& weights);
+
+}  // namespace vlrnn
