@@ -60,8 +60,9 @@ def result_folders(results):
 
 
 def check_results_table(source, results, folders):
-    """docs/results.md has a row `| `results/FOLDER` | `COMMAND` ...` per folder, COMMAND from
-    its meta.json (a re-measured folder whose command changed must update the table)."""
+    """docs/results.md has a row `| `results/FOLDER` | PYTORCH | `COMMAND` ...` per folder,
+    PYTORCH (major.minor) and COMMAND from its meta.json: a re-measured folder whose command
+    or PyTorch changed must update the table, and no figure hides what it was measured on."""
     with open(os.path.join(source, "docs", "results.md")) as f:
         rows = [line for line in f if line.startswith("| `results/")]
     problems = []
@@ -73,10 +74,11 @@ def check_results_table(source, results, folders):
             meta = json.load(f)
         env = " ".join(f"{k}={v}" for k, v in sorted((meta.get("env") or {}).items()))
         command = ((env + " " if env else "") + meta["command"]).replace("|", "\\|")
-        name = f"| `results/{folder}` |"
+        torch_version = ".".join(meta["libtorch_version"].split("+")[0].split(".")[:2])
+        name = f"| `results/{folder}` | {torch_version} |"
         if not any(row.startswith(name) and f"`{command}`" in row for row in rows):
             problems.append(f"{folder}: docs/results.md has no row `{name} `{command}` |` "
-                            f"(the command in its meta.json)")
+                            f"(the PyTorch and the command in its meta.json)")
     return problems
 
 
