@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include "vlrnn/cells/gru_layer.h"
 #include "vlrnn/cells/lstm_block.h"
 #include "vlrnn/cells/onednn_lstm.h"
 #include "vlrnn/verify/compare.h"
@@ -43,35 +44,56 @@ TEST(OneDnnLstm, RunsInFloat32OnTheCpuWherePyTorchHasIt) {
   EXPECT_FALSE(onednn_runs_lstm(f32));  // the user's switch is honoured
 }
 
-// Layer by layer, with dropout drawn between them and every gradient: LstmBlock on oneDNN
-// equals LstmBlock on the hand-written cells (the switch off), to float32's tolerance.
+// LstmBlock (L = 2, T = 7, B = 6) on oneDNN equals LstmBlock on the hand-written cells (the
+// switch off), layer by layer, the same dropout masks, every gradient, to float32's
+// tolerance. `lengths` [B] or undefined; padding holds NaN.
+void expect_onednn_equals_the_cells(double dropout, const torch::Tensor& lengths,
+                                    const std::string& what) {
+  torch::manual_seed(6);
+  LstmBlock model(3, 6, /*num_layers=*/2, dropout);
+  auto x = torch::randn({7, 6, 3});
+  if (lengths.defined()) {
+    x = x.masked_fill(step_mask(lengths, 7, torch::kCPU).logical_not().unsqueeze(2), NAN);
+  }
+  const State h0{torch::randn({2, 6, 6}), torch::randn({2, 6, 6})};
+  const auto seed_z = torch::randn({7, 6, 6});
+  const std::vector<torch::Tensor> seed_h{torch::randn({2, 6, 6}), torch::randn({2, 6, 6})};
+  const auto run = [&] {
+    return run_and_backprop(
+        [&](const torch::Tensor& xl, const State& hl) {
+          torch::manual_seed(9);  // the same dropout masks on both runs
+          return model.forward(xl, hl, lengths);
+        },
+        x, h0, seed_z, seed_h, parameters_by_name(model));
+  };
+  const auto on_onednn = run();
+  OneDnnSwitch off(false);
+  const auto on_cells = run();
+  EXPECT_EQ(on_onednn.size(), on_cells.size());
+  expect_close(on_onednn, on_cells, verify::tolerance_for(torch::kFloat32),
+               "lstm_block on oneDNN vs on the cells, " + what);
+}
+
 TEST(OneDnnLstm, LstmBlockEqualsTheCellsWithEveryGradient) {
   if (!onednn_runs_lstm(torch::zeros({1}))) GTEST_SKIP() << "no oneDNN RNN layer in this PyTorch";
-  for (const double dropout : {0.0, 0.3}) {
-    torch::manual_seed(5);
-    LstmBlock model(3, 6, /*num_layers=*/2, dropout);
-    const auto x = torch::randn({7, 4, 3});
-    const State h0{torch::randn({2, 4, 6}), torch::randn({2, 4, 6})};
-    const auto seed_z = torch::randn({7, 4, 6});
-    const std::vector<torch::Tensor> seed_h{torch::randn({2, 4, 6}), torch::randn({2, 4, 6})};
-    const auto run = [&] {
-      return run_and_backprop(
-          [&](const torch::Tensor& xl, const State& hl) {
-            torch::manual_seed(9);  // the same dropout masks on both runs
-            return model.forward(xl, hl);
-          },
-          x, h0, seed_z, seed_h, parameters_by_name(model));
-    };
-    const auto on_onednn = run();
-    Named on_cells;
-    {
-      OneDnnSwitch off(false);
-      on_cells = run();
-    }
-    EXPECT_EQ(on_onednn.size(), on_cells.size());
-    expect_close(on_onednn, on_cells, verify::tolerance_for(torch::kFloat32),
-                 "lstm_block on oneDNN vs on the cells, dropout " + std::to_string(dropout));
-  }
+  expect_onednn_equals_the_cells(0.0, {}, "no dropout");
+  expect_onednn_equals_the_cells(0.3, {}, "dropout 0.3");
+}
+
+// Lengths that end inside the block, unsorted, one of 0 steps: the calls in segments (NOTE
+// [ Variable lengths on oneDNN ]) equal the cell's masked steps.
+TEST(OneDnnLstm, WithLengthsEqualsTheCells) {
+  if (!onednn_runs_lstm(torch::zeros({1}))) GTEST_SKIP() << "no oneDNN RNN layer in this PyTorch";
+  const auto lengths = torch::tensor({7, 3, 0, 5, 7, 3});
+  expect_onednn_equals_the_cells(0.3, lengths, "lengths, dropout 0.3");
+  // The sequence of 0 steps: its state passes through bit for bit, its output is 0.
+  LstmBlock model(3, 6);
+  const State h0{torch::randn({1, 6, 6}), torch::randn({1, 6, 6})};
+  torch::NoGradGuard no_grad;
+  auto [z, h] = model.forward(torch::randn({7, 6, 3}), h0, lengths);
+  EXPECT_TRUE(torch::equal(h[0].narrow(1, 2, 1), h0[0].narrow(1, 2, 1)));
+  EXPECT_TRUE(torch::equal(h[1].narrow(1, 2, 1), h0[1].narrow(1, 2, 1)));
+  EXPECT_EQ(z.narrow(1, 2, 1).abs().max().item<double>(), 0.0);
 }
 
 TEST(OneDnnLstm, WithoutGradItKeepsNoGraph) {
@@ -97,6 +119,12 @@ TEST(OneDnnLstm, BadInputsAreRejectedNamingTheArgument) {
                         {"h_entry", "[1, 2, 6]", "Double"});
   expect_error_mentions([&] { onednn_lstm_layer(x, h, torch::zeros({1, 3, 6}), w); },
                         {"c_entry", "[1, 2, 6]", "[1, 3, 6]"});
+  auto gap = torch::ones({4, 2}, torch::kBool);
+  gap[1][0] = false;  // sequence 0: steps 0, 2, 3 valid, not a prefix
+  expect_error_mentions([&] { onednn_lstm_layer(x, h, h, w, gap); },
+                        {"mask", "valid step after an invalid one"});
+  expect_error_mentions([&] { onednn_lstm_layer(x, h, h, w, torch::ones({4, 3}, torch::kBool)); },
+                        {"mask", "[4, 2]", "[4, 3]"});
 }
 
 }  // namespace

@@ -28,9 +28,9 @@ std::pair<torch::Tensor, State> LstmBlock::forward_layer(int64_t layer, const to
                                                          const State& entry,
                                                          const torch::Tensor& mask) {
   // x [Tb, B, I], entry (h, c [1, B, H]) -> z [Tb, B, H], (h, c [1, B, H])
-  // NOTE [ The LSTM layer oneDNN runs ]: a block every sequence fills, where oneDNN can.
-  if (!mask.defined() && onednn_runs_lstm(x)) {
-    auto [z, h, c] = onednn_lstm_layer(x, entry[0], entry[1], weights(layer));
+  // NOTE [ The LSTM layer oneDNN runs ]
+  if (onednn_runs_lstm(x)) {
+    auto [z, h, c] = onednn_lstm_layer(x, entry[0], entry[1], weights(layer), mask);
     return {z, State{h, c}};
   }
   auto [z, h, c] = lstm_layer(x, entry[0], entry[1], weights(layer), mask, save_);

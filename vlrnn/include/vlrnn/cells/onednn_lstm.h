@@ -11,11 +11,11 @@
 // a forward-inference mode that writes no workspace. There it runs a block faster than the
 // hand-written cell over the BLAS (lstm_layer.h), which repacks W_hh at every step's GEMM
 // (docs/platforms.md, "The LSTM on oneDNN"). So LstmBlock runs a layer on it wherever
-// onednn_runs_lstm says it can, and every block where all sequences fill the block; the
-// cell runs the rest: float64, PyTorch 1.13, and a block in which a sequence ends (the
-// primitive has no per-sequence lengths). Dropout between layers stays LstmBlock's, drawn
-// per step. PyTorch's own switch turns it off (torch.backends.mkldnn.enabled = False in
-// Python, at::globalContext().setUserEnabledMkldnn(false) in C++): then the cell runs all.
+// onednn_runs_lstm says it can; the cell runs the rest (float64, PyTorch 1.13). Lengths
+// that end inside a block split it into calls (NOTE [ Variable lengths on oneDNN ] in
+// onednn_lstm.cpp). Dropout between layers stays LstmBlock's, drawn per step. PyTorch's own
+// switch turns it off (torch.backends.mkldnn.enabled = False in Python,
+// at::globalContext().setUserEnabledMkldnn(false) in C++): then the cell runs every block.
 
 #include "vlrnn/cells/lstm_layer.h"
 
@@ -29,10 +29,12 @@ namespace vlrnn {
 // with it (PyTorch >= 2.1), the user's switch on, x float32 on the CPU.
 bool onednn_runs_lstm(const torch::Tensor& x);
 
-// The layer on oneDNN; throws unless onednn_runs_lstm(x). Trains (keeps a workspace for the
+// The layer on oneDNN; throws unless onednn_runs_lstm(x). `mask` [Tb, B] bool, each
+// sequence's valid steps a prefix (undefined = every step valid): past its end a sequence's
+// state is frozen and its output 0, as lstm_layer's. Trains (keeps a workspace for the
 // backward) only where autograd will record it: grad mode on and some input requiring grad.
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> onednn_lstm_layer(
     const torch::Tensor& x, const torch::Tensor& h_entry, const torch::Tensor& c_entry,
-    const LstmWeights& weights);
+    const LstmWeights& weights, const torch::Tensor& mask = {});
 
 }  // namespace vlrnn
