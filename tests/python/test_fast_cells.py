@@ -91,3 +91,25 @@ def test_an_lstm_runs_on_onednn_where_torch_runs_its_own_there():
     assert not ran_on_onednn(lambda: ours.double()(x.double()))
     with torch.backends.mkldnn.flags(enabled=False):
         assert not ran_on_onednn(lambda: ours.float()(x))
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+@pytest.mark.parametrize("module", [nn.LSTM, nn_module.LSTM], ids=["torch", "vlrnn_nn"])
+def test_float32_gradients_equal_full_bptt(module, packed):
+    """In float32 the cells run on oneDNN's layer where torch has it (2.x): VLRNN's gradients
+    equal full BPTT's (PlainRNN) to float32's tolerance, two layers, per-step dropout between
+    them for vlrnn.nn's, lengths that end inside blocks."""
+    torch.manual_seed(0)
+    dropout = 0.3 if module is nn_module.LSTM else 0.0
+    rnn = module(F, H, num_layers=2, dropout=dropout, batch_first=True)
+    out = MlpHead(H, CLASSES)
+    x, y = make_batch(packed, dtype=torch.float32)
+    found = []
+    for model in (vlrnn.PlainRNN(rnn, out, "MEAN"), vlrnn.VLRNN(rnn, out, "MEAN", N=4)):
+        rnn.zero_grad(), out.zero_grad()
+        torch.manual_seed(5)  # the same dropout masks
+        loss = model(x, y)[0]
+        if loss.requires_grad:  # PlainRNN: the caller back-propagates
+            loss.backward()
+        found.append(grads([rnn, out]))
+    assert max_rel_diff(found[1], found[0]) < 1e-5
