@@ -19,6 +19,7 @@ Prints a Markdown table (median and min-max over the repeats) and, with --json P
 every sample. Set PYTHONPATH to a built package (build/python) when it is not installed.
 """
 import argparse
+import gc
 import json
 import os
 import resource
@@ -86,18 +87,16 @@ def _rank(rank, world, args, rendezvous, out_dir):
             start = time.perf_counter()
             dist.all_reduce(flat)
             all_reduce.append(time.perf_counter() - start)
+        # The process group is freed here, while the interpreter is whole: DDP's reducers
+        # hold it, so they go first (gc.collect: any cycle through them).
+        del model, rnn, head, optimizer
+        gc.collect()
         dist.barrier()  # every rank done with gloo before any tears it down
         dist.destroy_process_group()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"times": times, "setup_rss_mib": setup_rss, "peak_rss_mib": _peak_rss_mib(),
                    "all_reduce": all_reduce, "rows": len(rows),
                    "parameters": sum(p.numel() for p in parameters)}, f)
-    if world > 1:
-        # On PyTorch 2.6 a gloo rank's interpreter sometimes aborts as it shuts down, after
-        # its work ("terminate called without an active exception", no Python frame): about
-        # one run in four here. Its results are written; leave before the teardown.
-        sys.stdout.flush()
-        os._exit(0)
 
 
 def run(world, args):

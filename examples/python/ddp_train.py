@@ -10,6 +10,7 @@ of the global batch). Each rank's loss is its own share; the global one is print
 
 Shapes: B = global batch, T = steps, F = input features, H = hidden units, C = classes.
 """
+import gc
 import os
 
 import torch
@@ -83,6 +84,12 @@ def main():
         if rank == 0 and (step % 5 == 0 or step == STEPS - 1):
             print(f"step {step:3d} loss {total.item():.6f}", flush=True)
     if distributed:
+        # Free the process group while the interpreter is whole: the DDP wrappers hold it
+        # (gc.collect: any cycle through them). Left to the interpreter's own shutdown, a
+        # gloo rank can abort on PyTorch 2.6 after its work is done.
+        del model, rnn, head, optimizer
+        gc.collect()
+        dist.barrier()  # every rank done with gloo before any tears it down
         dist.destroy_process_group()
 
 
