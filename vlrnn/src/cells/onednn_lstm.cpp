@@ -1,5 +1,6 @@
 #include "vlrnn/cells/onednn_lstm.h"
 
+#include "block_common.h"
 #include "vlrnn/cells/gru_layer.h"  // step_mask
 
 #include <ATen/Context.h>
@@ -53,27 +54,26 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_primitive(const torc
 // the block), each run of steps over which the same k sequences go on is one call over the
 // first k; the others' states are carried as they are (frozen bit for bit) and their
 // outputs are zeros, as the cell's (NOTE [ Variable lengths in lstm_block ]). Padded inputs
-// are never read. A block where s sequences end takes at most s + 1 calls.
+// are never read. A block where s sequences end takes at most s + 1 calls. The primitive
+// runs on the CPU only, so the bookkeeping stays there.
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_in_segments(
     const torch::Tensor& x, const torch::Tensor& h_entry, const torch::Tensor& c_entry,
-    const LstmWeights& w, const torch::Tensor& mask) {
-  // x [Tb, B, F], h, c [B, H], mask [Tb, B] -> z [Tb, B, H], h, c [B, H]
+    const LstmWeights& w, const torch::Tensor& valid) {
+  // x [Tb, B, F], h, c [B, H], valid [B] n_b -> z [Tb, B, H], h, c [B, H]
   const int64_t steps = x.size(0), batch = x.size(1), hidden = w.hidden_size();
-  const auto valid = mask.sum(0).to(torch::kCPU, torch::kLong).contiguous();  // [B] n_b
   const auto order = std::get<1>(valid.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
-  const auto sorted = valid.index_select(0, order);  // [B] n_b, longest first
+  const auto sorted = valid.index_select(0, order).contiguous();  // [B] n_b, longest first
   const auto* n = sorted.data_ptr<int64_t>();
-  const auto order_here = order.to(x.device());  // [B] sorted position -> b
   // Written in place, run by run, in the batch's own order: one [Tb, B, H] in all, so a
   // block with lengths holds what a full one does (the simulator prices it so).
   auto z = torch::zeros({steps, batch, hidden}, x.options());
-  auto h = h_entry.index_select(0, order_here), c = c_entry.index_select(0, order_here);
+  auto h = h_entry.index_select(0, order), c = c_entry.index_select(0, order);
   int64_t t0 = 0;
   while (t0 < n[0]) {
     int64_t k = 0;
     while (k < batch && n[k] > t0) ++k;  // the sequences still going at t0
     const int64_t t1 = n[k - 1];         // where the first of them ends
-    const auto going = order_here.narrow(0, 0, k);
+    const auto going = order.narrow(0, 0, k);  // [k] sorted position -> b
     auto [zk, hk, ck] = run_primitive(x.narrow(0, t0, t1 - t0).index_select(1, going),
                                       h.narrow(0, 0, k), c.narrow(0, 0, k), w);
     z.narrow(0, t0, t1 - t0).index_copy_(1, going, zk);
@@ -81,7 +81,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_in_segments(
     c = k < batch ? torch::cat({ck, c.narrow(0, k, batch - k)}) : ck;
     t0 = t1;
   }
-  const auto back = std::get<1>(order.sort()).to(x.device());  // b -> sorted position
+  const auto back = std::get<1>(order.sort());  // [B] b -> sorted position
   return {z, h.index_select(0, back), c.index_select(0, back)};
 }
 
@@ -95,28 +95,19 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> onednn_lstm_layer(
               "built with oneDNN, its switch on, and float32 on the CPU), got ", x.scalar_type(),
               " on ", x.device(), " with PyTorch ", TORCH_VERSION);
   weights.check("weights");
-  const auto check_state = [&](const torch::Tensor& state, const char* name) {
-    TORCH_CHECK(state.defined() && state.dim() == 3 && state.size(0) == 1 &&
-                    state.size(1) == x.size(1) && state.size(2) == weights.hidden_size() &&
-                    state.scalar_type() == x.scalar_type(),
-                name, ": expected [1, B, H] = [1, ", x.size(1), ", ", weights.hidden_size(),
-                "] in ", x.scalar_type(), ", got ",
-                state.defined() ? state.sizes() : torch::IntArrayRef{}, " in ",
-                state.defined() ? state.scalar_type() : torch::ScalarType::Undefined);
-  };
-  check_state(h_entry, "h_entry");
-  check_state(c_entry, "c_entry");
-  TORCH_CHECK(!mask.defined() || (mask.scalar_type() == torch::kBool &&
-                                  mask.sizes() == torch::IntArrayRef({x.size(0), x.size(1)})),
-              "mask: expected a bool tensor of shape [Tb, B] = [", x.size(0), ", ", x.size(1),
-              "], got ", mask.defined() ? mask.sizes() : torch::IntArrayRef{});
-  TORCH_CHECK(!mask.defined() ||
-                  torch::equal(mask.cpu(), step_mask(mask.sum(0), x.size(0), torch::kCPU)),
-              "mask: expected each sequence's valid steps to be the first of the block "
-              "(m[t, b] = t < n_b), got a sequence with a valid step after an invalid one");
+  const auto mask_arg = check_block_input(x, weights.w_ih, mask);  // [Tb, B] bool, optional
+  check_entry_state(h_entry, "h_entry", x, weights.hidden_size());
+  check_entry_state(c_entry, "c_entry", x, weights.hidden_size());
+  torch::Tensor valid;  // [B] n_b: each sequence's valid steps, the first of the block
+  if (mask_arg) {
+    valid = mask_arg->sum(0).to(torch::kLong);
+    TORCH_CHECK(torch::equal(*mask_arg, step_mask(valid, x.size(0), torch::kCPU)),
+                "mask: expected each sequence's valid steps to be the first of the block "
+                "(m[t, b] = t < n_b), got a sequence with a valid step after an invalid one");
+  }
 #if VLRNN_HAS_ONEDNN_RNN_LAYER
-  auto [z, h, c] = mask.defined()
-                       ? run_in_segments(x, h_entry[0], c_entry[0], weights, mask)
+  auto [z, h, c] = valid.defined()
+                       ? run_in_segments(x, h_entry[0], c_entry[0], weights, valid)
                        : run_primitive(x, h_entry[0], c_entry[0], weights);
   return {z, h.unsqueeze(0), c.unsqueeze(0)};
 #else
