@@ -8,7 +8,7 @@ processes (gloo, DistributedDataParallel), time per iteration and memory per pro
 Each configuration starts its own processes (torch.multiprocessing, a file rendezvous; each
 with --threads threads for LibTorch, OpenMP and the BLAS),
 builds the same nn.LSTM and head on every rank, and runs `--repeats` timed iterations of
-vlrnn.VLRNN (default blocks of ceil(sqrt(T)) steps) on the rank's share of the batch, after
+vlrnn.VLRNN (its default blocks: about ceil(sqrt(T)) steps) on the rank's share of the batch, after
 one untimed warm-up. An iteration is the call (forward, backward, DDP's one all-reduce)
 and the optimizer step; its time is the slowest rank's (they wait for one another in the
 all-reduce). Memory: each process's peak resident set (ru_maxrss) after setup and at the

@@ -415,7 +415,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->excludes("--classes");
   sub->add_option("--block,-K", args->block,
                   "K: the block length of a bare 'vlrnn' or 'bivlrnn' in --methods (0: its default, "
-                  "ceil(sqrt(T)))")
+                  "K=auto: ceil(sqrt(T)), shorter on the CPU to fit the L2 cache)")
       ->capture_default_str();
   sub->add_option("--memory-budget", args->memory_budget,
                   "BYTES: run the planner (the fastest exact schedule predicted to fit this step "

@@ -207,7 +207,8 @@ class VLRNN(PlainRNN):
         it (blocks of ceil(T / N) steps). method: any gradient method spec instead
         ('vlrnn:block_length=128', 'planner:percent=10', 'planner:budget=BYTES', 'checkpoint',
         'revolve:slots=8', 'tbptt:k=100', 'full'; vlrnn.methods() lists them). With neither,
-        blocks of ceil(sqrt(T)) steps. A bidirectional rnn (bidirectional=True, or a
+        blocks of ceil(sqrt(T)) steps, shortened on the CPU (to no less than a quarter) so
+        that a block's states fit the L2 cache. A bidirectional rnn (bidirectional=True, or a
         bidirectional C++ kind) runs the bidirectional block method, 'bivlrnn' (N= cuts its
         blocks), or 'checkpoint' / 'full'; any other method is refused with a ValueError.
 

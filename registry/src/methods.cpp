@@ -161,7 +161,8 @@ std::vector<MethodEntry> builtin_methods() {
        "full BPTT: every activation of all T steps kept (the reference)",
        make_full},
       {"vlrnn",
-       "VLRNN blocks of K steps; options block_length=K or num_blocks=N (default K=ceil(sqrt(T)))",
+       "VLRNN blocks of K steps; options block_length=K or num_blocks=N (default K=auto: "
+       "ceil(sqrt(T)), on the CPU down to sqrt(T)/4 so that a block's states fit the L2 cache)",
        make_vlrnn},
       {"checkpoint",
        "checkpointing as torch.utils.checkpoint does it; options segments=S (default "
@@ -185,7 +186,7 @@ std::vector<MethodEntry> builtin_methods() {
       {"bivlrnn",
        "VLRNN for bidirectional models (bilstm, bigru, bi:<kind>): blocks of K steps, each "
        "direction back-propagated in its own sweep, 1.5 extra forward passes; options "
-       "block_length=K or num_blocks=N (default K=ceil(sqrt(T))), or budget=BYTES or "
+       "block_length=K or num_blocks=N (default K=auto, as vlrnn's), or budget=BYTES or "
        "percent=P: the largest K whose measured iteration peak fits (measured on the workload "
        "on first use)",
        make_bivlrnn},

@@ -76,7 +76,7 @@ rc=0
 "$vlrnn" compare --model-file locked.pt --T 64 --batch 4 --methods full,vlrnn --repeats 1 \
   --warmup 0 --quiet --check > compare_fail.txt 2>&1 || rc=$?
 check "a cut-dependent model fails --check with exit 1 (exit $rc)" \
-  bash -c "test $rc = 1 && grep -q 'vlrnn(K=sqrt(T)): FAIL' compare_fail.txt"
+  bash -c "test $rc = 1 && grep -q 'vlrnn(K=auto): FAIL' compare_fail.txt"
 rc=0
 "$vlrnn" compare --model-file locked.pt --check --no-error > bad.txt 2>&1 || rc=$?
 check "--check --no-error: exit 2" bash -c "test $rc = 2 && grep -q -- '--check: expected the gradient comparison' bad.txt"

@@ -111,7 +111,9 @@ TEST(BidirectionalVlrnn, CountsOneAndAHalfExtraForwardPasses) {
   EXPECT_EQ(result.counters.forward_with_grad, 20);
   EXPECT_EQ(result.counters.backward, 20);
   EXPECT_EQ(result.counters.forward_no_grad, 30);
-  EXPECT_EQ(BidirectionalVlrnn(BidirectionalVlrnnOptions().with_num_blocks(3)).block_length_for(20), 7);
+  EXPECT_EQ(BidirectionalVlrnn(BidirectionalVlrnnOptions().with_num_blocks(3))
+                .block_length_for(Workload{*model, *head, batch}),
+            7);
 }
 
 TEST(BidirectionalVlrnn, BadOptionsAreRejected) {
@@ -131,7 +133,13 @@ TEST(BidirectionalVlrnn, BadOptionsAreRejected) {
                                  {"bivlrnn", "block", "budget", "not both"});
   // Under a budget K is known only for a prepared workload.
   testing::expect_error_mentions(
-      [] { BidirectionalVlrnn(BidirectionalVlrnnOptions().with_budget_percent(10)).block_length_for(20); },
+      [] {
+        auto model = make_model({"bigru", 3, 4});
+        auto head = make_head("mse", model->output_size(), 2);
+        SequenceBatch batch{torch::randn({20, 2, 3}), torch::randn({20, 2, 2}), {}};
+        BidirectionalVlrnn(BidirectionalVlrnnOptions().with_budget_percent(10))
+            .block_length_for(Workload{*model, *head, batch});
+      },
       {"bivlrnn", "prepare", "T = 20"});
   // A left-to-right model is refused by name, budget or not.
   testing::SmallProblem lstm("lstm", 12, 2);
@@ -188,7 +196,7 @@ TEST(BidirectionalVlrnnBudget, MeasuredPeakStaysWithinTheBudget) {
                                     fraction * double(full_peak - smallest));
         BidirectionalVlrnn method(BidirectionalVlrnnOptions().with_budget_bytes(budget));
         const int64_t peak = plain_iteration_peak(method, workload);
-        const int64_t K = method.block_length_for(T);
+        const int64_t K = method.block_length_for(workload);
         int64_t best = 0;  // the largest K that fits, measured on its own
         for (int64_t k = 1; k <= T; ++k) {
           if (by_k[size_t(k)] <= budget) best = k;

@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include "vlrnn/methods/block.h"
 #include "vlrnn/schedule/vlrnn_method.h"
 
 namespace vlrnn {
@@ -21,9 +22,22 @@ TEST(VlrnnMethod, RunsExactlyOneExtraForwardWithoutGradMinusTheLastBlock) {
 }
 
 TEST(VlrnnMethod, NumBlocksSetsTheBlockLength) {
-  EXPECT_EQ(VlrnnMethod(VlrnnOptions().with_num_blocks(4)).block_length_for(10), 3);
-  EXPECT_EQ(VlrnnMethod(VlrnnOptions().with_block_length(64)).block_length_for(10), 10);
-  EXPECT_EQ(VlrnnMethod().block_length_for(100), 10);
+  const SmallProblem ten("gru", 10);
+  EXPECT_EQ(VlrnnMethod(VlrnnOptions().with_num_blocks(4)).block_length_for(ten.workload()), 3);
+  EXPECT_EQ(VlrnnMethod(VlrnnOptions().with_block_length(64)).block_length_for(ten.workload()), 10);
+  // A small state: the default is ceil(sqrt(T)) on any cache.
+  EXPECT_EQ(VlrnnMethod().block_length_for(SmallProblem("gru", 100).workload()), 10);
+}
+
+// The default follows NOTE [ A block that fits the cache ]: a batch whose block of sqrt(T)
+// steps overflows this machine's L2 gets the shorter block the rule gives.
+TEST(VlrnnMethod, DefaultBlockFitsTheCache) {
+  SmallProblem wide("lstm", 400, /*batch_size=*/1024, torch::kFloat32);  // 32 KiB of state a step
+  const auto workload = wide.workload();
+  const int64_t K = VlrnnMethod().block_length_for(workload);
+  EXPECT_EQ(K, cache_fitting_block_length(400, 1024 * 2 * 4 * 4, l2_cache_bytes()));
+  if (l2_cache_bytes() >= 20 * 32 * 1024) EXPECT_EQ(K, 20);  // sqrt(400) fits
+  if (l2_cache_bytes() > 0 && l2_cache_bytes() < 5 * 32 * 1024) EXPECT_EQ(K, 5);  // the floor
 }
 
 TEST(VlrnnMethod, NonPositiveBlockLengthIsRejected) {

@@ -6,10 +6,44 @@
 
 #include <cmath>
 
+#include <unistd.h>
+
 namespace vlrnn {
 
 int64_t sqrt_steps(int64_t time_steps) {
   return std::max<int64_t>(1, int64_t(std::ceil(std::sqrt(double(time_steps)))));
+}
+
+int64_t cache_fitting_block_length(int64_t time_steps, int64_t state_bytes_per_step,
+                                   int64_t cache_bytes) {
+  const int64_t longest = sqrt_steps(time_steps);
+  if (cache_bytes <= 0 || state_bytes_per_step <= 0) return longest;
+  const int64_t shortest = (longest + 3) / 4;
+  const int64_t fitting = cache_bytes / state_bytes_per_step;
+  return std::min(longest, std::max(shortest, fitting));
+}
+
+int64_t l2_cache_bytes() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  return std::max<int64_t>(0, int64_t(sysconf(_SC_LEVEL2_CACHE_SIZE)));
+#else
+  return 0;
+#endif
+}
+
+int64_t default_block_length(const Workload& workload) {
+  const auto& inputs = workload.batch.inputs;
+  const int64_t T = workload.batch.time_steps();
+  if (!inputs.device().is_cpu()) return sqrt_steps(T);
+  int64_t state_elements = 0;
+  for (const auto& spec : workload.model.state_spec()) {
+    int64_t n = 1;
+    for (const int64_t d : spec.shape_for_batch(workload.batch.batch_size())) n *= d;
+    state_elements += n;
+  }
+  const int64_t state_bytes = state_elements * int64_t(inputs.element_size());
+  static const int64_t cache = l2_cache_bytes();
+  return cache_fitting_block_length(T, state_bytes, cache);
 }
 
 HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0, int64_t n) {

@@ -402,8 +402,9 @@ std::string BidirectionalVlrnn::describe() const {
   return fmt::format("bivlrnn({}: K={})", budget, chosen_K_);
 }
 
-int64_t BidirectionalVlrnn::block_length_for(int64_t time_steps) const {
-  if (!options_.budgeted()) return blocks_.block_length_for(time_steps);
+int64_t BidirectionalVlrnn::block_length_for(const Workload& workload) const {
+  if (!options_.budgeted()) return blocks_.block_length_for(workload);
+  const int64_t time_steps = workload.batch.time_steps();
   TORCH_CHECK(!signature_.empty() && chosen_T_ == time_steps, "bivlrnn: under a budget K is "
               "chosen per workload by prepare(); it has not prepared one of T = ", time_steps,
               " steps", signature_.empty() ? std::string() : fmt::format(" (it did T = {})", chosen_T_));
@@ -515,7 +516,7 @@ GradientResult BidirectionalVlrnn::compute_impl(const Workload& workload) {
   const auto& model = checked_model(workload);
   prepare_impl(workload);  // under a budget: a no-op when prepare() saw this workload already
   const int64_t T = workload.batch.time_steps();
-  const int64_t K = block_length_for(T);
+  const int64_t K = block_length_for(workload);
   return BidirectionalRun(workload, model, K, backward_direction_sweep((T + K - 1) / K)).run();
 }
 

@@ -23,13 +23,14 @@ VlrnnOptions checked(VlrnnOptions options) {
 std::string description(const VlrnnOptions& options) {
   if (options.block_length > 0) return fmt::format("vlrnn(K={})", options.block_length);
   if (options.num_blocks > 0) return fmt::format("vlrnn(N={})", options.num_blocks);
-  return "vlrnn(K=sqrt(T))";
+  return "vlrnn(K=auto)";
 }
 
-int64_t block_length(const VlrnnOptions& options, int64_t time_steps) {
-  if (options.block_length > 0) return std::min(options.block_length, time_steps);
-  if (options.num_blocks > 0) return (time_steps + options.num_blocks - 1) / options.num_blocks;
-  return sqrt_steps(time_steps);
+int64_t block_length(const VlrnnOptions& options, const Workload& workload) {
+  const int64_t T = workload.batch.time_steps();
+  if (options.block_length > 0) return std::min(options.block_length, T);
+  if (options.num_blocks > 0) return (T + options.num_blocks - 1) / options.num_blocks;
+  return default_block_length(workload);
 }
 
 }  // namespace
@@ -37,13 +38,13 @@ int64_t block_length(const VlrnnOptions& options, int64_t time_steps) {
 VlrnnMethod::VlrnnMethod(VlrnnOptions options)
     : ScheduleMethod("vlrnn", description(checked(options)),
                      [options](const Workload& w) {
-                       const int64_t T = w.batch.time_steps();
-                       return schedule::uniform_schedule(T, block_length(options, T));
+                       return schedule::uniform_schedule(w.batch.time_steps(),
+                                                         block_length(options, w));
                      }),
       options_(options) {}
 
-int64_t VlrnnMethod::block_length_for(int64_t time_steps) const {
-  return block_length(options_, time_steps);
+int64_t VlrnnMethod::block_length_for(const Workload& workload) const {
+  return block_length(options_, workload);
 }
 
 }  // namespace vlrnn

@@ -11,6 +11,25 @@ namespace vlrnn {
 // that cuts the sequence (the split that balances stored states against one block's steps).
 int64_t sqrt_steps(int64_t time_steps);
 
+// NOTE [ A block that fits the cache ]: on the CPU, VLRNN's default block is cut short enough
+// that one block's states (K steps of the batch's state) fit the L2 cache. A block is then
+// recomputed and back-propagated while its activations are still near the core, which full
+// BPTT, reading a whole sequence's tape back from memory, cannot do: with LSTM blocks on
+// oneDNN (PyTorch 2.6) the fitting K ran 15 % faster than full BPTT where K = sqrt(T) ran
+// 0-20 % slower (docs/methods.md, "The default block length"). K stays within
+// [ceil(sqrt(T) / 4), ceil(sqrt(T))], so memory stays O(sqrt(T)): at most 4 sqrt(T) stored
+// states, each smaller than a step's tape. An unknown cache size, or a batch off the CPU,
+// keeps ceil(sqrt(T)).
+//
+// The pure rule: `state_bytes_per_step` is one step's state for the whole batch, `cache_bytes`
+// the L2's size (0 = unknown).
+int64_t cache_fitting_block_length(int64_t time_steps, int64_t state_bytes_per_step,
+                                   int64_t cache_bytes);
+// This machine's L2 cache in bytes, per core; 0 when the system does not say.
+int64_t l2_cache_bytes();
+// The rule for this workload: its model's state for the batch, on this machine's L2.
+int64_t default_block_length(const Workload& workload);
+
 // A block run with autograd recording: the weighted loss (a scalar with its graph), the
 // unweighted per-step losses [n, B] (detached) and the exit state (with its graph).
 struct BlockForward {

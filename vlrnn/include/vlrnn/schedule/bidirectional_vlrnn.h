@@ -31,7 +31,7 @@ namespace vlrnn {
 // The chosen K was measured under the budget: a poor fit costs speed, never the budget.
 
 // The block length's options are VLRNN's: block_length (K) or num_blocks (N), default
-// K = ceil(sqrt(T)); or a budget, and then K is chosen per workload by prepare()
+// VLRNN's (NOTE [ A block that fits the cache ] in methods/block.h); or a budget, and then K is chosen per workload by prepare()
 // (NOTE [ Choosing K under a budget ]).
 struct BidirectionalVlrnnOptions {
   int64_t block_length = 0;  // K; 0 = from num_blocks, or the budget
@@ -57,9 +57,9 @@ class BidirectionalVlrnn : public GradientMethod {
   explicit BidirectionalVlrnn(BidirectionalVlrnnOptions options = {});
   std::string name() const override { return "bivlrnn"; }
   std::string describe() const override;
-  // The block length used for a sequence of `time_steps` steps: under a budget, the one
-  // prepare() chose (it must have prepared a workload of that length).
-  int64_t block_length_for(int64_t time_steps) const;
+  // The block length used on `workload`: under a budget, the one prepare() chose (it must
+  // have prepared a workload of that length).
+  int64_t block_length_for(const Workload& workload) const;
 
   // Under a budget, after prepare(): the budget in bytes the choice was checked against (a
   // percentage's, raised when needed) and the chosen K's measured iteration peak.

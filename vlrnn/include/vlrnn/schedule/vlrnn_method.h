@@ -14,7 +14,8 @@ struct VlrnnOptions {
   // K: steps per block. 0 = derive from num_blocks.
   int64_t block_length = 0;
   // N: number of blocks (K = ceil(T / N)); used when block_length is 0. Default when both
-  // are 0: K = ceil(sqrt(T)).
+  // are 0 ("K=auto"): ceil(sqrt(T)), shortened on the CPU so that a block's states fit the
+  // L2 cache (default_block_length, NOTE [ A block that fits the cache ] in methods/block.h).
   int64_t num_blocks = 0;
 
   VlrnnOptions& with_block_length(int64_t k) { block_length = k; return *this; }
@@ -24,8 +25,8 @@ struct VlrnnOptions {
 class VlrnnMethod : public schedule::ScheduleMethod {
  public:
   explicit VlrnnMethod(VlrnnOptions options = {});
-  // The block length used for a sequence of `time_steps` steps.
-  int64_t block_length_for(int64_t time_steps) const;
+  // The block length used on `workload`.
+  int64_t block_length_for(const Workload& workload) const;
 
  private:
   VlrnnOptions options_;
