@@ -59,10 +59,20 @@ std::vector<ModelEntry> builtin_models() {
                                              c.dropout);
          }});
   }
-  entries.push_back({"lstm_block", "LSTM with a hand-written block backward; L layers",
+  entries.push_back({"lstm_block",
+                      "LSTM with a hand-written block backward, its layers on oneDNN where "
+                      "PyTorch's nn.LSTM runs there (>= 2.1, float32, CPU); L layers",
                      [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
                        return std::make_shared<LstmBlock>(c.input_size, c.hidden_size,
                                                           c.num_layers, c.dropout);
+                     }});
+  entries.push_back({"lstm_cells",
+                     "lstm_block on its hand-written cells always, never on oneDNN (to set the "
+                     "two side by side); L layers",
+                     [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
+                       return std::make_shared<LstmBlock>(c.input_size, c.hidden_size,
+                                                          c.num_layers, c.dropout,
+                                                          LstmSave::kGates, LstmRunner::kCells);
                      }});
   entries.push_back({"bilstm",
                      "bidirectional LSTM (LibTorch's, bidirectional=true); output [forward h_t, "

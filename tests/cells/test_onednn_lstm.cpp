@@ -105,6 +105,37 @@ TEST(OneDnnLstm, WithoutGradItKeepsNoGraph) {
   EXPECT_FALSE(h[0].requires_grad() || h[1].requires_grad());
 }
 
+// The output's autograd node: oneDNN's layer, or the cells' block function.
+std::string output_node(const std::string& kind) {
+  torch::manual_seed(2);
+  auto model = make_model({kind, 3, 6, 2});
+  auto [z, h] = model->forward(torch::randn({5, 2, 3}), model->initial_state(2, {}));
+  return z.grad_fn() ? z.grad_fn()->name() : "none";
+}
+
+// "lstm_cells" runs the hand-written cells even where oneDNN would run "lstm_block"'s layers,
+// with the same numbers as lstm_block with torch's switch off.
+TEST(OneDnnLstm, LstmCellsRunsTheCellsEvenWhereOneDnnRuns) {
+  auto cells = make_model({"lstm_cells", 3, 6, 2, 0.3});
+  const auto* block = dynamic_cast<const LstmBlock*>(cells.get());
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(block->runner(), LstmRunner::kCells);
+  EXPECT_NE(cells->describe().find("runner=cells"), std::string::npos) << cells->describe();
+  EXPECT_EQ(output_node("lstm_cells").find("Mkldnn"), std::string::npos) << output_node("lstm_cells");
+  if (onednn_runs_lstm(torch::zeros({1}))) {
+    EXPECT_NE(output_node("lstm_block").find("Mkldnn"), std::string::npos)
+        << output_node("lstm_block");
+  }
+  const auto x = torch::randn({7, 3, 3});
+  const auto run = [&](RecurrentModule& model) {
+    torch::manual_seed(9);  // the same dropout masks
+    return model.forward(x, model.initial_state(3, {})).first;
+  };
+  auto on_cells = run(*cells);
+  OneDnnSwitch off(false);
+  EXPECT_TRUE(torch::equal(on_cells, run(*cells)));
+}
+
 TEST(OneDnnLstm, BadInputsAreRejectedNamingTheArgument) {
   torch::manual_seed(1);
   LstmBlock model(3, 6);

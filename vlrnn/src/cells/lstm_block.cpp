@@ -7,16 +7,19 @@
 namespace vlrnn {
 
 LstmBlock::LstmBlock(int64_t input_size, int64_t hidden_size, int64_t num_layers,
-                     double dropout, LstmSave save)
+                     double dropout, LstmSave save, LstmRunner runner)
     : BlockRnn("lstm", 4, {"h", "c"}, input_size, hidden_size, num_layers, dropout),
-      save_(save) {}
+      save_(save),
+      runner_(runner) {}
 
 LstmBlock::LstmBlock(const std::vector<std::vector<torch::Tensor>>& layers, double dropout,
                      LstmSave save)
     : BlockRnn(4, {"h", "c"}, layers, dropout), save_(save) {}
 
 std::string LstmBlock::describe() const {
-  return RecurrentModule::describe() + " save=" + to_string(save_);
+  // The default runner adds nothing, so that caches keyed before it existed still match.
+  return RecurrentModule::describe() + " save=" + to_string(save_) +
+         (runner_ == LstmRunner::kCells ? " runner=cells" : "");
 }
 
 LstmWeights LstmBlock::weights(int64_t layer) const {
@@ -29,7 +32,7 @@ std::pair<torch::Tensor, State> LstmBlock::forward_layer(int64_t layer, const to
                                                          const torch::Tensor& mask) {
   // x [Tb, B, I], entry (h, c [1, B, H]) -> z [Tb, B, H], (h, c [1, B, H])
   // NOTE [ The LSTM layer oneDNN runs ]
-  if (onednn_runs_lstm(x)) {
+  if (runner_ == LstmRunner::kOneDnnWhereItRuns && onednn_runs_lstm(x)) {
     auto [z, h, c] = onednn_lstm_layer(x, entry[0], entry[1], weights(layer), mask);
     return {z, State{h, c}};
   }

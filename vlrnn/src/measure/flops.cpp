@@ -37,14 +37,14 @@ LayerFlops stack_flops(CellKind cell, int64_t input_size, int64_t hidden, int64_
 }
 
 // The cell of a model kind that is one stack of L layers of one cell; the hand-written
-// cells count as the cell they compute (lstm_block as lstm, gru_v1 .. gru_v4 as gru).
+// cells count as the cell they compute (lstm_block and lstm_cells as lstm, gru_v1 .. gru_v4 as gru).
 std::optional<CellKind> stacked_cell(const std::string& kind) {
   if (kind == "rnn") return CellKind::kRnnTanh;
   if (kind == "gru" || kind == "gru_v1" || kind == "gru_v2" || kind == "gru_v3" ||
       kind == "gru_v4") {
     return CellKind::kGru;
   }
-  if (kind == "lstm" || kind == "lstm_block") return CellKind::kLstm;
+  if (kind == "lstm" || kind == "lstm_block" || kind == "lstm_cells") return CellKind::kLstm;
   return std::nullopt;
 }
 

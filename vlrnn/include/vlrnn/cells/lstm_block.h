@@ -11,17 +11,26 @@
 
 namespace vlrnn {
 
+// Which code runs the layers: oneDNN's layer wherever onednn_runs_lstm() says torch has it,
+// else the hand-written cells (the default, "lstm_block"); or the cells always (the kind
+// "lstm_cells", which sets the two side by side in `vlrnn compare`). The save mode matters
+// to the cells only: oneDNN keeps its own workspace.
+enum class LstmRunner { kOneDnnWhereItRuns, kCells };
+
 class LstmBlock : public BlockRnn {
  public:
   // Parameters drawn as LibTorch draws an LSTM's: uniform(-1/sqrt(H), 1/sqrt(H)).
   LstmBlock(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1,
-            double dropout = 0.0, LstmSave save = LstmSave::kGates);
+            double dropout = 0.0, LstmSave save = LstmSave::kGates,
+            LstmRunner runner = LstmRunner::kOneDnnWhereItRuns);
   // Over `layers`' tensors, shared, not copied (BlockRnn's constructor that takes them).
   LstmBlock(const std::vector<std::vector<torch::Tensor>>& layers, double dropout,
             LstmSave save = LstmSave::kGates);
 
   LstmSave save() const { return save_; }
-  std::string describe() const override;  // the save mode too: same shapes, other costs
+  LstmRunner runner() const { return runner_; }
+  // The save mode and the runner too: same shapes, other costs.
+  std::string describe() const override;
   // Layer l's parameters (shared, not copied) in LibTorch's layout.
   LstmWeights weights(int64_t layer = 0) const;
 
@@ -36,6 +45,7 @@ class LstmBlock : public BlockRnn {
 
  private:
   LstmSave save_;
+  LstmRunner runner_ = LstmRunner::kOneDnnWhereItRuns;
 };
 
 }  // namespace vlrnn
