@@ -14,12 +14,11 @@ int64_t sqrt_steps(int64_t time_steps);
 // NOTE [ A block that fits the cache ]: on the CPU, VLRNN's default block is cut short enough
 // that one block's states (K steps of the batch's state) fit the L2 cache. A block is then
 // recomputed and back-propagated while its activations are still near the core, which full
-// BPTT, reading a whole sequence's tape back from memory, cannot do: with LSTM blocks on
-// oneDNN (PyTorch 2.6) the fitting K ran 15 % faster than full BPTT where K = sqrt(T) ran
-// 0-20 % slower (docs/methods.md, "The default block length"). K stays within
-// [ceil(sqrt(T) / 4), ceil(sqrt(T))], so memory stays O(sqrt(T)): at most 4 sqrt(T) stored
-// states, each smaller than a step's tape. An unknown cache size, or a batch off the CPU,
-// keeps ceil(sqrt(T)).
+// BPTT, reading a whole sequence's tape back from memory, cannot do: measured, the fitting K
+// beat full BPTT where K = sqrt(T) did not (docs/methods.md, "The default block length").
+// K stays within [ceil(sqrt(T) / 4), ceil(sqrt(T))], so memory stays O(sqrt(T)): at most
+// 4 sqrt(T) stored states, each smaller than a step's tape. An unknown cache size, or a batch
+// off the CPU, keeps ceil(sqrt(T)).
 //
 // The pure rule: `state_bytes_per_step` is one step's state for the whole batch, `cache_bytes`
 // the L2's size (0 = unknown).
