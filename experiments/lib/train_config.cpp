@@ -69,10 +69,9 @@ ModelConfig parse_model(const json& v, double& carry_bias, const std::string& pa
   if (v.contains("carry_bias")) {
     carry_bias = read_number(v["carry_bias"], path + ".carry_bias", -20, 20);
     if (model.kind != "lstm" && model.kind != "lstm_block" && model.kind != "lstm_cells" &&
-        model.kind != "gru" &&
-        model.kind.rfind("gru_v", 0) != 0) {
-      fail(path + ".carry_bias", "only LSTM and GRU models (lstm, lstm_block, lstm_cells, gru, gru_v1..4) have "
-           "a gate that keeps the state; the model is \"" + model.kind + "\"");
+        model.kind != "gru" && model.kind.rfind("gru_v", 0) != 0) {
+      fail(path + ".carry_bias", "only LSTM and GRU models (lstm, lstm_block, lstm_cells, gru, "
+           "gru_v1..4) have a gate that keeps the state; the model is \"" + model.kind + "\"");
     }
   }
   return model;

@@ -60,8 +60,8 @@ std::vector<ModelEntry> builtin_models() {
          }});
   }
   entries.push_back({"lstm_block",
-                      "LSTM with a hand-written block backward, its layers on oneDNN where "
-                      "PyTorch's nn.LSTM runs there (>= 2.1, float32, CPU); L layers",
+                     "LSTM with a hand-written block backward, its layers on oneDNN where "
+                     "PyTorch's nn.LSTM runs there (>= 2.1, float32, CPU); L layers",
                      [](const ModelConfig& c) -> std::shared_ptr<RecurrentModule> {
                        return std::make_shared<LstmBlock>(c.input_size, c.hidden_size,
                                                           c.num_layers, c.dropout);

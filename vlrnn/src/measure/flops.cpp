@@ -37,7 +37,8 @@ LayerFlops stack_flops(CellKind cell, int64_t input_size, int64_t hidden, int64_
 }
 
 // The cell of a model kind that is one stack of L layers of one cell; the hand-written
-// cells count as the cell they compute (lstm_block and lstm_cells as lstm, gru_v1 .. gru_v4 as gru).
+// cells count as the cell they compute (lstm_block and lstm_cells as lstm, gru_v1 .. gru_v4
+// as gru).
 std::optional<CellKind> stacked_cell(const std::string& kind) {
   if (kind == "rnn") return CellKind::kRnnTanh;
   if (kind == "gru" || kind == "gru_v1" || kind == "gru_v2" || kind == "gru_v3" ||

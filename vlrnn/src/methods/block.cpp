@@ -4,6 +4,8 @@
 #include "vlrnn/core/padding.h"
 #include "vlrnn/core/resets.h"
 
+#include <c10/util/accumulate.h>
+
 #include <cmath>
 
 #include <unistd.h>
@@ -37,9 +39,7 @@ int64_t default_block_length(const Workload& workload) {
   if (!inputs.device().is_cpu()) return sqrt_steps(T);
   int64_t state_elements = 0;
   for (const auto& spec : workload.model.state_spec()) {
-    int64_t n = 1;
-    for (const int64_t d : spec.shape_for_batch(workload.batch.batch_size())) n *= d;
-    state_elements += n;
+    state_elements += c10::multiply_integers(spec.shape_for_batch(workload.batch.batch_size()));
   }
   const int64_t state_bytes = state_elements * int64_t(inputs.element_size());
   static const int64_t cache = l2_cache_bytes();

@@ -22,9 +22,9 @@ struct ModelEntry {
 };
 
 // Every model kind, the built-ins first (registered explicitly on first use): "rnn", "gru",
-// "lstm", "gru_lstm", "gru_v1" .. "gru_v4", "lstm_block", "lstm_cells", and the linear recurrences
-// "mingru", "minlstm", "lru", "ssm" (vlrnn/cells/linear_recurrence.h). Not thread-safe against a
-// concurrent add_model(): add kinds before using them.
+// "lstm", "gru_lstm", "gru_v1" .. "gru_v4", "lstm_block", "lstm_cells", and the linear
+// recurrences "mingru", "minlstm", "lru", "ssm" (vlrnn/cells/linear_recurrence.h). Not
+// thread-safe against a concurrent add_model(): add kinds before using them.
 const std::vector<ModelEntry>& model_registry();
 std::vector<std::string> model_kinds();
 // Registers a model kind (e.g. your own cell); throws if the kind is taken.

@@ -10,7 +10,7 @@
 //   LSTM      GEMM 2·4H·(I + H)   elementwise 21·H  (8H biases, 4H sum, 4H activations,
 //                                                    c' = f c + i g, h' = o tanh(c'))
 //   gru_lstm  a 1-layer GRU (F -> H) then a 3-layer LSTM (H -> H)
-//   gru_v1 .. gru_v4 count as GRU and lstm_block as LSTM (the same cells, hand-written)
+//   gru_v1 .. gru_v4 count as GRU, lstm_block and lstm_cells as LSTM (the same cells)
 //   Linear recurrences (vlrnn/cells/linear_recurrence.h), counted as the step loop runs them:
 //   the recurrence h = a h + b is 2·H (8·H complex); the scan's extra products and its
 //   final fix-up (about 3 more per state element) are not useful work, so a scan's

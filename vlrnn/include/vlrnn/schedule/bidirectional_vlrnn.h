@@ -31,8 +31,8 @@ namespace vlrnn {
 // The chosen K was measured under the budget: a poor fit costs speed, never the budget.
 
 // The block length's options are VLRNN's: block_length (K) or num_blocks (N), default
-// VLRNN's (NOTE [ A block that fits the cache ] in methods/block.h); or a budget, and then K is chosen per workload by prepare()
-// (NOTE [ Choosing K under a budget ]).
+// VLRNN's (NOTE [ A block that fits the cache ] in methods/block.h); or a budget, and then K
+// is chosen per workload by prepare() (NOTE [ Choosing K under a budget ]).
 struct BidirectionalVlrnnOptions {
   int64_t block_length = 0;  // K; 0 = from num_blocks, or the budget
   int64_t num_blocks = 0;    // N (K = ceil(T / N)); 0 = default or the budget
