@@ -339,6 +339,10 @@ def main():
     meta = results_writer.environment(
         " ".join(["scripts/bench_python.py"] + sys.argv[1:]), torch.__version__,
         sh("readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu"), torch.get_num_threads())
+    blas = _C.blas_info()  # OpenBLAS's kernel, and a warning when it is a slow one
+    if blas["warning"]:
+        print(f"bench_python.py: WARNING: {blas['warning']}", file=sys.stderr)
+    meta["blas"]["core"] = blas["core"]
     meta.update(env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
                 python=platform.python_version(),
                 openblas_env={k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")},

@@ -231,13 +231,11 @@ int64_t timed_rounds(const std::vector<experiments::MethodRun>& runs) {
   return rounds;
 }
 
-// The peak GEMM rate utilization is measured against, warning first when LibTorch runs on
-// the reference BLAS.
+// The peak GEMM rate utilization is measured against, warning first when the BLAS makes
+// times meaningless or slow (the reference BLAS, OpenBLAS on its generic kernel).
 measure::PeakGemm measure_peak(const CompareArgs& args, const measure::BlasInfo& blas) {
-  if (blas.reference) {
-    std::cerr << "vlrnn compare: WARNING: LibTorch runs on the reference BLAS (" << blas.loaded
-              << "): times and utilization are not meaningful; install libopenblas0-pthread\n";
-  }
+  const auto warning = measure::blas_warning(blas);
+  if (!warning.empty()) std::cerr << "vlrnn compare: WARNING: " << warning << "\n";
   std::cerr << "vlrnn compare: measuring the peak GEMM rate (1024^2 " << args.dtype << ")...\n";
   return measure::measure_peak_gemm(args.problem.device, args.problem.dtype, 1024, 10, 2);
 }

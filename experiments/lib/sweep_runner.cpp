@@ -116,6 +116,8 @@ struct PeakRates {
 
 PeakRates measure_peak_rates(const std::vector<SweepPoint>& points, const SweepOptions& options) {
   PeakRates peaks;
+  const auto warning = measure::blas_warning(measure::detect_blas());
+  if (!warning.empty()) std::cerr << "vlrnn sweep: WARNING: " << warning << "\n";
   for (const auto& point : points) {
     const auto key = gemm_key(point.problem);
     if (peaks.rate.count(key)) continue;

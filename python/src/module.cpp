@@ -15,6 +15,7 @@
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/core/script_model.h"
 #include "vlrnn/measure/cpu_memory_tracker.h"
+#include "vlrnn/measure/environment.h"
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
@@ -26,6 +27,7 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -352,6 +354,14 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1,
      py::arg("dropout") = 0.0);
   m.def("model_kinds", &model_kinds);
+  m.def("blas_info", [] {
+    const auto blas = measure::detect_blas();
+    return std::map<std::string, std::string>{
+        {"vendor", blas.vendor}, {"loaded", blas.loaded}, {"core", blas.core},
+        {"faster_core", blas.faster_core}, {"warning", measure::blas_warning(blas)}};
+  }, "The BLAS LibTorch calls in this process: vendor, loaded (its file), core (OpenBLAS's "
+     "kernel), faster_core (a faster kernel OpenBLAS has for this processor, to set in "
+     "OPENBLAS_CORETYPE before torch loads; \"\" if none) and warning (\"\" if none)");
   m.def("load_plugin", &load_plugin_globally, py::arg("path"),
         "dlopens a plugin and runs its vlrnn_register_plugin() (NOTE [ Plugins from Python ])");
   m.def("make_head", [](const std::string& kind, int64_t input_size, int64_t outputs) {
