@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <iostream>
 #include <string>
 
 namespace vlrnn::cli {
@@ -28,7 +29,9 @@ inline void add_measuring_options(CLI::App* sub, MeasuringArgs& args) {
                   "--blas-threads)")
       ->capture_default_str();
   sub->add_option("--blas-threads", args.blas_threads,
-                  "threads of the BLAS (OpenBLAS) for the GEMMs (0: every core)")
+                  "threads of the BLAS (OpenBLAS) for the GEMMs (0: every core on PyTorch 1.x; "
+                  "on 2.x the cores LibTorch's threads leave, cores / --threads, at least 1, "
+                  "where two pools as wide as the machine fight over it)")
       ->capture_default_str();
   sub->add_flag("--allow-dirty", args.allow_dirty,
                 "write results even from a binary built from uncommitted changes, or from an "
@@ -60,8 +63,11 @@ inline measure::ThreadSettings apply_threads(const MeasuringArgs& args) {
   TORCH_CHECK(args.threads >= 1, "--threads: expected >= 1 LibTorch intra-op threads, got ",
               args.threads);
   TORCH_CHECK(args.blas_threads >= 0, "--blas-threads: expected >= 1 BLAS threads, or 0 for "
-              "every core, got ", args.blas_threads);
-  return measure::apply_thread_policy(args.threads, args.blas_threads);
+              "the cores --threads leaves, got ", args.blas_threads);
+  const auto settings = measure::apply_thread_policy(args.threads, args.blas_threads);
+  const auto contend = measure::thread_pools_warning();
+  if (!contend.empty()) std::cerr << "vlrnn: WARNING: " << contend << "\n";
+  return settings;
 }
 
 // Results are written from a binary built from a clean, known tree only, unless --allow-dirty

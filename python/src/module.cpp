@@ -16,6 +16,7 @@
 #include "vlrnn/core/script_model.h"
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/environment.h"
+#include "vlrnn/measure/threads.h"
 #include "vlrnn/measure/out_of_memory.h"
 #include "vlrnn/registry/methods.h"
 #include "vlrnn/registry/models.h"
@@ -354,6 +355,8 @@ PYBIND11_MODULE(_C, m) {
   }, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1,
      py::arg("dropout") = 0.0);
   m.def("model_kinds", &model_kinds);
+  m.def("thread_pools_warning", &measure::thread_pools_warning, "One line when LibTorch's intra-op threads and the BLAS's own threads together exceed the "
+     "cores (NOTE [ Two pools never share the cores ] in vlrnn/measure/threads.h); \"\" if not");
   m.def("blas_info", [] {
     const auto blas = measure::detect_blas();
     return std::map<std::string, std::string>{

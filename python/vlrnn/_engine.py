@@ -10,11 +10,27 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
-from ._compat import add_note
+from ._compat import add_note, warn_caller
 from ._sequences import batch_from, resets_from
 from .nn import _BlockRNN, per_call_dropout_layers, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
+
+
+_threads_checked = set()  # intra-op thread counts already checked in this process
+
+
+def warn_if_thread_pools_fight(device):
+    """A RuntimeWarning, once per intra-op thread count, when LibTorch's threads and the BLAS's
+    own threads together overfill the cores on a torch where the two pools fight (NOTE [ Two
+    pools never share the cores ] in vlrnn/measure/threads.h): blocks alternate between the
+    pools, and run several times slower."""
+    if device.type != "cpu" or torch.get_num_threads() in _threads_checked:
+        return
+    _threads_checked.add(torch.get_num_threads())
+    message = _C.thread_pools_warning()
+    if message:
+        warn_caller(message, RuntimeWarning)
 
 
 def reduction_of(loss_scaling, name="loss_scaling"):

@@ -32,11 +32,35 @@ TEST(ThreadPolicy, SetsLibTorchAndTheBlas) {
   EXPECT_EQ(current_threads().blas_threads, 1);
 }
 
-TEST(ThreadPolicy, ZeroBlasThreadsMeansEveryCore) {
+TEST(ThreadPolicy, ZeroBlasThreadsMeansTheCoresLibTorchLeaves) {
   KeepThreads keep;
   const auto s = apply_thread_policy(1, 0);
   if (s.blas_control.empty()) GTEST_SKIP() << "this BLAS has no thread control";
-  EXPECT_EQ(s.blas_threads, cpu_count());
+  EXPECT_EQ(s.blas_threads, cpu_count());  // one intra-op thread: every core
+  const auto wide = apply_thread_policy(int(cpu_count()), 0);
+  // Every core to LibTorch: where the pools fight, one BLAS thread.
+  EXPECT_EQ(wide.blas_threads, kPoolsFight ? 1 : cpu_count());
+}
+
+TEST(ThreadPolicy, DefaultBlasThreadsShareTheCoresWherePoolsFight) {
+  EXPECT_EQ(default_blas_threads(1, 8, true), 8);
+  EXPECT_EQ(default_blas_threads(2, 8, true), 4);
+  EXPECT_EQ(default_blas_threads(3, 8, true), 2);
+  EXPECT_EQ(default_blas_threads(2, 2, true), 1);
+  EXPECT_EQ(default_blas_threads(16, 2, true), 1);  // never 0
+  EXPECT_EQ(default_blas_threads(2, 8, false), 8);  // 1.x: the BLAS keeps every core
+}
+
+TEST(ThreadPolicy, PoolsContendOnlyWhenBothAreWideAndOverfill) {
+  ThreadSettings both{2, 2, "openblas_set_num_threads"};
+  const auto warning = pools_contend(both, /*separate_pool=*/true, 2);
+  EXPECT_NE(warning.find("OPENBLAS_NUM_THREADS=1"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("2 intra-op threads"), std::string::npos) << warning;
+  EXPECT_EQ(pools_contend(both, true, 4), "");    // 2 x 2 fit 4 cores
+  EXPECT_EQ(pools_contend(both, false, 2), "");   // OpenMP OpenBLAS: LibTorch's own threads
+  EXPECT_EQ(pools_contend({1, 2, "x"}, true, 2), "");
+  EXPECT_EQ(pools_contend({2, 1, "x"}, true, 2), "");
+  EXPECT_EQ(pools_contend({2, -1, ""}, true, 2), "");  // no BLAS thread control
 }
 
 TEST(ThreadPolicy, OpenBlasIsControlled) {

@@ -5,6 +5,9 @@
 #include <torch/torch.h>
 
 #include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
 
 namespace vlrnn::measure {
 namespace {
@@ -43,12 +46,19 @@ const BlasThreadControl& blas_control() {
 ThreadSettings apply_thread_policy(int torch_threads, int blas_threads) {
   TORCH_CHECK(torch_threads >= 1, "threads: expected >= 1 LibTorch intra-op threads, got ",
               torch_threads);
-  TORCH_CHECK(blas_threads >= 0, "blas-threads: expected >= 1 BLAS threads, or 0 for every core, got ",
-              blas_threads);
+  TORCH_CHECK(blas_threads >= 0, "blas-threads: expected >= 1 BLAS threads, or 0 for the cores "
+              "the intra-op threads leave, got ", blas_threads);
   at::set_num_threads(torch_threads);
   const auto& control = blas_control();
-  if (control.set) control.set(blas_threads == 0 ? int(cpu_count()) : blas_threads);
+  if (control.set) {
+    control.set(blas_threads == 0 ? default_blas_threads(torch_threads, cpu_count()) : blas_threads);
+  }
   return current_threads();
+}
+
+int default_blas_threads(int torch_threads, int64_t cores, bool pools_fight) {
+  if (!pools_fight) return int(std::max<int64_t>(1, cores));
+  return int(std::max<int64_t>(1, cores / std::max(1, torch_threads)));
 }
 
 ThreadSettings current_threads() {
@@ -58,6 +68,22 @@ ThreadSettings current_threads() {
   s.blas_control = control.name;
   if (control.get) s.blas_threads = control.get();
   return s;
+}
+
+std::string pools_contend(const ThreadSettings& settings, bool separate_pool, int64_t cores) {
+  if (!separate_pool || settings.torch_threads <= 1 || settings.blas_threads <= 1) return "";
+  if (int64_t(settings.torch_threads) * settings.blas_threads <= cores) return "";
+  return fmt::format(
+      "LibTorch's {} intra-op threads and the BLAS's own {} threads contend for {} cores: "
+      "blockwise methods (and LibTorch's RNNs) can run several times slower. Give the BLAS one "
+      "thread (OPENBLAS_NUM_THREADS=1 before starting; --blas-threads 1 in vlrnn's commands) "
+      "or LibTorch one (torch.set_num_threads(1); --threads 1) (docs/platforms.md, \"Threads\")",
+      settings.torch_threads, settings.blas_threads, cores);
+}
+
+std::string thread_pools_warning() {
+  if (!kPoolsFight) return "";
+  return pools_contend(current_threads(), detect_blas().separate_pool, cpu_count());
 }
 
 }  // namespace vlrnn::measure

@@ -9,7 +9,21 @@
 // (elementwise work, the cells' fused loops) and every core for the BLAS, where the
 // FLOPs are. Both are flags of every measuring command (--threads, --blas-threads), and
 // both counts are written to meta.json.
+//
+// NOTE [ Two pools never share the cores ]: the fight is worst where LibTorch's pool does
+// real work between GEMMs. On PyTorch 2.6 oneDNN's LSTM layer runs on it, and OpenBLAS's
+// workers, which spin for a while after each call, keep the cores from it: with 2 intra-op
+// threads and 2 BLAS threads on 2 cores, VLRNN took 4.0x full BPTT's time (G-P1), where 1
+// BLAS thread gave 1.0x, and LibTorch's GRU took 67 s per iteration instead of 4. So on
+// LibTorch 2 and later a BLAS thread count of 0 means the cores LibTorch's pool leaves
+// (cores / intra-op threads, at least 1), and thread_pools_warning() names the fight for a
+// process whose counts someone else set (Python warns with it). On 1.13, whose LSTM runs
+// on the BLAS, two pools of 2 ran VLRNN 1.3x faster than one intra-op thread, and 1.6x
+// faster than a single BLAS thread: there the BLAS keeps every core.
 
+#include <torch/version.h>
+
+#include <cstdint>
 #include <string>
 
 namespace vlrnn::measure {
@@ -21,12 +35,27 @@ struct ThreadSettings {
 };
 
 // Sets LibTorch's intra-op threads to `torch_threads` (>= 1) and the BLAS's threads to
-// `blas_threads` (>= 1, or 0 for every online core). Throws naming the argument when a count
-// is negative or zero where 0 has no meaning. A BLAS without a thread control (the reference
-// BLAS) is left alone: blas_threads is then -1 in the result.
+// `blas_threads` (>= 1, or 0 for the cores LibTorch's pool leaves: NOTE [ Two pools never
+// share the cores ]). Throws naming the argument when a count is negative or zero where 0 has
+// no meaning. A BLAS without a thread control (the reference BLAS) is left alone:
+// blas_threads is then -1 in the result.
 ThreadSettings apply_thread_policy(int torch_threads = 1, int blas_threads = 0);
+
+// Whether the two pools fight when together wider than the cores: on LibTorch 2 and later.
+constexpr bool kPoolsFight = TORCH_VERSION_MAJOR >= 2;
+
+// The BLAS threads that `blas_threads` = 0 means beside `torch_threads` on `cores`.
+int default_blas_threads(int torch_threads, int64_t cores, bool pools_fight = kPoolsFight);
 
 // What the process runs with now.
 ThreadSettings current_threads();
+
+// One line when `settings` has LibTorch's pool and a BLAS pool of its own both wider than one
+// thread, and their product beyond `cores` (NOTE [ Two pools never share the cores ]); ""
+// otherwise. `separate_pool` says the BLAS runs its own threads (OpenBLAS's pthreads build),
+// not LibTorch's OpenMP ones.
+std::string pools_contend(const ThreadSettings& settings, bool separate_pool, int64_t cores);
+// pools_contend() for this process, where the pools fight (kPoolsFight); "" elsewhere.
+std::string thread_pools_warning();
 
 }  // namespace vlrnn::measure
