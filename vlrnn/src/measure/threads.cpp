@@ -76,8 +76,9 @@ std::string pools_contend(const ThreadSettings& settings, bool separate_pool, in
   return fmt::format(
       "LibTorch's {} intra-op threads and the BLAS's own {} threads contend for {} cores: "
       "blockwise methods (and LibTorch's RNNs) can run several times slower. Give the BLAS one "
-      "thread (OPENBLAS_NUM_THREADS=1 before starting; --blas-threads 1 in vlrnn's commands) "
-      "or LibTorch one (torch.set_num_threads(1); --threads 1) (docs/platforms.md, \"Threads\")",
+      "thread (OPENBLAS_NUM_THREADS=1 before starting; --blas-threads 1 in vlrnn's commands), "
+      "LibTorch one (torch.set_num_threads(1); --threads 1), or install libopenblas0-openmp, "
+      "whose threads are LibTorch's (docs/platforms.md, \"Threads\")",
       settings.torch_threads, settings.blas_threads, cores);
 }
 
