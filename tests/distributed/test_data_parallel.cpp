@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -44,24 +45,36 @@ ProcessGroupConfig config_of(int64_t rank, int64_t world, int port, int timeout_
 }
 
 // Runs body(rank's DataParallel) on `world` threads; rethrows the first rank's exception.
+// free_port()'s port is free when picked, not when the ranks' store binds it: a test run
+// beside this one (ctest -j) can take it in between, and connecting the group then fails.
+// A group that fails to connect is tried again on a fresh port, up to three times; an error
+// once connected, the body's included, is this test's.
 void on_ranks(int64_t world, const std::function<void(int64_t, DataParallel&)>& body,
               int timeout_s = 30) {
-  const int port = free_port();
-  std::vector<std::exception_ptr> errors(world);
-  std::vector<std::thread> threads;
-  for (int64_t rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        DataParallel ranks(config_of(rank, world, port, timeout_s));
-        body(rank, ranks);
-      } catch (...) {
-        errors[rank] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+  for (int attempt = 1;; ++attempt) {
+    const int port = free_port();
+    std::vector<std::exception_ptr> errors(world);
+    std::vector<char> connected(world, 0);
+    std::vector<std::thread> threads;
+    for (int64_t rank = 0; rank < world; ++rank) {
+      threads.emplace_back([&, rank] {
+        try {
+          DataParallel ranks(config_of(rank, world, port, timeout_s));
+          connected[rank] = 1;
+          body(rank, ranks);
+        } catch (...) {
+          errors[rank] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const bool connecting_failed =
+        std::find(connected.begin(), connected.end(), 0) != connected.end();
+    if (connecting_failed && attempt < 3) continue;
+    for (auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    return;
   }
 }
 

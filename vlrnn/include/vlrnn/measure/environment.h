@@ -23,12 +23,11 @@ struct BlasInfo {
 BlasInfo detect_blas();
 
 // NOTE [ OpenBLAS on a processor it does not know ]: OpenBLAS picks its kernel from the
-// processor's family and model, and a release older than the processor (Debian 12's 0.3.21 on
-// a 5th-generation Xeon, model 207) falls back to its generic SSE kernel, "Prescott": GEMMs
-// run about 5x slower (28 against 143 GFLOP/s, 1024^2 float32, one thread), silently. Its
-// AVX2 and AVX-512 kernels run on any processor with those instructions, and
-// OPENBLAS_CORETYPE chooses one when the library loads. So measurements warn, and
-// scripts/test.sh sets it (scripts/openblas_coretype.sh).
+// processor's family and model, and a release older than the processor falls back to its
+// generic SSE kernel, "Prescott", silently: GEMMs run several times slower. Its AVX2 and
+// AVX-512 kernels run on any processor with those instructions, and OPENBLAS_CORETYPE
+// chooses one when the library loads. So measurements warn, and scripts/test.sh sets it.
+// The measurements: docs/platforms.md, "OpenBLAS and the processor".
 //
 // The rule: the kernel the instruction flags (/proc/cpuinfo's "flags" words) allow —
 // "SkylakeX" with AVX-512 F, CD, BW, DQ and VL, "Haswell" with AVX2 and FMA — when `core`

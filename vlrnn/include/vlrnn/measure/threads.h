@@ -11,15 +11,14 @@
 // both counts are written to meta.json.
 //
 // NOTE [ Two pools never share the cores ]: the fight is worst where LibTorch's pool does
-// real work between GEMMs. On PyTorch 2.6 oneDNN's LSTM layer runs on it, and OpenBLAS's
-// workers, which spin for a while after each call, keep the cores from it: with 2 intra-op
-// threads and 2 BLAS threads on 2 cores, VLRNN took 4.0x full BPTT's time (G-P1), where 1
-// BLAS thread gave 1.0x, and LibTorch's GRU took 67 s per iteration instead of 4. So on
-// LibTorch 2 and later a BLAS thread count of 0 means the cores LibTorch's pool leaves
-// (cores / intra-op threads, at least 1), and thread_pools_warning() names the fight for a
-// process whose counts someone else set (Python warns with it). On 1.13, whose LSTM runs
-// on the BLAS, two pools of 2 ran VLRNN 1.3x faster than one intra-op thread, and 1.6x
-// faster than a single BLAS thread: there the BLAS keeps every core.
+// real work between GEMMs, as it does on PyTorch 2.x, where oneDNN's LSTM layer runs on it:
+// OpenBLAS's pthreads workers spin for a while after each call and keep the cores from it,
+// and a loop that alternates between the two, as blockwise methods do, loses several times
+// its time. So on LibTorch 2 and later a BLAS thread count of 0 means the cores LibTorch's
+// pool leaves (cores / intra-op threads, at least 1), and thread_pools_warning() names the
+// fight for a process whose counts someone else set (Python warns with it). On 1.x, whose
+// LSTM runs on the BLAS, two full-width pools measured fastest, so the BLAS keeps every
+// core there. The measurements: docs/platforms.md, "Threads".
 
 #include <torch/version.h>
 
