@@ -52,15 +52,17 @@ TEST(ThreadPolicy, DefaultBlasThreadsShareTheCoresWherePoolsFight) {
 }
 
 TEST(ThreadPolicy, PoolsContendOnlyWhenBothAreWideAndOverfill) {
-  ThreadSettings both{2, 2, "openblas_set_num_threads"};
-  const auto warning = pools_contend(both, /*separate_pool=*/true, 2);
+  const ThreadSettings both{2, 2, "openblas_set_num_threads", /*blas_own_pool=*/true};
+  const auto warning = pools_contend(both, 2);
   EXPECT_NE(warning.find("OPENBLAS_NUM_THREADS=1"), std::string::npos) << warning;
   EXPECT_NE(warning.find("2 intra-op threads"), std::string::npos) << warning;
-  EXPECT_EQ(pools_contend(both, true, 4), "");    // 2 x 2 fit 4 cores
-  EXPECT_EQ(pools_contend(both, false, 2), "");   // OpenMP OpenBLAS: LibTorch's own threads
-  EXPECT_EQ(pools_contend({1, 2, "x"}, true, 2), "");
-  EXPECT_EQ(pools_contend({2, 1, "x"}, true, 2), "");
-  EXPECT_EQ(pools_contend({2, -1, ""}, true, 2), "");  // no BLAS thread control
+  EXPECT_EQ(pools_contend(both, 4), "");  // 2 x 2 fit 4 cores
+  ThreadSettings shared = both;
+  shared.blas_own_pool = false;
+  EXPECT_EQ(pools_contend(shared, 2), "");  // OpenMP OpenBLAS: LibTorch's own threads
+  EXPECT_EQ(pools_contend({1, 2, "x", true}, 2), "");
+  EXPECT_EQ(pools_contend({2, 1, "x", true}, 2), "");
+  EXPECT_EQ(pools_contend({2, -1, "", true}, 2), "");  // no BLAS thread control
 }
 
 TEST(ThreadPolicy, OpenBlasIsControlled) {

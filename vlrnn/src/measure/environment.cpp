@@ -69,14 +69,6 @@ std::string cpuinfo_field(const std::string& field) {
   return "";
 }
 
-// Whether OpenBLAS runs its own pthreads (openblas_get_parallel: 0 sequential, 1 pthreads,
-// 2 OpenMP, whose threads are LibTorch's).
-bool openblas_on_pthreads() {
-  using Parallel = int (*)();
-  auto parallel = reinterpret_cast<Parallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
-  return parallel && parallel() == 1;
-}
-
 // The kernel OpenBLAS chose at load, when OpenBLAS is what LibTorch calls.
 std::string openblas_core() {
   using CoreName = char* (*)();
@@ -147,7 +139,6 @@ BlasInfo detect_blas() {
   info.reference = info.vendor == "reference";
   info.core = openblas_core();
   info.faster_core = faster_openblas_core(info.core, cpuinfo_field("flags"));
-  info.separate_pool = openblas_on_pthreads();
   return info;
 }
 

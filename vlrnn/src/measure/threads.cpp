@@ -20,6 +20,7 @@ struct BlasThreadControl {
   Set set = nullptr;
   Get get = nullptr;
   std::string name;
+  bool own_pool = false;  // OpenBLAS on pthreads (openblas_get_parallel() == 1; 2 is OpenMP)
 };
 
 BlasThreadControl find_blas_control() {
@@ -28,6 +29,8 @@ BlasThreadControl find_blas_control() {
     c.set = reinterpret_cast<BlasThreadControl::Set>(set);
     c.get = reinterpret_cast<BlasThreadControl::Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
     c.name = "openblas_set_num_threads";
+    auto parallel = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+    c.own_pool = parallel && parallel() == 1;
   } else if (auto set = dlsym(RTLD_DEFAULT, "bli_thread_set_num_threads")) {
     c.set = reinterpret_cast<BlasThreadControl::Set>(set);
     c.get = reinterpret_cast<BlasThreadControl::Get>(dlsym(RTLD_DEFAULT, "bli_thread_get_num_threads"));
@@ -67,11 +70,12 @@ ThreadSettings current_threads() {
   const auto& control = blas_control();
   s.blas_control = control.name;
   if (control.get) s.blas_threads = control.get();
+  s.blas_own_pool = control.own_pool;
   return s;
 }
 
-std::string pools_contend(const ThreadSettings& settings, bool separate_pool, int64_t cores) {
-  if (!separate_pool || settings.torch_threads <= 1 || settings.blas_threads <= 1) return "";
+std::string pools_contend(const ThreadSettings& settings, int64_t cores) {
+  if (!settings.blas_own_pool || settings.torch_threads <= 1 || settings.blas_threads <= 1) return "";
   if (int64_t(settings.torch_threads) * settings.blas_threads <= cores) return "";
   return fmt::format(
       "LibTorch's {} intra-op threads and the BLAS's own {} threads contend for {} cores: "
@@ -84,7 +88,7 @@ std::string pools_contend(const ThreadSettings& settings, bool separate_pool, in
 
 std::string thread_pools_warning() {
   if (!kPoolsFight) return "";
-  return pools_contend(current_threads(), detect_blas().separate_pool, cpu_count());
+  return pools_contend(current_threads(), cpu_count());
 }
 
 }  // namespace vlrnn::measure

@@ -15,7 +15,6 @@ struct BlasInfo {
   bool reference = false;   // the slow netlib reference BLAS: measurements are not meaningful
   std::string core;         // OpenBLAS's kernel for this processor, e.g. "SkylakeX" ("" if none)
   std::string faster_core;  // a faster kernel it has for this processor ("" if none)
-  bool separate_pool = false;  // the BLAS runs threads of its own (OpenBLAS built on pthreads)
 };
 
 // Debian's LibTorch calls the system BLAS chosen by update-alternatives; a PyTorch wheel's

@@ -31,6 +31,8 @@ struct ThreadSettings {
   int torch_threads = 0;  // LibTorch intra-op threads
   int blas_threads = -1;  // the BLAS's own threads; -1 when the BLAS exposes no control
   std::string blas_control;  // the function that set / read it, e.g. "openblas_set_num_threads"
+  bool blas_own_pool = false;  // the BLAS runs threads of its own (OpenBLAS built on pthreads),
+                               // not LibTorch's OpenMP ones
 };
 
 // Sets LibTorch's intra-op threads to `torch_threads` (>= 1) and the BLAS's threads to
@@ -51,9 +53,8 @@ ThreadSettings current_threads();
 
 // One line when `settings` has LibTorch's pool and a BLAS pool of its own both wider than one
 // thread, and their product beyond `cores` (NOTE [ Two pools never share the cores ]); ""
-// otherwise. `separate_pool` says the BLAS runs its own threads (OpenBLAS's pthreads build),
-// not LibTorch's OpenMP ones.
-std::string pools_contend(const ThreadSettings& settings, bool separate_pool, int64_t cores);
+// otherwise.
+std::string pools_contend(const ThreadSettings& settings, int64_t cores);
 // pools_contend() for this process, where the pools fight (kPoolsFight); "" elsewhere.
 std::string thread_pools_warning();
 
