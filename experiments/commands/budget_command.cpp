@@ -12,6 +12,7 @@
 #include "lib/units.h"
 
 #include "vlrnn/measure/cpu_memory_tracker.h"
+#include "vlrnn/measure/environment.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -42,6 +43,7 @@ struct BudgetArgs {
   bool gradient_error = false;
   int64_t repeats = 2, warmup = 1;
   MeasuringArgs measuring;
+  std::string device = "cpu";  // parsed into problem.device (experiments::parse_device)
   std::string name = "cpu-budget";
   std::string out_dir;
 };
@@ -92,6 +94,7 @@ json budget_meta(const BudgetArgs& args, const BudgetLists& lists) {
   json meta = experiments::environment_json();
   meta["command"] = command_line();
   meta["name"] = args.name;
+  meta["devices"] = {{args.problem.device.str(), measure::describe_device(args.problem.device)}};
   meta["problem"] = experiments::to_json(args.problem);
   meta["problem"]["T"] = lists.lengths;  // every T of the run, not the default
   meta["methods"] = lists.methods;
@@ -222,8 +225,9 @@ void run_length(experiments::ResultsStore& store, const BudgetArgs& args,
   }
 }
 
-int run_budget(const BudgetArgs& args) {
+int run_budget(BudgetArgs args) {
   const auto lists = parse_lists(args);
+  args.problem.device = experiments::parse_device(args.device, "--device");
   apply_threads(args.measuring);
   check_clean_tree(args.measuring, "vlrnn budget");
   measure::CpuMemoryTracker::instance().install();  // before any problem exists
@@ -279,6 +283,9 @@ void add_budget_command(CLI::App& app, int& exit_code) {
   sub->add_option("--classes", p.head_outputs, "C: head outputs")->capture_default_str();
   sub->add_option("--repeats", args->repeats, "timed iterations per method")->capture_default_str();
   sub->add_option("--warmup", args->warmup, "untimed iterations per method")->capture_default_str();
+  add_device_option(sub, args->device,
+                    "where the model runs; budgets are then in that device's memory")
+      ->capture_default_str();
   add_measuring_options(sub, args->measuring);
   add_stability_options(sub, args->measuring);
   sub->callback([args, &exit_code] { exit_code = run_budget(*args); });

@@ -34,6 +34,13 @@ inline std::string model_option_help() {
   return help + ", bi:<kind> (any of them, bidirectional)";
 }
 
+// The one --device flag of every command that runs a model: the text is parsed by
+// experiments::parse_device(), which names the flag when a build or machine cannot run it.
+inline CLI::Option* add_device_option(CLI::App* sub, std::string& device, const std::string& what) {
+  return sub->add_option("--device", device,
+                         what + ": cpu, or cuda / cuda:N (a CUDA build, on a machine with a GPU)");
+}
+
 void add_verify_command(CLI::App& app, int& exit_code);
 void add_methods_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);

@@ -312,7 +312,7 @@ int run_compare(CompareArgs args) {
                 plan.time_steps);
   }
   args.problem.dtype = experiments::parse_dtype(args.dtype);
-  args.problem.device = experiments::parse_device(args.device);
+  args.problem.device = experiments::parse_device(args.device, "--device");
   const auto specs = resolve_methods(args);
   // Bad values fail here, before the seconds spent measuring the peak GEMM rate.
   TORCH_CHECK(args.repeats >= 1, "--repeats: expected >= 1 timed runs, got ", args.repeats);
@@ -430,7 +430,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "--model's weights (by name) and data, side by side: e.g. --model lstm "
                   "--methods full,full@lstm_block,vlrnn:block_length=128@lstm_block");
   sub->add_option("--dtype", args->dtype, "float32 or float64")->capture_default_str();
-  sub->add_option("--device", args->device, "cpu, or cuda / cuda:N in a CUDA build")
+  add_device_option(sub, args->device, "where the model, data and methods run")
       ->capture_default_str();
   sub->add_option("--repeats", args->repeats, "timed iterations per method (the median is reported)")
       ->capture_default_str();

@@ -21,6 +21,7 @@ struct SweepArgs {
   bool resume = false;
   bool dry_run = false;
   std::string plan_file;  // a recorded plan registered as method "plan" (lib/recorded_plan.h)
+  std::string device;     // empty: each experiment's own
   MeasuringArgs measuring;
 };
 
@@ -28,7 +29,8 @@ int run_sweep_command(const SweepArgs& args) {
   apply_threads(args.measuring);
   // Before the config: its experiments may name method "plan".
   if (!args.plan_file.empty()) experiments::add_plan_method(args.plan_file);
-  const auto config = experiments::load_sweep_config(args.config_path);
+  if (!args.device.empty()) experiments::parse_device(args.device, "--device");
+  const auto config = experiments::load_sweep_config(args.config_path, args.device);
   experiments::SweepOptions options;
   if (!args.shard.empty()) options.shard = experiments::parse_shard(args.shard);
   auto points = experiments::expand_points(config);
@@ -102,6 +104,8 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "predicted cost, into its own DIR (one Slurm array task each; scripts/slurm/); "
                   "`vlrnn merge` joins the parts");
   sub->add_flag("--dry-run", args->dry_run, "list the points (their keys; the shard's with --shard) and exit");
+  add_device_option(sub, args->device,
+                    "every experiment's device, in place of the config's \"device\" keys");
   add_measuring_options(sub, args->measuring);
   sub->callback([args, &exit_code] { exit_code = run_sweep_command(*args); });
 }

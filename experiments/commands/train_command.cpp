@@ -32,6 +32,7 @@ struct TrainArgs {
   std::string out_dir;
   bool resume = false;
   std::string plan_file;  // a recorded plan registered as method "plan" (lib/recorded_plan.h)
+  std::string device;     // empty: the config's
   MeasuringArgs measuring;
 };
 
@@ -139,7 +140,8 @@ int run_train_command(const TrainArgs& args) {
   apply_threads(args.measuring);
   // Before the config: its runs may name method "plan".
   if (!args.plan_file.empty()) experiments::add_plan_method(args.plan_file);
-  const auto config = experiments::load_train_config(args.config_path);
+  if (!args.device.empty()) experiments::parse_device(args.device, "--device");
+  const auto config = experiments::load_train_config(args.config_path, args.device);
   // NOTE [ Denormals in long backward passes ]: a loss scored only at the last of T = 784
   // steps sends a gradient back through hundreds of steps, shrinking at each, into the
   // subnormal floats, where the CPU's arithmetic runs many times slower (a sequential
@@ -247,6 +249,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "which the config's runs may name: the same ops at every step, so a run (or a "
                   "resumed one) repeats bit for bit")
       ->check(CLI::ExistingFile);
+  add_device_option(sub, args->device, "where the runs train, in place of the config's \"device\"");
   add_measuring_options(sub, args->measuring);
   sub->callback([args, &exit_code] { exit_code = run_train_command(*args); });
 }

@@ -9,6 +9,7 @@
 #include "lib/user_models.h"
 #include "lib/verify_eta.h"
 
+#include "vlrnn/measure/environment.h"
 #include "vlrnn/verify/matrix.h"
 #include "vlrnn/verify/random_cases.h"
 #include "vlrnn/verify/report.h"
@@ -41,6 +42,7 @@ struct VerifyArgs {
   std::string dtype;          // float32 or float64; empty: both
   double min_length = -1.0;
   std::string methods;        // comma-separated specs; empty: every method's variants
+  std::string device = "cpu";  // where every case runs (experiments::parse_device)
 };
 
 bool user_shapes(const VerifyArgs& args) {
@@ -163,7 +165,9 @@ int run_verify(const VerifyArgs& args) {
               "--T, --batch, --dtype, --min-length and --methods: expected with --model, "
               "--model-file or --head-file (the matrix and --random choose their own shapes), "
               "got them without any");
-  const auto all = cases_for(args);
+  const auto device = experiments::parse_device(args.device, "--device");
+  auto all = cases_for(args);
+  for (auto& spec : all) spec.device = device;
   std::vector<verify::VerifyCase> selected;
   for (const auto& spec : all) {
     const std::string label = spec.name() + " " + spec.method;
@@ -179,6 +183,7 @@ int run_verify(const VerifyArgs& args) {
   meta["started"] = experiments::utc_now();
   meta["verify"] = {{"random_configurations", args.random}, {"seed", args.seed},
                     {"cases", selected.size()}, {"summary", "running"}};
+  meta["devices"] = {{device.str(), measure::describe_device(device)}};
   if (args.random_case >= 0) meta["verify"]["random_case"] = args.random_case;
   if (!args.out_dir.empty()) {
     store = std::make_unique<experiments::ResultsStore>(args.out_dir);
@@ -234,7 +239,9 @@ int run_verify(const VerifyArgs& args) {
   std::cout << "verify: " << summary << "\n";
   if (!warning.empty()) {
     std::cout << "verify: WARNING: the model draws its random numbers once per forward() call "
-                 "(above): a pass on this CPU does not carry over to a GPU\n";
+              << (device.is_cpu() ? "(above): a pass on this CPU does not carry over to a GPU\n"
+                                  : "(above): a pass on this GPU does not carry over to the CPU "
+                                    "or another GPU\n");
   }
   meta["verify"]["failed"] = failed;
   meta["verify"]["summary"] = summary;
@@ -320,6 +327,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   sub->add_option("--min-length", args->min_length,
                   "with --model / --model-file: one variable-length batch, lengths uniform in "
                   "[f*T, T] (one of them T), instead of the three length sets");
+  add_device_option(sub, args->device,
+                    "where every case runs, full BPTT and the method alike (the weights and "
+                    "data are drawn on the CPU from the case's seed, then moved)")
+      ->capture_default_str();
   sub->add_option("--methods", args->methods,
                   "with --model / --model-file: comma-separated method specs to verify, e.g. "
                   "vlrnn:block_length=64,checkpoint (default: every method with the reduced grid's "

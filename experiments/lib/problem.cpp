@@ -166,16 +166,27 @@ std::string dtype_name(torch::ScalarType dtype) {
   }
 }
 
-torch::Device parse_device(const std::string& name) {
-  TORCH_CHECK(name == "cpu" || name.rfind("cuda", 0) == 0,
-              "device: expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
-  torch::Device device(name);
+torch::Device parse_device(const std::string& name, const std::string& argument) {
+  TORCH_CHECK(name == "cpu" || name.rfind("cuda", 0) == 0, argument,
+              ": expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
+  c10::optional<torch::Device> parsed;
+  try {
+    parsed = torch::Device(name);
+  } catch (const c10::Error&) {
+    TORCH_CHECK(false, argument, ": expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
+  }
+  const torch::Device device = *parsed;
 #ifndef VLRNN_WITH_CUDA
-  TORCH_CHECK(device.is_cpu(), "device: \"", name, "\" needs a CUDA build (configure with "
+  TORCH_CHECK(device.is_cpu(), argument, ": \"", name, "\" needs a CUDA build (configure with "
               "-DVLRNN_WITH_CUDA=ON against a LibTorch with CUDA); this one runs on cpu only");
 #else
-  TORCH_CHECK(device.is_cpu() || torch::cuda::is_available(), "device: \"", name,
+  TORCH_CHECK(device.is_cpu() || torch::cuda::is_available(), argument, ": \"", name,
               "\" requested but no CUDA device is visible");
+  TORCH_CHECK(device.is_cpu() || !device.has_index() ||
+                  device.index() < c10::DeviceIndex(torch::cuda::device_count()),
+              argument, ": \"", name, "\" requested but this machine has ",
+              torch::cuda::device_count(), " CUDA device(s), cuda:0 to cuda:",
+              int(torch::cuda::device_count()) - 1);
 #endif
   return device;
 }

@@ -76,7 +76,8 @@ Problem make_problem_of_kind(const Problem& base, const std::string& kind);
 
 torch::ScalarType parse_dtype(const std::string& name);  // "float32" | "float64"
 std::string dtype_name(torch::ScalarType dtype);
-// "cpu" | "cuda" | "cuda:N"; throws when this build or machine cannot run it.
-torch::Device parse_device(const std::string& name);
+// "cpu" | "cuda" | "cuda:N"; throws, naming `argument` (a flag or a config key), when the
+// name is none of those or this build or machine cannot run it.
+torch::Device parse_device(const std::string& name, const std::string& argument = "device");
 
 }  // namespace vlrnn::experiments

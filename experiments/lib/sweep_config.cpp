@@ -317,8 +317,17 @@ SweepConfig parse_sweep_config(const json& config, const std::string& name) {
   return out;
 }
 
-SweepConfig load_sweep_config(const std::string& path) {
-  auto out = parse_sweep_config(read_json_file(path), std::filesystem::path(path).stem().string());
+SweepConfig load_sweep_config(const std::string& path, const std::string& device) {
+  auto config = read_json_file(path);
+  if (!device.empty() && config.is_object()) {
+    config["device"] = device;
+    if (config.contains("experiments") && config["experiments"].is_array()) {
+      for (auto& experiment : config["experiments"]) {
+        if (experiment.is_object()) experiment.erase("device");
+      }
+    }
+  }
+  auto out = parse_sweep_config(config, std::filesystem::path(path).stem().string());
   out.path = path;
   return out;
 }

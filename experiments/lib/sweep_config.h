@@ -96,7 +96,9 @@ struct SweepConfig {
 // Throws an error naming the JSON path of the offending key ($.experiments[1].T[0]) and
 // what was wrong: unknown keys, wrong types, bad values, unknown methods.
 SweepConfig parse_sweep_config(const nlohmann::json& config, const std::string& name);
-SweepConfig load_sweep_config(const std::string& path);
+// `device`, when not empty (`vlrnn sweep --device`), replaces every experiment's device, as
+// if the file said it at the top level and nowhere else; the config recorded says so too.
+SweepConfig load_sweep_config(const std::string& path, const std::string& device = "");
 
 // 16 hex digits (FNV-1a 64 of the name and the JSON, keys sorted, comments gone): equal for
 // the same grid however the file is formatted; what `merge` checks shards against.

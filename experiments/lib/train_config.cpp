@@ -306,8 +306,10 @@ TrainConfig parse_train_config(const json& config, const std::string& name) {
   return out;
 }
 
-TrainConfig load_train_config(const std::string& path) {
-  return parse_train_config(read_json_file(path), std::filesystem::path(path).stem().string());
+TrainConfig load_train_config(const std::string& path, const std::string& device) {
+  auto config = read_json_file(path);
+  if (!device.empty() && config.is_object()) config["device"] = device;
+  return parse_train_config(config, std::filesystem::path(path).stem().string());
 }
 
 json with_current_key_names(const json& config) {

@@ -122,7 +122,9 @@ struct TrainConfig {
 
 // Throws "config PATH: ..." naming the first field that is missing, unknown or invalid.
 TrainConfig parse_train_config(const nlohmann::json& config, const std::string& name);
-TrainConfig load_train_config(const std::string& path);
+// `device`, when not empty (`vlrnn train --device`), replaces the file's "device"; the
+// config recorded (and checked on --resume) says so too.
+TrainConfig load_train_config(const std::string& path, const std::string& device = "");
 
 // `config` as a config reads with today's key names: an older one's top-level "steps" as
 // "optimizer_steps" and "task.steps" as "task.time_steps" (a key whose new name is there too

@@ -1,39 +1,33 @@
 #!/usr/bin/env bash
-# The prepared device check: one command on the GPU machine (PyTorch with CUDA, 16 cores,
-# no package registry), about 4 minutes, everything it finds written under $OUT:
+# The prepared device check, the first of two commands on the GPU machine (PyTorch with
+# CUDA, 16 cores, no package registry; scripts/device/bench.sh is the second), at most 5
+# minutes. Everything it finds goes under $OUT, at most 8 files (the device tool returns no
+# more):
 #   1. facts.json: torch, CUDA, cuDNN, the GPU (name, memory, driver), cores;
 #   2. builds the library, the `vlrnn` tool and the Python extension against that torch
 #      with every core (no tests or benchmarks: GoogleTest and Benchmark are not there),
 #      fmt / nlohmann-json / CLI11 from build-device/include (scripts/device/fetch_headers.sh,
 #      run here first; carried), into build-device/build;
-#   3. `vlrnn verify --random 60 --seed 1` (CI's share of the random set; CPU);
-#   4. the Python suite (tests/python) against that torch, JUnit XML and its summary;
-#   5. scripts/device/cuda_probe.py: each gradient method on CUDA modules against PlainRNN
-#      in float64, dropout and variable lengths included (on the CPU where no GPU is);
-#   6. summary.md: each step's exit status and its headline.
-# Each step runs even when one before it failed; the exit status is 1 if any failed.
-# Without a GPU it runs the same on the CPU: in the Debian 13 chroot,
-#   VLRNN_TRIXIE_COMMAND="OUT=/tmp/device-out scripts/device/check.sh" scripts/test_debian13.sh
-# From the device tool: run(command="scripts/device/check.sh", carry=["build-device/include"],
-# timeout_s=420), then give_back.
+#   3. verify_device.json: `vlrnn verify --random 60 --seed 1 --device cuda` (CI's share of
+#      the random set: every exact method; float64 and float32, dropout, lengths and padded
+#      tails among them; the whole matrix, 6056 cases, takes 4.5 min on a CPU);
+#   4. cuda_probe.json: scripts/device/cuda_probe.py, each gradient method on CUDA modules
+#      against PlainRNN in float64, dropout and variable lengths included;
+#   5. pytest.xml: the Python suite (tests/python) against that torch;
+#   6. verify.json: the same 60 configurations on the CPU, each row paired with one of 3's;
+#   7. summary.md: each step's exit status, seconds and last line; steps.log: their output.
+# Each step runs even when one before it failed, under a time limit, all within
+# VLRNN_CHECK_SECONDS (290); the exit status is 1 if any failed. A step the budget cut
+# short says so in summary.md: run it again on the warm machine, where the build is done.
+# Without a GPU it runs the same on the CPU (step 3 then verifies on the CPU): in the
+# Debian 13 chroot,
+#   VLRNN_TRIXIE_COMMAND="VLRNN_CHECK_SECONDS=3600 OUT=/tmp/out scripts/device/check.sh" scripts/test_debian13.sh
+# From the device tool: run(command="VLRNN_COMMIT=<sha> scripts/device/check.sh",
+# carry=["build-device/include"], timeout_s=310); then bench.sh, then give_back.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-out=${OUT:-build-device/out}
-mkdir -p "$out"
-python=${VLRNN_DEVICE_PYTHON:-python3}
-command -v "$python" > /dev/null || python=/usr/bin/python3
-build=build-device/build
-status=()  # "step rc seconds"
-
-step() {
-  local name=$1 start=$SECONDS rc
-  shift
-  echo "== $name"
-  "$@" > "$out/$name.log" 2>&1
-  rc=$?
-  tail -n 3 "$out/$name.log"
-  status+=("$name $rc $((SECONDS - start))")
-}
+cd "$(dirname "$0")/../.." || exit 2
+total=${VLRNN_CHECK_SECONDS:-290}  # inside the tool's timeout_s=310
+source scripts/device/steps.sh
 
 facts() {
   "$python" - "$out/facts.json" <<'PY'
@@ -72,28 +66,19 @@ configure_and_build() {
 }
 
 python_suite() {
-  PYTHONPATH=$PWD/$build/python "$python" -m pytest -q -p no:cacheprovider \
+  PYTHONPATH=$build/python "$python" -m pytest -q -p no:cacheprovider \
     --junitxml="$out/pytest.xml" tests/python
 }
 
-step facts facts
-step build configure_and_build
-step verify "$build/vlrnn" verify --random 60 --seed 1 --json "$out/verify.json" --failures-only
-step pytest python_suite
-step cuda_probe env PYTHONPATH="$PWD/$build/python" "$python" scripts/device/cuda_probe.py \
+export -f facts configure_and_build python_suite
+# The GPU's own steps first: a step cut short by the budget is then the CPU one CI runs too.
+step facts 30 facts
+step build 240 configure_and_build
+step verify_device 90 "$build/vlrnn" verify --random 60 --seed 1 --device "$device" \
+  --json "$out/verify_device.json" --failures-only
+step cuda_probe 60 env PYTHONPATH="$build/python" "$python" scripts/device/cuda_probe.py \
   --out "$out/cuda_probe.json"
+step pytest 150 python_suite
+step verify 60 "$build/vlrnn" verify --random 60 --seed 1 --json "$out/verify.json" --failures-only
 
-failed=0
-{
-  echo "# Device check, $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null)"
-  echo
-  echo "| step | exit | seconds | last line |"
-  echo "|---|---|---|---|"
-  for entry in "${status[@]}"; do
-    read -r name rc seconds <<< "$entry"
-    ((rc != 0)) && failed=1
-    echo "| $name | $rc | $seconds | $(tail -n 1 "$out/$name.log" | tr '|' '/') |"
-  done
-} > "$out/summary.md"
-cat "$out/summary.md"
-exit $failed
+finish "Device check"

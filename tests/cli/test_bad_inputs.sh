@@ -89,6 +89,15 @@ expect "T" budget --T 0
 expect "--fractions" budget --T 16 --fractions x
 expect "--fractions" budget --T 16 --fractions 0
 expect "--methods" budget --T 16 --methods planner,nosuch
+# One --device on every command that runs a model; no machine has a 100th GPU, and a build
+# without CUDA says so.
+for command in "verify --filter rnnx1" "compare --T 8 --hidden 4" "budget --T 16" \
+               "sweep experiments/configs/quick.json --dry-run" \
+               "train experiments/configs/train-copy.json"; do
+  # shellcheck disable=SC2086  # the command's words
+  expect "--device: \"cuda:99\"" $command --device cuda:99
+done
+expect "--device" verify --device tpu
 expect "--threads" compare --threads 0 --T 8 --hidden 4
 expect "--blas-threads" sweep experiments/configs/quick.json --blas-threads -1 --dry-run
 expect "--until-stable" compare --until-stable 2 --T 8 --hidden 4

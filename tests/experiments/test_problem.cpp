@@ -42,5 +42,22 @@ TEST(Problem, SegmentsDrawResetsOfTheRequestedMeanLength) {
   testing::expect_error_mentions([&] { make_problem(spec); }, {"mean_segment", "-1"});
 }
 
+// A device name is checked where it is read: the error names the flag or key it came from,
+// and a build or machine that cannot run it says why, instead of failing later on a tensor.
+TEST(Problem, ParseDeviceNamesItsArgument) {
+  EXPECT_EQ(parse_device("cpu", "--device"), torch::Device(torch::kCPU));
+  testing::expect_error_mentions([] { parse_device("tpu", "--device"); },
+                                 {"--device", "\"cpu\", \"cuda\" or \"cuda:N\"", "tpu"});
+  testing::expect_error_mentions([] { parse_device("cuda:x", "--device"); },
+                                 {"--device", "cuda:x"});
+  // No machine has 99 GPUs: on a CPU-only build, the build says no; on a CUDA one, the count.
+  testing::expect_error_mentions([] { parse_device("cuda:99", "--device"); },
+                                 {"--device", "cuda:99"});
+#ifndef VLRNN_WITH_CUDA
+  testing::expect_error_mentions([] { parse_device("cuda", "$.device"); },
+                                 {"$.device", "CUDA build"});
+#endif
+}
+
 }  // namespace
 }  // namespace vlrnn::experiments

@@ -173,6 +173,17 @@ TEST(SweepConfig, TheCommittedQuickConfigLoads) {
   EXPECT_GT(expand_points(config).size(), 10u);
 }
 
+// `vlrnn sweep --device`: one device for every experiment, whatever the file says, so
+// paper.json (which names CUDA) runs on a CPU-only build; the config recorded says so.
+TEST(SweepConfig, ADeviceGivenReplacesEveryExperimentsDevice) {
+  const std::string path = std::string(VLRNN_SOURCE_DIR) + "/experiments/configs/paper.json";
+  const auto config = load_sweep_config(path, "cpu");
+  ASSERT_FALSE(config.experiments.empty());
+  for (const auto& e : config.experiments) EXPECT_EQ(e.device, "cpu") << e.name;
+  EXPECT_EQ(config.raw["device"], "cpu");
+  for (const auto& point : expand_points(config)) EXPECT_TRUE(point.problem.device.is_cpu());
+}
+
 TEST(MethodSpecs, SplitsListsKeepingMultiOptionSpecsTogether) {
   EXPECT_EQ(split_method_list("full,vlrnn:block_length=64,tbptt:k1=8,k2=16,checkpoint"),
             (std::vector<std::string>{"full", "vlrnn:block_length=64", "tbptt:k1=8,k2=16", "checkpoint"}));

@@ -395,6 +395,21 @@ TEST(Trainer, TheOldStepsKeysAreRefusedNamingTheirNewNames) {
   }
 }
 
+// `vlrnn train --device` replaces the config's device, and the config recorded (which
+// --resume checks) says which device trained.
+TEST(Trainer, ADeviceGivenReplacesTheConfigsDevice) {
+  const auto path = std::filesystem::temp_directory_path() / "vlrnn_test_train_device.json";
+  {
+    std::ofstream out(path);
+    out << R"({"task": {"kind": "adding", "time_steps": 24}, "methods": ["full"],
+               "device": "cuda:7"})";
+  }
+  const auto config = load_train_config(path.string(), "cpu");
+  EXPECT_TRUE(config.device.is_cpu());
+  EXPECT_EQ(config.source["device"], "cpu");
+  std::filesystem::remove(path);
+}
+
 // A folder trained before the rename stored its config with the old keys; --resume reads
 // that with today's names (with_current_key_names), so the rewritten config resumes it.
 TEST(Trainer, AnOlderConfigReadsWithTodaysKeyNames) {

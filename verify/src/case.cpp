@@ -28,10 +28,11 @@ std::string VerifyCase::name() const {
     lengths_mode = *std::max_element(lengths.begin(), lengths.end()) == time_steps ? "/var"
                                                                                    : "/tail";
   }
-  return fmt::format("{}/{}/{}/{}/h0={}{}/T={}{}{}", model_name, head, reduction,
+  return fmt::format("{}/{}/{}/{}/h0={}{}/T={}{}{}{}", model_name, head, reduction,
                      dtype == torch::kFloat64 ? "f64" : "f32", h0_with_grad ? "grad" : "none",
                      inputs_with_grad ? "" : "/x=none", time_steps, lengths_mode,
-                     segment_starts.empty() ? "" : "/resets");
+                     segment_starts.empty() ? "" : "/resets",
+                     device.is_cpu() ? "" : "/" + device.str());
 }
 
 namespace {
@@ -73,6 +74,9 @@ SequenceBatch make_batch(const VerifyCase& spec, const OutputModule& head) {
                 spec.segment_starts.size());
     batch.resets = resets_from_segment_starts(spec.segment_starts, spec.time_steps);
   }
+  batch.inputs = batch.inputs.to(spec.device);
+  batch.targets = batch.targets.to(spec.device);
+  if (batch.has_resets()) batch.resets = batch.resets.to(spec.device);
   if (spec.inputs_with_grad) batch.inputs.requires_grad_(true);
   return batch;
 }
@@ -82,6 +86,7 @@ State random_state(const VerifyCase& spec, const RecurrentModule& model, bool re
   std::vector<torch::Tensor> tensors;
   for (const auto& s : model.state_spec()) {
     tensors.push_back(torch::randn(s.shape_for_batch(spec.batch), torch::dtype(spec.dtype))
+                          .to(spec.device)
                           .requires_grad_(requires_grad));
   }
   return State(std::move(tensors));
@@ -131,9 +136,9 @@ BuiltCase build_case(const VerifyCase& spec, const CaseInjection& injection) {
   built.model = make_model(
       {spec.model, spec.input_size, spec.hidden_size, spec.num_layers, spec.dropout});
   if (injection.wrap_model) built.model = injection.wrap_model(built.model);
-  built.model->to(spec.dtype);
+  built.model->to(spec.device, spec.dtype);
   built.head = make_head(spec.head, built.model->output_size(), spec.head == "ce" ? 3 : 2);
-  built.head->to(spec.dtype);
+  built.head->to(spec.device, spec.dtype);
   built.batch = make_batch(spec, *built.head);
   if (spec.h0_with_grad) {
     // A call inside a stream (NOTE [ Gradients across calls ]): h0 with a gradient, and a

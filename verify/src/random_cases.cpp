@@ -134,7 +134,8 @@ std::vector<VerifyCase> random_configuration(uint64_t case_seed) {
 }
 
 std::string random_case_command(const VerifyCase& c) {
-  return fmt::format("build/vlrnn verify --random-case {} --filter '{}'", c.seed, c.method);
+  return fmt::format("build/vlrnn verify --random-case {} --filter '{}'{}", c.seed, c.method,
+                     c.device.is_cpu() ? "" : " --device " + c.device.str());
 }
 
 }  // namespace vlrnn::verify

@@ -115,6 +115,7 @@ nlohmann::json outcome_to_json(const VerifyOutcome& o) {
           {"H", c.hidden_size},
           {"lengths", c.lengths},
           {"segment_starts", c.segment_starts},
+          {"device", c.device.str()},
           {"exact", o.exact},
           {"max_abs", o.diff.max_abs},
           {"max_rel", o.diff.max_rel},

@@ -163,8 +163,14 @@ std::string describe_device(const torch::Device& device) {
   if (device.is_cuda()) {
     const auto index = device.has_index() ? device.index() : c10::cuda::current_device();
     const auto* props = at::cuda::getDeviceProperties(index);
-    return fmt::format("cuda:{}: {}, {:.1f} GiB", int(index), props->name,
-                       double(props->totalGlobalMem) / double(1ull << 30));
+    // The versions a GPU result depends on, beside torch's (environment_json): the CUDA
+    // runtime LibTorch was built with (13000 = 13.0) and cuDNN's number as cuDNN spells it.
+    const long runtime = at::Context::versionCUDART();
+    const std::string cudnn =
+        at::Context::hasCuDNN() ? std::to_string(at::Context::versionCuDNN()) : "none";
+    return fmt::format("cuda:{}: {}, {:.1f} GiB, compute {}.{}, CUDA runtime {}.{}, cuDNN {}",
+                       int(index), props->name, double(props->totalGlobalMem) / double(1ull << 30),
+                       props->major, props->minor, runtime / 1000, (runtime % 1000) / 10, cudnn);
   }
 #endif
   return fmt::format("cpu: {}, {} cores, {} threads", cpu_model(), cpu_count(),

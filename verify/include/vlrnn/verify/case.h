@@ -38,10 +38,13 @@ struct VerifyCase {
   std::vector<std::vector<int64_t>> segment_starts;
   int64_t time_steps = 28, batch = 3, input_size = 4, hidden_size = 5;
   uint64_t seed = 1234;
+  // Where both runs happen. The weights, data and h0 are drawn on the CPU from `seed`, then
+  // moved, so a case is the same problem on every device.
+  torch::Device device = torch::kCPU;
 
   // "lstmx3+drop0.3/ce/mean/f64/h0=grad/T=28/var": model, head, reduction, dtype, h0 mode,
   // "/x=none" when no dL/dx is asked for, T and the lengths mode ("/var" lengths reaching T,
-  // "/tail" all ending before T), "/resets" with resets.
+  // "/tail" all ending before T), "/resets" with resets, and "/cuda:0" off the CPU.
   std::string name() const;
 };
 

@@ -40,7 +40,8 @@ std::string libtorch_version();  // e.g. "1.13.0"
 std::string cpu_model();         // /proc/cpuinfo's "model name", or "unknown"
 int64_t cpu_count();             // online processors
 std::string load_average();      // /proc/loadavg's first three fields, or ""
-// "cpu: <model>, N cores, T threads" or "cuda:0: <name>, <memory> GiB".
+// "cpu: <model>, N cores, T threads" or "cuda:0: <name>, <memory> GiB, compute X.Y, CUDA
+// runtime X.Y, cuDNN N".
 std::string describe_device(const torch::Device& device);
 
 }  // namespace vlrnn::measure

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The GPU benchmarks' script (scripts/device/bench.sh) stays runnable at every commit: here it
+# runs on the CPU at its small shape, with this build's `vlrnn`, and must write what the
+# device tool brings back (at most 8 files, each step exit 0, a record per method).
+# Usage: test_device_bench.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+source_dir=${1:?usage: test_device_bench.sh SOURCE_DIR BUILD_DIR}
+build_dir=$(realpath "${2:?usage: test_device_bench.sh SOURCE_DIR BUILD_DIR}")
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+# The CPU path: no GPU is asked for, whatever this machine's torch can see.
+OUT=$out VLRNN_DEVICE_BUILD=$build_dir VLRNN_COMMIT=test CUDA_VISIBLE_DEVICES='' \
+  "$source_dir/scripts/device/bench.sh"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+files=$(find "$out" -type f | wc -l)
+((files <= 8)) || fail "$files files under \$OUT; the device tool returns 8"
+grep -q '^# Device benchmarks on cpu, .*commit test$' "$out/summary.md" || fail "summary.md's header"
+for step in compare_T16384 compare_long; do
+  grep -qE "^\| $step \| 0 \|" "$out/summary.md" || fail "step $step did not exit 0"
+done
+python3 - "$out" <<'PY' || failures=$((failures + 1))
+import json, sys
+out = sys.argv[1]
+for name, methods in (("compare_T16384", {"full", "vlrnn", "planner", "checkpoint"}),
+                      ("compare_long", {"vlrnn"})):
+    data = json.load(open(f"{out}/{name}.json"))
+    runs = {r["method_name"]: r for r in data["records"]}
+    missing = methods - set(runs)
+    assert not missing, f"{name}: no record of {missing}"
+    for method, r in runs.items():
+        assert r["status"] == "ok", f"{name} {method}: {r['status']}"
+        assert r["memory"]["iteration_peak_bytes"] > 0, f"{name} {method}: no peak"
+    assert data["meta"]["devices"], f"{name}: meta.json names no device"
+print("compare records: ok")
+PY
+exit $((failures > 0))
