@@ -32,10 +32,17 @@ thread, OpenBLAS with one thread), peers taking turns within each round:
             vlrnn.nn.LSTM
   flat      vlrnn.VLRNN with vlrnn.nn.LSTM, blocks of 100 steps, at T=250 and T=4000 (the
             original's shape otherwise): the iteration peak against T
+  gpu       the GPU targets' shape on --device (default there: LSTM I=256 H=1024 B=64
+            T=16384, Linear(1024, 10) cross-entropy; --gpu-shape), nn.LSTM on cuDNN
+            throughout: pytorch_full, torch_checkpoint, original_vlrnn and
+              vlrnn_nn_lstm_as_is   vlrnn.VLRNN(N=T/128) on nn.LSTM, fast_cells=False (cuDNN
+                                    called back once per block)
+              vlrnn_planner_10      vlrnn.VLRNN(method="planner:percent=10") on the same
 
-Each record: one peer's time per iteration (seconds, every round's) and iteration peak
-(exact bytes of live CPU tensors above what was live before the iteration, from the
-tracking allocator `vlrnn compare` uses), with the median, the spread and, against the
+Each record: one peer's time per iteration (seconds, every round's; on a GPU, from a
+synchronised device to a synchronised device) and iteration peak (exact bytes of live CPU
+tensors above what was live before the iteration, from the tracking allocator `vlrnn
+compare` uses; on a GPU, the caching allocator's peak of allocated bytes above the start), with the median, the spread and, against the
 experiment's reference peer, the paired time ratio with its 95 % bootstrap interval; the
 ratios against every other peer of the experiment too (paired_time_ratio_to: [median,
 interval low, interval high]; peak_ratio_to).
@@ -246,16 +253,51 @@ def peers_flat(args):
         f"vlrnn_lstm_block_T{args.flat_short}"
 
 
+def peers_gpu(args):
+    """The GPU targets' peers at --gpu-shape on --device (every peer on nn.LSTM: cuDNN)."""
+    torch.manual_seed(0)
+    features, hidden, batch, steps = args.gpu_shape
+    classes, block = 10, 128
+    blocks = max(1, steps // block)
+    rnn = Lstm(features, hidden, batch_first=True).to(args.device)
+    head = CrossEntropyHead(hidden, classes).to(args.device)
+    x = torch.randn(batch, steps, features).to(args.device)
+    y = torch.randint(0, classes, (batch, steps)).to(args.device)
+    as_is = vlrnn.VLRNN(rnn, head, "MEAN", N=blocks, fast_cells=False)
+    planned = vlrnn.VLRNN(rnn, head, "MEAN", method="planner:percent=10", fast_cells=False)
+    peers = {
+        "pytorch_full": (lambda: full_bptt(rnn, head, x, y), [rnn, head]),
+        "torch_checkpoint": (lambda: checkpointed(rnn, head, x, y), [rnn, head]),
+        "original_vlrnn": (lambda: original_algorithm(rnn, head, x, y, blocks), [rnn, head]),
+        "vlrnn_nn_lstm_as_is": (lambda: as_is(x, y), [rnn, head]),
+        "vlrnn_planner_10": (lambda: planned(x, y), [rnn, head]),
+    }
+    shape = dict(T=steps, B=batch, F=features, H=hidden, classes=classes, blocks=blocks,
+                 device=str(args.device))
+    return peers, shape, "pytorch_full"
+
+
 def named_tensors(module):
     if isinstance(module, nn.Module):
         return list(module.parameters())
     return [p for _, p in module.named_parameters()]
 
 
-def one_iteration(run, modules):
+def one_iteration(run, modules, device=torch.device("cpu")):
     for module in modules:
         for p in named_tensors(module):
             p.grad = None
+    if device.type == "cuda":
+        # The caching allocator's peak above what was live, the clock from an idle device
+        # to an idle device: the host returns before the GPU is done.
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        start = time.perf_counter()
+        run()
+        torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - start
+        return seconds, torch.cuda.max_memory_allocated(device) - before
     before = _C.memory.reset_peak()
     start = time.perf_counter()
     run()
@@ -272,11 +314,12 @@ def paired(a, b):
 
 def measure(name, factory, args, write):
     peers, shape, reference = factory(args)
+    device = args.device if name == "gpu" else torch.device("cpu")
     names = list(peers)
     print(f"== {name}: {shape}; reference {reference}", flush=True)
     for _ in range(args.warmup):
         for peer in names:
-            one_iteration(*peers[peer])
+            one_iteration(*peers[peer], device=device)
     seconds = {peer: [] for peer in names}
     peaks = {peer: [] for peer in names}
     rng = random.Random(0)
@@ -284,7 +327,7 @@ def measure(name, factory, args, write):
         order = names[:]
         rng.shuffle(order)  # turns within each round, in a different order each round
         for peer in order:
-            s, peak = one_iteration(*peers[peer])
+            s, peak = one_iteration(*peers[peer], device=device)
             seconds[peer].append(s)
             peaks[peer].append(peak)
         print(f"   round {round_index + 1}/{args.repeats}: " +
@@ -326,13 +369,36 @@ def main():
                         "short T (the long one is 16 times it)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--experiments", default="original,cell,flat")
+    parser.add_argument("--experiments", default="original,cell,flat",
+                        help="comma-separated: original, cell, flat (CPU) or gpu")
+    parser.add_argument("--device", default="cpu",
+                        help="where the gpu experiment runs: cpu, cuda or cuda:N (the others "
+                        "run on the CPU)")
+    parser.add_argument("--gpu-shape", default="256,1024,64,16384",
+                        help="the gpu experiment's I,H,B,T")
     args = parser.parse_args()
-    factories = {"original": peers_original, "cell": peers_cell, "flat": peers_flat}
+    factories = {"original": peers_original, "cell": peers_cell, "flat": peers_flat,
+                 "gpu": peers_gpu}
     chosen = args.experiments.split(",")
     for name in chosen:
         if name not in factories:
             parser.error(f"--experiments: unknown {name!r}; known: {', '.join(factories)}")
+    try:
+        args.device = torch.device(args.device)
+    except RuntimeError:
+        parser.error(f"--device: expected cpu, cuda or cuda:N, got {args.device!r}")
+    if args.device.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device: {args.device} asked for, but this torch sees no CUDA device")
+    if args.device.type not in ("cpu", "cuda"):
+        parser.error(f"--device: expected cpu, cuda or cuda:N, got {args.device}")
+    try:
+        shape = [int(v) for v in args.gpu_shape.split(",")]
+    except ValueError:
+        shape = []
+    if len(shape) != 4 or min(shape) < 1:
+        parser.error(f"--gpu-shape: expected four positive integers I,H,B,T, got "
+                     f"{args.gpu_shape!r}")
+    args.gpu_shape = shape
     torch.set_num_threads(1)
     _C.memory.install()
     os.makedirs(args.out, exist_ok=True)
@@ -343,6 +409,11 @@ def main():
     if blas["warning"]:
         print(f"bench_python.py: WARNING: {blas['warning']}", file=sys.stderr)
     meta["blas"]["core"] = blas["core"]
+    if "gpu" in chosen and args.device.type == "cuda":
+        p = torch.cuda.get_device_properties(args.device)
+        meta["devices"] = {str(args.device): (
+            f"{p.name}, {p.total_memory / 2**30:.1f} GiB, compute {p.major}.{p.minor}, "
+            f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}")}
     meta.update(env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
                 python=platform.python_version(),
                 openblas_env={k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")},

@@ -16,8 +16,12 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 # The machine's copy of the tree is no git checkout: the caller names the commit.
 commit=${VLRNN_COMMIT:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown)}
-python=${VLRNN_DEVICE_PYTHON:-python3}
-command -v "$python" > /dev/null || python=/usr/bin/python3
+# The first Python that imports torch (a pyenv python3 first on PATH may lack it).
+python=${VLRNN_DEVICE_PYTHON:-}
+for candidate in python3 /usr/bin/python3; do
+  if [[ -z $python ]] && "$candidate" -c 'import torch' 2> /dev/null; then python=$candidate; fi
+done
+python=${python:-python3}
 build=$(realpath -m "${VLRNN_DEVICE_BUILD:-build-device/build}")  # check.sh builds, bench.sh reads
 device=cpu
 if "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then

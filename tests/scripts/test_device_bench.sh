@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 files=$(find "$out" -type f | wc -l)
 ((files <= 8)) || fail "$files files under \$OUT; the device tool returns 8"
 grep -q '^# Device benchmarks on cpu, .*commit test$' "$out/summary.md" || fail "summary.md's header"
-for step in compare_T16384 compare_long; do
+for step in compare_T16384 python_peers compare_long; do
   grep -qE "^\| $step \| 0 \|" "$out/summary.md" || fail "step $step did not exit 0"
 done
 python3 - "$out" <<'PY' || failures=$((failures + 1))
@@ -32,6 +32,12 @@ for name, methods in (("compare_T16384", {"full", "vlrnn", "planner", "checkpoin
         assert r["status"] == "ok", f"{name} {method}: {r['status']}"
         assert r["memory"]["iteration_peak_bytes"] > 0, f"{name} {method}: no peak"
     assert data["meta"]["devices"], f"{name}: meta.json names no device"
-print("compare records: ok")
+peers = {r["peer"]: r for r in map(json.loads, open(f"{out}/python/results.jsonl"))}
+want = {"pytorch_full", "torch_checkpoint", "original_vlrnn", "vlrnn_nn_lstm_as_is",
+        "vlrnn_planner_10"}
+assert set(peers) == want, f"python peers: {sorted(peers)}"
+for peer, r in peers.items():
+    assert r["peak_bytes"] > 0 and len(r["time_s"]["samples_s"]) == 3, (peer, r)
+print("compare and python records: ok")
 PY
 exit $((failures > 0))
