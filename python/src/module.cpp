@@ -10,6 +10,7 @@
 
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/cells/onednn_lstm.h"
 #include "vlrnn/core/bidirectional.h"
 #include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
@@ -365,6 +366,10 @@ PYBIND11_MODULE(_C, m) {
   }, "The BLAS LibTorch calls in this process: vendor, loaded (its file), core (OpenBLAS's "
      "kernel), faster_core (a faster kernel OpenBLAS has for this processor, to set in "
      "OPENBLAS_CORETYPE before torch loads; \"\" if none) and warning (\"\" if none)");
+  m.def("onednn_lstm_inference_agrees", &onednn_lstm_inference_agrees,
+        "Whether oneDNN's LSTM computes under no-grad what it computes training, on this "
+        "processor (NOTE [ oneDNN's LSTM inference, checked ]); where not, VLRNN's gradient "
+        "methods and vlrnn.nn.LSTM run LSTMs without oneDNN");
   m.def("load_plugin", &load_plugin_globally, py::arg("path"),
         "dlopens a plugin and runs its vlrnn_register_plugin() (NOTE [ Plugins from Python ])");
   m.def("make_head", [](const std::string& kind, int64_t input_size, int64_t outputs) {

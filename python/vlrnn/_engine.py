@@ -104,12 +104,21 @@ def buffers_kept(modules):
             changed.append(f"{prefix}.{name}")
 
 
+def onednn_as_the_engine_runs_it():
+    """torch's oneDNN switch off where oneDNN's LSTM computes another function under no-grad
+    than training (NOTE [ oneDNN's LSTM inference, checked ]), as the engine's calls have it;
+    else nothing."""
+    if _C.onednn_lstm_inference_agrees():
+        return contextlib.nullcontext()
+    return torch.backends.mkldnn.flags(enabled=False)
+
+
 def probe(rnn, batch, h0):
     """Calls the module on one step without gradients: its output size Z and its state's
     layout, learned from what it returns given h = None (given h0 when it needs a state).
     Nothing it draws or changes stays: the generators and its buffers are put back."""
     name = type(rnn).__name__
-    with torch.no_grad(), _rng_kept(batch.inputs.device):
+    with torch.no_grad(), _rng_kept(batch.inputs.device), onednn_as_the_engine_runs_it():
         first = _first_step(batch)
         try:
             result = rnn(first, None)

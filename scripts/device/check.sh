@@ -73,7 +73,7 @@ python_suite() {
 export -f facts configure_and_build python_suite
 # The GPU's own steps first: a step cut short by the budget is then the CPU one CI runs too.
 step facts 30 facts
-step build 240 configure_and_build
+step build 280 configure_and_build  # on a fresh machine the build may take it all
 step verify_device 90 "$build/vlrnn" verify --random 60 --seed 1 --device "$device" \
   --json "$out/verify_device.json" --failures-only
 step cuda_probe 60 env PYTHONPATH="$build/python" "$python" scripts/device/cuda_probe.py \

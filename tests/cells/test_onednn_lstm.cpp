@@ -3,6 +3,7 @@
 #include "vlrnn/cells/gru_layer.h"
 #include "vlrnn/cells/lstm_block.h"
 #include "vlrnn/cells/onednn_lstm.h"
+#include "vlrnn/registry/methods.h"
 #include "vlrnn/verify/compare.h"
 
 #include <ATen/Context.h>
@@ -37,11 +38,78 @@ bool built_with_onednn_rnn_layer() {
 
 TEST(OneDnnLstm, RunsInFloat32OnTheCpuWherePyTorchHasIt) {
   const auto f32 = torch::zeros({2, 1, 3}), f64 = torch::zeros({2, 1, 3}, torch::kFloat64);
-  EXPECT_EQ(onednn_runs_lstm(f32), built_with_onednn_rnn_layer())
+  EXPECT_EQ(onednn_runs_lstm(f32), built_with_onednn_rnn_layer() && onednn_lstm_inference_agrees())
       << "PyTorch " << TORCH_VERSION << ", hasMKLDNN " << at::hasMKLDNN();
   EXPECT_FALSE(onednn_runs_lstm(f64));  // the primitive has no float64
   OneDnnSwitch off(false);
   EXPECT_FALSE(onednn_runs_lstm(f32));  // the user's switch is honoured
+}
+
+// The probe's verdict for the test's length, then the probe's own again.
+struct InferenceVerdict {
+  explicit InferenceVerdict(bool agrees) { set_onednn_lstm_inference_verdict_for_testing(agrees); }
+  ~InferenceVerdict() { set_onednn_lstm_inference_verdict_for_testing(c10::nullopt); }
+  InferenceVerdict(const InferenceVerdict&) = delete;
+  InferenceVerdict& operator=(const InferenceVerdict&) = delete;
+};
+
+// NOTE [ oneDNN's LSTM inference, checked ]: where inference disagrees, a gradient method's
+// call runs with oneDNN off and gives the switch back after; float64, another device, an
+// agreeing oneDNN or a user's own "off" leave it alone.
+TEST(OneDnnLstmGuard, SwitchesOneDnnOffOnlyWhereInferenceDisagrees) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
+  OneDnnSwitch on(true);
+  const auto f32 = torch::zeros({2, 1, 3}), f64 = torch::zeros({2, 1, 3}, torch::kFloat64);
+  {
+    InferenceVerdict disagrees(false);
+    EXPECT_FALSE(onednn_runs_lstm(f32));  // LstmBlock runs its own cell
+    {
+      OneDnnLstmGuard guard(f32);
+      EXPECT_TRUE(guard.switched_off());
+      EXPECT_FALSE(at::globalContext().userEnabledMkldnn());
+    }
+    EXPECT_TRUE(at::globalContext().userEnabledMkldnn());
+    EXPECT_FALSE(OneDnnLstmGuard(f64).switched_off());
+    OneDnnSwitch off(false);
+    EXPECT_FALSE(OneDnnLstmGuard(f32).switched_off());
+    EXPECT_FALSE(at::globalContext().userEnabledMkldnn());  // the user's "off" stays
+  }
+  InferenceVerdict agrees(true);
+  EXPECT_FALSE(OneDnnLstmGuard(f32).switched_off());
+  EXPECT_EQ(onednn_runs_lstm(f32), built_with_onednn_rnn_layer());
+}
+
+// The model sees oneDNN off in every call a method makes (no-grad and training passes
+// alike), and the switch is back on after, also when the method throws.
+class RecordsOneDnnSwitch : public RecurrentModule {
+ public:
+  explicit RecordsOneDnnSwitch(std::shared_ptr<RecurrentModule> inner)
+      : inner_(register_module("inner", inner)) {}
+  std::pair<torch::Tensor, State> forward(const torch::Tensor& x, const State& h,
+                                          const torch::Tensor& lengths) override {
+    seen.push_back(at::globalContext().userEnabledMkldnn());
+    return inner_->forward(x, h, lengths);
+  }
+  int64_t input_size() const override { return inner_->input_size(); }
+  int64_t output_size() const override { return inner_->output_size(); }
+  std::vector<StateSpec> state_spec() const override { return inner_->state_spec(); }
+  std::vector<bool> seen;
+
+ private:
+  std::shared_ptr<RecurrentModule> inner_;
+};
+
+TEST(OneDnnLstmGuard, AMethodsCallRunsWithoutOneDnnWhereInferenceDisagrees) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
+  OneDnnSwitch on(true);
+  InferenceVerdict disagrees(false);
+  testing::SmallProblem problem("lstm", 12, 2, torch::kFloat32);
+  auto recording = std::make_shared<RecordsOneDnnSwitch>(problem.model);
+  Workload workload{*recording, *problem.head, problem.batch, {}, Reduction::kMean};
+  make_method_from_spec("vlrnn:block_length=4")->compute(workload);
+  ASSERT_GE(recording->seen.size(), 5u);  // 3 blocks: 2 no-grad passes, 3 with grad
+  for (bool on_in_call : recording->seen) EXPECT_FALSE(on_in_call);
+  EXPECT_TRUE(at::globalContext().userEnabledMkldnn());
 }
 
 // LstmBlock (L = 2, T = 7, B = 6) on oneDNN equals LstmBlock on the hand-written cells (the

@@ -4,7 +4,12 @@
 #include "vlrnn/cells/gru_layer.h"  // step_mask
 
 #include <ATen/Context.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/version.h>
+
+#include <algorithm>
+#include <vector>
 
 // Shape legend (vlrnn/core/shapes.h): Tb = steps in the block, B = batch, F = input features,
 // H = hidden size.
@@ -21,11 +26,98 @@ namespace vlrnn {
 bool onednn_runs_lstm(const torch::Tensor& x) {
 #if VLRNN_HAS_ONEDNN_RNN_LAYER
   return at::hasMKLDNN() && at::globalContext().userEnabledMkldnn() && x.defined() &&
-         x.device().is_cpu() && x.scalar_type() == torch::kFloat;
+         x.device().is_cpu() && x.scalar_type() == torch::kFloat &&
+         onednn_lstm_inference_agrees();
 #else
   (void)x;
   return false;
 #endif
+}
+
+namespace {
+
+// Largest |a - b| over the largest |b|.
+double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  const double scale = std::max(b.abs().max().item<double>(), 1e-30);
+  return (a - b).abs().max().item<double>() / scale;
+}
+
+// NOTE [ oneDNN's LSTM inference, checked ] (onednn_lstm.h): one small float32 LSTM per
+// hidden size, through at::lstm as torch::nn::LSTM calls it, once under no-grad and once
+// training; inputs and weights from sin/cos, so the probe draws no random numbers.
+bool probe_inference_agrees() {
+  if (!at::hasMKLDNN()) return true;
+  c10::InferenceMode not_inference(false);  // the training run needs a tensor requiring grad
+  // Under a caller's torch.autocast the probe would run in bfloat16: it is float32's.
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKeySet(c10::DispatchKey::AutocastCPU));
+  const bool was_on = at::globalContext().userEnabledMkldnn();
+  at::globalContext().setUserEnabledMkldnn(true);  // the verdict is oneDNN's, not the switch's
+  const auto f32 = torch::dtype(torch::kFloat);
+  auto ramp = [&](std::vector<int64_t> shape, double step, bool cosine) {
+    int64_t size = 1;
+    for (const int64_t d : shape) size *= d;
+    auto r = torch::arange(size, f32).mul(step).reshape(shape);
+    return (cosine ? r.cos() : r.sin()).mul(0.5);
+  };
+  bool agrees = true;
+  for (const int64_t hidden : {5, 16, 64}) {
+    const int64_t steps = 7, batch = 3, features = 4;
+    const auto x = ramp({steps, batch, features}, 0.37, false);
+    const std::vector<torch::Tensor> params = {
+        ramp({4 * hidden, features}, 0.11, true), ramp({4 * hidden, hidden}, 0.07, false),
+        ramp({4 * hidden}, 0.13, true), ramp({4 * hidden}, 0.05, false)};
+    const auto h0 = torch::zeros({1, batch, hidden}, f32);
+    auto run = [&](const torch::Tensor& input) {
+      return std::get<0>(at::lstm(input, {h0, h0}, params, /*has_biases=*/true,
+                                  /*num_layers=*/1, /*dropout=*/0.0, /*train=*/true,
+                                  /*bidirectional=*/false, /*batch_first=*/false));
+    };
+    torch::Tensor inference, training;
+    {
+      torch::NoGradGuard no_grad;
+      inference = run(x);
+    }
+    {
+      torch::AutoGradMode grad(true);
+      training = run(x.clone().requires_grad_(true)).detach();
+    }
+    if (relative_difference(inference, training) > 1e-4) agrees = false;
+  }
+  at::globalContext().setUserEnabledMkldnn(was_on);
+  return agrees;
+}
+
+c10::optional<bool>& verdict_for_testing() {
+  static c10::optional<bool> verdict;
+  return verdict;
+}
+
+}  // namespace
+
+bool onednn_lstm_inference_agrees() {
+  if (verdict_for_testing()) return *verdict_for_testing();
+  static const bool agrees = probe_inference_agrees();
+  return agrees;
+}
+
+void set_onednn_lstm_inference_verdict_for_testing(c10::optional<bool> agrees) {
+  verdict_for_testing() = agrees;
+}
+
+OneDnnLstmGuard::OneDnnLstmGuard(const torch::Tensor& x) {
+  if (!x.defined() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat) return;
+  if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn()) return;
+  if (onednn_lstm_inference_agrees()) return;
+  TORCH_WARN_ONCE("oneDNN's LSTM computes another function under no-grad than when training "
+                  "on this processor (NOTE [ oneDNN's LSTM inference, checked ]): VLRNN's "
+                  "gradient methods run LSTMs without oneDNN, exact but slower; a PyTorch "
+                  "with another oneDNN avoids it");
+  at::globalContext().setUserEnabledMkldnn(false);
+  switched_off_ = true;
+}
+
+OneDnnLstmGuard::~OneDnnLstmGuard() {
+  if (switched_off_) at::globalContext().setUserEnabledMkldnn(true);
 }
 
 #if VLRNN_HAS_ONEDNN_RNN_LAYER

@@ -1,4 +1,5 @@
 #include "vlrnn/methods/gradient_method.h"
+#include "vlrnn/cells/onednn_lstm.h"
 
 #include "vlrnn/core/rng.h"
 
@@ -110,6 +111,7 @@ Workload validated(const Workload& workload) {
 
 void GradientMethod::prepare(const Workload& workload) {
   const Workload checked = validated(workload);
+  const OneDnnLstmGuard exact_lstm(checked.batch.inputs);  // NOTE [ oneDNN's LSTM inference, checked ]
   const RngCopy on_entry = RngCopy::take(checked.batch.inputs.device());
   prepare_impl(checked);
   on_entry.restore();  // preparing draws nothing a iteration would see
@@ -117,6 +119,7 @@ void GradientMethod::prepare(const Workload& workload) {
 
 GradientResult GradientMethod::compute(const Workload& workload) {
   Workload checked = validated(workload);
+  const OneDnnLstmGuard exact_lstm(checked.batch.inputs);  // NOTE [ oneDNN's LSTM inference, checked ]
   // NOTE [ Resets ]: h0 starts every segment, so with resets the blocks reach it many times,
   // and a caller's h0 computed from parameters (a learned initial state) would see its graph
   // back-propagated once per block. The method gets leaves in its place instead; their

@@ -26,8 +26,41 @@
 namespace vlrnn {
 
 // Whether this LibTorch runs an LSTM layer over x (its dtype and device) on oneDNN: built
-// with it (PyTorch >= 2.1), the user's switch on, x float32 on the CPU.
+// with it (PyTorch >= 2.1), the user's switch on, x float32 on the CPU, and its inference
+// mode computing what its training mode does (onednn_lstm_inference_agrees()).
 bool onednn_runs_lstm(const torch::Tensor& x);
+
+// NOTE [ oneDNN's LSTM inference, checked ]
+// On some processors oneDNN's LSTM primitive computes another function in forward-inference
+// mode than in forward-training mode: small float32 LSTMs far off under no-grad, their
+// training pass right (docs/platforms.md). ATen picks the mode from grad mode alone, so
+// each no-grad pass (VLRNN's, checkpointing's, the planner's) would hand wrong states to the
+// next block: a silent wrong gradient. So once per process, a small LSTM runs both ways through ATen's
+// own dispatch; where they disagree, oneDNN's LSTM is kept out of every gradient method's
+// call (OneDnnLstmGuard: torch::nn::LSTM then takes ATen's native path, in no-grad and
+// training passes alike) and LstmBlock runs its own cell. Exact, slower, and said once.
+bool onednn_lstm_inference_agrees();
+
+// For the length of a gradient method's call on `x` (the batch's inputs): where x is float32
+// on the CPU, oneDNN is on and onednn_lstm_inference_agrees() is false, ATen's oneDNN switch
+// (at::globalContext().userEnabledMkldnn()) is off, and restored when the guard ends. The
+// switch is the process's: another thread's oneDNN ops meanwhile take ATen's native paths
+// (slower, not wrong). Warns once per process when it turns the switch off.
+class OneDnnLstmGuard {
+ public:
+  explicit OneDnnLstmGuard(const torch::Tensor& x);
+  ~OneDnnLstmGuard();
+  OneDnnLstmGuard(const OneDnnLstmGuard&) = delete;
+  OneDnnLstmGuard& operator=(const OneDnnLstmGuard&) = delete;
+  bool switched_off() const { return switched_off_; }
+
+ private:
+  bool switched_off_ = false;
+};
+
+// Tests only: the verdict onednn_lstm_inference_agrees() gives from now on (nullopt: the
+// probe's own), so that the guard's both sides run on every machine.
+void set_onednn_lstm_inference_verdict_for_testing(c10::optional<bool> agrees);
 
 // The layer on oneDNN; throws unless onednn_runs_lstm(x). `mask` [Tb, B] bool, each
 // sequence's valid steps a prefix (undefined = every step valid): past its end a sequence's
