@@ -47,6 +47,9 @@ struct GradientResult {
 
 class GradientMethod {
  public:
+  // Probes oneDNN's LSTM once per process (NOTE [ oneDNN's LSTM inference, checked ] in
+  // vlrnn/cells/onednn_lstm.h) when the first method is made, before any step is measured.
+  GradientMethod();
   virtual ~GradientMethod() = default;
 
   // Validates `workload` (shapes, dtypes, state, targets) and computes the gradients.
