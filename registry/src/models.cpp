@@ -4,6 +4,7 @@
 #include "vlrnn/registry/registry.h"
 
 #include "vlrnn/cells/lstm_block.h"
+#include "vlrnn/cells/onednn_lstm.h"
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lru.h"
 #include "vlrnn/cells/min_rnn.h"
@@ -134,6 +135,7 @@ void check_model_kind(const std::string& kind) {
 
 std::shared_ptr<RecurrentModule> make_model(const ModelConfig& config) {
   check_model_kind(config.kind);
+  onednn_lstm_inference_agrees();  // NOTE [ oneDNN's LSTM inference, checked ]: before it runs
   if (const ModelEntry* entry = registered_models.find(config.kind)) return entry->make(config);
   const std::string prefix = kBidirectionalPrefix;
   if (config.kind.rfind(prefix, 0) == 0) {

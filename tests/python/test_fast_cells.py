@@ -78,19 +78,20 @@ def test_an_lstm_runs_on_onednn_where_torch_runs_its_own_there():
     """Where torch runs nn.LSTM on oneDNN's primitive (float32 on 2.x's CPU), the cells run
     on it too, forward and backward: vlrnn.nn.LSTM and a stock nn.LSTM's engine model; never
     in float64, nor with torch's oneDNN switch off (docs/platforms.md)."""
+    # Not where oneDNN's no-grad pass computes another function than its training pass
+    # (NOTE [ oneDNN's LSTM inference, checked ]): the probe then turns oneDNN off for the
+    # process, torch's own nn.LSTM included.
+    agrees = vlrnn._C.onednn_lstm_inference_agrees()
     x = torch.randn(2, 5, F)
     stock = nn.LSTM(F, H, batch_first=True)
     onednn = ran_on_onednn(lambda: stock(x))
     version = tuple(int(v) for v in torch.__version__.split(".")[:2])
-    assert onednn == (version >= (2, 1) and torch.backends.mkldnn.is_available())
-    # Not where oneDNN's no-grad pass computes another function than its training pass
-    # (NOTE [ oneDNN's LSTM inference, checked ]): then neither ours nor the engine's calls.
-    onednn_exact = onednn and vlrnn._C.onednn_lstm_inference_agrees()
+    assert onednn == (version >= (2, 1) and torch.backends.mkldnn.is_available() and agrees)
     ours = nn_module.LSTM(F, H, batch_first=True)
-    assert ran_on_onednn(lambda: ours(x)[0].sum().backward()) == onednn_exact
+    assert ran_on_onednn(lambda: ours(x)[0].sum().backward()) == onednn
     assert stock_engine_model(stock) is not None
     loss = lambda: vlrnn.VLRNN(stock, MlpHead(H, CLASSES), N=2)(x, torch.zeros(2, 5).long())
-    assert ran_on_onednn(loss) == onednn_exact
+    assert ran_on_onednn(loss) == onednn
     assert not ran_on_onednn(lambda: ours.double()(x.double()))
     with torch.backends.mkldnn.flags(enabled=False):
         assert not ran_on_onednn(lambda: ours.float()(x))

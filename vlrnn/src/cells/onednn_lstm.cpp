@@ -99,7 +99,20 @@ c10::optional<bool>& verdict_for_testing() {
 
 bool onednn_lstm_inference_agrees() {
   if (verdict_for_testing()) return *verdict_for_testing();
-  static const bool agrees = probe_inference_agrees();
+  // Where they disagree, oneDNN goes off for the whole process from here on, so that every
+  // pass, measurement and cost model sees one backend; the guard keeps it off in a method's
+  // call should a user turn it back on.
+  static const bool agrees = [] {
+    const bool probed = probe_inference_agrees();
+    if (!probed && at::globalContext().userEnabledMkldnn()) {
+      TORCH_WARN("oneDNN's LSTM computes another function under no-grad than when training "
+                 "on this processor (NOTE [ oneDNN's LSTM inference, checked ]): VLRNN turns "
+                 "torch's oneDNN switch off for this process, so LSTMs run exactly on ATen's "
+                 "own kernels, slower; a PyTorch with another oneDNN avoids it");
+      at::globalContext().setUserEnabledMkldnn(false);
+    }
+    return probed;
+  }();
   return agrees;
 }
 
@@ -111,10 +124,6 @@ OneDnnLstmGuard::OneDnnLstmGuard(const torch::Tensor& x) {
   if (!x.defined() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat) return;
   if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn()) return;
   if (onednn_lstm_inference_agrees()) return;
-  TORCH_WARN_ONCE("oneDNN's LSTM computes another function under no-grad than when training "
-                  "on this processor (NOTE [ oneDNN's LSTM inference, checked ]): VLRNN's "
-                  "gradient methods run LSTMs without oneDNN, exact but slower; a PyTorch "
-                  "with another oneDNN avoids it");
   at::globalContext().setUserEnabledMkldnn(false);
   switched_off_ = true;
 }

@@ -35,17 +35,18 @@ bool onednn_runs_lstm(const torch::Tensor& x);
 // mode than in forward-training mode: small float32 LSTMs far off under no-grad, their
 // training pass right (docs/platforms.md). ATen picks the mode from grad mode alone, so
 // each no-grad pass (VLRNN's, checkpointing's, the planner's) would hand wrong states to the
-// next block: a silent wrong gradient. So once per process, a small LSTM runs both ways through ATen's
-// own dispatch; where they disagree, oneDNN's LSTM is kept out of every gradient method's
-// call (OneDnnLstmGuard: torch::nn::LSTM then takes ATen's native path, in no-grad and
-// training passes alike) and LstmBlock runs its own cell. Exact, slower, and said once.
+// next block: a silent wrong gradient. So once per process (when the first model or
+// method is made), a small LSTM runs both ways through ATen's own dispatch; where they
+// disagree, torch's oneDNN switch goes off for the process, so every pass, measurement and
+// cost model runs ATen's own kernels, and OneDnnLstmGuard keeps it off in each method's
+// call. Exact, slower, and said once.
 bool onednn_lstm_inference_agrees();
 
 // For the length of a gradient method's call on `x` (the batch's inputs): where x is float32
-// on the CPU, oneDNN is on and onednn_lstm_inference_agrees() is false, ATen's oneDNN switch
-// (at::globalContext().userEnabledMkldnn()) is off, and restored when the guard ends. The
-// switch is the process's: another thread's oneDNN ops meanwhile take ATen's native paths
-// (slower, not wrong). Warns once per process when it turns the switch off.
+// on the CPU, oneDNN is on (a user turned it back on) and onednn_lstm_inference_agrees() is
+// false, ATen's oneDNN switch (at::globalContext().userEnabledMkldnn()) is off, and restored
+// when the guard ends. The switch is the process's: another thread's oneDNN ops meanwhile
+// take ATen's native paths (slower, not wrong).
 class OneDnnLstmGuard {
  public:
   explicit OneDnnLstmGuard(const torch::Tensor& x);
