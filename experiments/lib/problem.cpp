@@ -167,14 +167,13 @@ std::string dtype_name(torch::ScalarType dtype) {
 }
 
 torch::Device parse_device(const std::string& name, const std::string& argument) {
-  TORCH_CHECK(name == "cpu" || name.rfind("cuda", 0) == 0, argument,
-              ": expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
   c10::optional<torch::Device> parsed;
   try {
     parsed = torch::Device(name);
-  } catch (const c10::Error&) {
-    TORCH_CHECK(false, argument, ": expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
+  } catch (const c10::Error&) {  // not a device name at all: the one message below
   }
+  TORCH_CHECK(parsed && (name == "cpu" || parsed->is_cuda()), argument,
+              ": expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
   const torch::Device device = *parsed;
 #ifndef VLRNN_WITH_CUDA
   TORCH_CHECK(device.is_cpu(), argument, ": \"", name, "\" needs a CUDA build (configure with "
