@@ -6,7 +6,7 @@ torch.utils.cmake_prefix_path, this interpreter as VLRNN_PYTHON. Everything the 
 builds goes under build-pip/ in the checkout (ignored by git), kept, so a second install
 rebuilds only what changed; VLRNN_BUILD_DIR names a build folder that is already configured (scripts/build.sh's
 build/, say) and reuses it as it is. VLRNN_CMAKE_ARGS adds arguments to the configure step
-(e.g. -DVLRNN_WITH_CUDA=ON)."""
+(e.g. -DVLRNN_PCH=OFF). A torch built with CUDA gets the engine's CUDA-only code by itself."""
 import os
 import shlex
 import shutil

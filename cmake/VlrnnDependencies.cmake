@@ -16,6 +16,13 @@ elseif(NOT Torch_FOUND)
   find_package(Torch REQUIRED)
 endif()
 message(STATUS "VLRNN: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
+# A LibTorch built with CUDA says so in one of these, depending on its version: its CUDA
+# config (CAFFE2_USE_CUDA), its targets (torch_cuda) or the library it found (c10_cuda).
+if(CAFFE2_USE_CUDA OR TARGET torch_cuda OR C10_CUDA_LIBRARY)
+  set(VLRNN_TORCH_HAS_CUDA ON)
+else()
+  set(VLRNN_TORCH_HAS_CUDA OFF)
+endif()
 
 # NOTE [ OpenMP for our own loops ]: Debian's LibTorch parallelises with OpenMP, and its
 # at::parallel_for is a header template that splits the work only in a file compiled with

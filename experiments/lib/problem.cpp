@@ -1,6 +1,7 @@
 #include "lib/problem.h"
 
 #include "vlrnn/core/script_model.h"
+#include "vlrnn/measure/environment.h"
 
 #include <fmt/format.h>
 
@@ -175,10 +176,9 @@ torch::Device parse_device(const std::string& name, const std::string& argument)
   TORCH_CHECK(parsed && (name == "cpu" || parsed->is_cuda()), argument,
               ": expected \"cpu\", \"cuda\" or \"cuda:N\", got \"", name, "\"");
   const torch::Device device = *parsed;
-#ifndef VLRNN_WITH_CUDA
-  TORCH_CHECK(device.is_cpu(), argument, ": \"", name, "\" needs a CUDA build (configure with "
-              "-DVLRNN_WITH_CUDA=ON against a LibTorch with CUDA); this one runs on cpu only");
-#else
+  TORCH_CHECK(device.is_cpu() || measure::built_with_cuda(), argument, ": \"", name,
+              "\" needs a CUDA build (configure with -DVLRNN_WITH_CUDA=ON against a LibTorch "
+              "with CUDA); this one runs on cpu only");
   TORCH_CHECK(device.is_cpu() || torch::cuda::is_available(), argument, ": \"", name,
               "\" requested but no CUDA device is visible");
   TORCH_CHECK(device.is_cpu() || !device.has_index() ||
@@ -186,7 +186,6 @@ torch::Device parse_device(const std::string& name, const std::string& argument)
               argument, ": \"", name, "\" requested but this machine has ",
               torch::cuda::device_count(), " CUDA device(s), cuda:0 to cuda:",
               int(torch::cuda::device_count()) - 1);
-#endif
   return device;
 }
 

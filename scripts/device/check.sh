@@ -51,8 +51,10 @@ PY
 }
 
 configure_and_build() {
-  local prefix headers=() generator=()
+  local prefix cuda headers=() generator=()
   prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  # CMake finds a CUDA LibTorch by itself; said here too, as the check depends on it.
+  cuda=$("$python" -c 'import torch; print("ON" if torch.version.cuda else "OFF")')
   if [[ -d build-device/include/fmt ]]; then
     headers=(-DVLRNN_FMT_INCLUDE="$PWD/build-device/include" -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON
              -DVLRNN_JSON_INCLUDE="$PWD/build-device/include"
@@ -61,6 +63,7 @@ configure_and_build() {
   command -v ninja > /dev/null && generator=(-G Ninja)
   cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$prefix" -DVLRNN_PYTHON="$(command -v "$python")" \
+    -DVLRNN_WITH_CUDA="$cuda" \
     -DVLRNN_BUILD_TESTS=OFF -DVLRNN_BUILD_BENCHMARKS=OFF -DVLRNN_BUILD_EXAMPLES=OFF \
     "${headers[@]}" && cmake --build "$build" --parallel "$(nproc)"
 }

@@ -1,5 +1,6 @@
 // Benchmark problems (lib/problem.h): resets drawn for streams of segments.
 #include "lib/problem.h"
+#include "vlrnn/measure/environment.h"
 
 #include "test_util.h"
 
@@ -53,10 +54,10 @@ TEST(Problem, ParseDeviceNamesItsArgument) {
   // No machine has 99 GPUs: on a CPU-only build, the build says no; on a CUDA one, the count.
   testing::expect_error_mentions([] { parse_device("cuda:99", "--device"); },
                                  {"--device", "cuda:99"});
-#ifndef VLRNN_WITH_CUDA
-  testing::expect_error_mentions([] { parse_device("cuda", "$.device"); },
-                                 {"$.device", "CUDA build"});
-#endif
+  if (!measure::built_with_cuda()) {
+    testing::expect_error_mentions([] { parse_device("cuda", "$.device"); },
+                                   {"$.device", "CUDA build"});
+  }
 }
 
 }  // namespace

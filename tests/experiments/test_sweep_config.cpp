@@ -5,6 +5,7 @@
 #include "lib/sweep_config.h"
 
 #include "vlrnn/registry/bidirectional.h"
+#include "vlrnn/measure/environment.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -147,9 +148,9 @@ TEST(SweepConfig, ErrorsNameTheJsonPathAndTheReason) {
   expect_error_mentions(
       [] { parse(R"({"experiments": [{"model_file": "cell.pt", "hidden": [8]}]})"); },
       {"$.experiments[0].hidden", "model_file"});
-#ifndef VLRNN_WITH_CUDA
-  expect_error_mentions([] { parse(R"({"device": "cuda"})"); }, {"$.device", "CUDA build"});
-#endif
+  if (!measure::built_with_cuda()) {
+    expect_error_mentions([] { parse(R"({"device": "cuda"})"); }, {"$.device", "CUDA build"});
+  }
 }
 
 TEST(SweepConfig, LoadsAFileAndNamesItAfterTheFile) {

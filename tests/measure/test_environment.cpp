@@ -1,4 +1,5 @@
 #include "vlrnn/measure/environment.h"
+#include "vlrnn/measure/timer.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -20,6 +21,18 @@ TEST(Environment, DescribesTheMachine) {
   // The kernel is OpenBLAS's own name when OpenBLAS runs, and a faster one is only ever
   // suggested for a kernel that was found.
   if (blas.core.empty()) EXPECT_TRUE(blas.faster_core.empty());
+}
+
+// A build without its CUDA-only code cannot time or measure a GPU: it refuses the device
+// where it is named, saying why, rather than timing it with the host's clock.
+TEST(Environment, ABuildWithoutCudaCodeRefusesACudaDevice) {
+  if (built_with_cuda()) GTEST_SKIP() << "this build has its CUDA code";
+  try {
+    synchronize(torch::Device(torch::kCUDA));
+    FAIL() << "a CUDA device was accepted by a build without its CUDA code";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("VLRNN_WITH_CUDA=ON"), std::string::npos) << e.what();
+  }
 }
 
 TEST(FasterOpenBlasCore, TheGenericKernelOnAnAvx512ProcessorGetsSkylakeX) {

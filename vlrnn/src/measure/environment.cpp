@@ -158,6 +158,14 @@ std::string load_average() {
   return a + " " + b + " " + c;
 }
 
+bool built_with_cuda() {
+#ifdef VLRNN_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::string describe_device(const torch::Device& device) {
 #ifdef VLRNN_WITH_CUDA
   if (device.is_cuda()) {

@@ -40,6 +40,10 @@ std::string libtorch_version();  // e.g. "1.13.0"
 std::string cpu_model();         // /proc/cpuinfo's "model name", or "unknown"
 int64_t cpu_count();             // online processors
 std::string load_average();      // /proc/loadavg's first three fields, or ""
+// Whether this library was compiled with its CUDA-only code (VLRNN_WITH_CUDA: timing with
+// CUDA events, the caching allocator's peaks, the GPU's description). Without it, a CUDA
+// device is refused where it is named, not measured wrongly later.
+bool built_with_cuda();
 // "cpu: <model>, N cores, T threads" or "cuda:0: <name>, <memory> GiB, compute X.Y, CUDA
 // runtime X.Y, cuDNN N".
 std::string describe_device(const torch::Device& device);
