@@ -128,11 +128,15 @@ Problem make_problem(const ProblemSpec& spec) {
   p.model->to(spec.device, spec.dtype);
   p.head->to(spec.device, spec.dtype);
   if (spec.device.is_cpu()) check_data_fits(spec.time_steps, spec.batch, p.spec.input_size, spec.dtype);
-  const auto cpu = torch::TensorOptions().dtype(spec.dtype);
-  p.batch.inputs = torch::randn({spec.time_steps, spec.batch, p.spec.input_size}, cpu)
-                       .to(spec.device);  // [T, B, F]
-  p.batch.targets = random_targets(*p.head, spec.time_steps, spec.batch, cpu)
-                        .to(spec.device);  // [T, B] or [T, B, C]
+  // The data is drawn where it is used, from that device's generator (seeded above with the
+  // CPU's): at the lengths a GPU is for, the inputs are tens of GB (68.7 GB at T = 2^20,
+  // B = 64, F = 256, float32), which the host would draw on one thread for a minute and hold
+  // in its own memory first. The weights stay drawn on the CPU, the same on every device.
+  const auto options = torch::TensorOptions().dtype(spec.dtype).device(spec.device);
+  p.batch.inputs = torch::randn({spec.time_steps, spec.batch, p.spec.input_size}, options);
+  // [T, B, F]
+  p.batch.targets = random_targets(*p.head, spec.time_steps, spec.batch, options);
+  // [T, B] or [T, B, C]
   if (spec.min_length_fraction < 1.0) {
     p.batch.lengths = random_lengths(spec.min_length_fraction, spec.time_steps, spec.batch);
   }

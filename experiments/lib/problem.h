@@ -65,7 +65,8 @@ torch::Tensor random_resets(int64_t mean, int64_t T, int64_t batch,
 void check_data_fits(int64_t time_steps, int64_t batch, int64_t input_size,
                      torch::ScalarType dtype);
 
-// Weights and data drawn on the CPU from `spec.seed` (the same on every device), then moved.
+// Weights drawn on the CPU from `spec.seed` (the same on every device), then moved; the data
+// drawn on `spec.device`, from its generator seeded with `spec.seed`.
 Problem make_problem(const ProblemSpec& spec);
 
 // `base`'s problem run by model kind `kind` instead: `base`'s batch and, by name, its model's
