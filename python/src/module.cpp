@@ -6,7 +6,7 @@
 
 #include "online_stream.h"
 #include "python_modules.h"
-
+#include "python_warnings.h"
 
 #include "vlrnn/cells/gru_block.h"
 #include "vlrnn/cells/lstm_block.h"
@@ -316,9 +316,10 @@ PYBIND11_MODULE(_C, m) {
         "Whether the method `name` computes gradients for a bidirectional model");
   m.def("handles_left_to_right", &handles_left_to_right, py::arg("name"),
         "Whether the method `name` computes gradients for a left-to-right model");
-  m.def("make_method", &method_from_spec, py::arg("spec"),
+  m.def("make_method", &method_from_spec, py::arg("spec"), warnings_in_python,
         "A gradient method from a registry spec ('vlrnn:block_length=64'); ValueError if unknown.");
-  m.def("compute", &compute, py::arg("method"), py::arg("model"), py::arg("head"),
+  m.def("compute", &compute, warnings_in_python, py::arg("method"), py::arg("model"),
+        py::arg("head"),
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("reduction"), py::arg("progress") = py::none(),
         py::arg("progress_interval") = 0.25, py::arg("final_state_grad") = py::none(),
@@ -331,11 +332,12 @@ PYBIND11_MODULE(_C, m) {
         "later consumer, in the engine's state layout, back-propagated with the loss. resets: "
         "None, or a [T, B] bool mask, true where a sequence starts a new segment from its "
         "initial state (NOTE [ Resets ]).");
-  m.def("verify", &verify_methods, py::arg("model"), py::arg("head"), py::arg("inputs"),
+  m.def("verify", &verify_methods, warnings_in_python, py::arg("model"), py::arg("head"),
+        py::arg("inputs"),
         py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),
         py::arg("methods"), py::arg("seed"), py::arg("label"), py::arg("head_label"),
         py::arg("resets") = py::none());
-  m.def("cut_dependence", &cut_dependence, py::arg("model"), py::arg("head"),
+  m.def("cut_dependence", &cut_dependence, warnings_in_python, py::arg("model"), py::arg("head"),
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("seed"),
         "Whether the model's outputs depend on where the sequence is cut: {cut, here, "
@@ -353,8 +355,8 @@ PYBIND11_MODULE(_C, m) {
     return input_error([&] {
       return make_model({kind, input_size, hidden_size, num_layers, dropout});
     });
-  }, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1,
-     py::arg("dropout") = 0.0);
+  }, warnings_in_python, py::arg("kind"), py::arg("input_size"), py::arg("hidden_size"),
+     py::arg("num_layers") = 1, py::arg("dropout") = 0.0);
   m.def("model_kinds", &model_kinds);
   m.def("thread_pools_warning", &measure::thread_pools_warning, "One line when LibTorch's intra-op threads and the BLAS's own threads together exceed the "
      "cores (NOTE [ Two pools never share the cores ] in vlrnn/measure/threads.h); \"\" if not");
@@ -366,7 +368,7 @@ PYBIND11_MODULE(_C, m) {
   }, "The BLAS LibTorch calls in this process: vendor, loaded (its file), core (OpenBLAS's "
      "kernel), faster_core (a faster kernel OpenBLAS has for this processor, to set in "
      "OPENBLAS_CORETYPE before torch loads; \"\" if none) and warning (\"\" if none)");
-  m.def("onednn_lstm_inference_agrees", &onednn_lstm_inference_agrees,
+  m.def("onednn_lstm_inference_agrees", &onednn_lstm_inference_agrees, warnings_in_python,
         "Whether oneDNN's LSTM computes under no-grad what it computes training, on this "
         "processor (NOTE [ oneDNN's LSTM inference, checked ]); where not, VLRNN's gradient "
         "methods and vlrnn.nn.LSTM run LSTMs without oneDNN");
@@ -412,7 +414,7 @@ PYBIND11_MODULE(_C, m) {
             return std::make_shared<GruBlock>(gru_variant_from_string(cell), layers, dropout);
           });
         },
-        py::arg("cell"), py::arg("layers"), py::arg("dropout") = 0.0,
+        warnings_in_python, py::arg("cell"), py::arg("layers"), py::arg("dropout") = 0.0,
         "The hand-written cell 'lstm' or a GRU variant 'v1'..'v4' over layers[l] = (w_ih, "
         "w_hh, b_ih, b_hh) or (w_ih, w_hh), shared: a model of state S x [L, B, H].");
 }

@@ -1,4 +1,5 @@
 #include "online_stream.h"
+#include "python_warnings.h"
 
 #include "vlrnn/core/output_module.h"
 #include "vlrnn/core/recurrent_module.h"
@@ -39,7 +40,7 @@ void bind_online_stream(py::module_& m) {
                  reduction_from_string(reduction), state_or_empty(h0));
              return self;
            }),
-           py::arg("model"), py::arg("head"), py::arg("reduction"), py::arg("slots"),
+           warnings_in_python, py::arg("model"), py::arg("head"), py::arg("reduction"), py::arg("slots"),
            py::arg("budget_bytes"), py::arg("h0"),
            "A stream of unknown length: push(inputs [n, B, F], targets [n, B, ...]) chunks, "
            "then finish() (vlrnn/schedule/online_stream.h)")
@@ -48,7 +49,7 @@ void bind_online_stream(py::module_& m) {
              py::gil_scoped_release release;  // the engine runs without it; callbacks take it
              self.stream->push(inputs, targets);
            },
-           py::arg("inputs"), py::arg("targets"))
+           warnings_in_python, py::arg("inputs"), py::arg("targets"))
       .def("finish",
            [](StreamOnModules& self, const py::object& final_state_grad) {
              const State seed = state_or_empty(final_state_grad);
@@ -68,7 +69,7 @@ void bind_online_stream(py::module_& m) {
              out["counters"] = counters;
              return out;
            },
-           py::arg("final_state_grad") = py::none())
+           warnings_in_python, py::arg("final_state_grad") = py::none())
       .def_property_readonly("steps",
                              [](const StreamOnModules& self) { return self.stream->steps(); })
       .def_property_readonly("slots",
