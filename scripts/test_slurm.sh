@@ -257,7 +257,7 @@ m["points_missing"] == 0 and len(m["merged_from"]) == 3, m["status"]' "$tmp/shar
 
 log "4. data-parallel training, srun -n 2 (train.sbatch): straight, and rank 1 killed and resubmitted"
 cat >"$tmp/train.json" <<'JSON'
-{"name": "slurm-train", "task": {"kind": "copy", "delay": 6, "symbols": 2, "alphabet": 4, "min_length": 0.5},
+{"name": "slurm-train", "task": {"kind": "copy", "delay": 40, "symbols": 2, "alphabet": 4, "min_length": 0.5},
  "model": {"kind": "lstm", "hidden": 6}, "methods": ["vlrnn:block_length=4"], "seeds": [1],
  "batch": 5, "optimizer_steps": 200, "dtype": "float64",
  "optimizer": {"kind": "adam", "lr": 0.01},
@@ -274,11 +274,17 @@ state=$(wait_for_job "$train_job" 180)
 [[ $state == COMPLETED ]] || fail "the 2-rank training job ended $state: $(tail -5 "$tmp/train-$train_job.log")"
 submit_train "$tmp/train-killed"
 deadline=$((SECONDS + 120))
+# Rank 1 found first: a scan of /proc can outlast the whole run (200 steps in ~2 s), so
+# once the first checkpoint is there, the kill follows at once.
+pid=""
+until [[ -n $pid ]]; do
+  ((SECONDS < deadline)) || fail "found no rank-1 vlrnn of job $train_job in 120 s (state $(job_state "$train_job"))"
+  pid=$(vlrnn_pid "SLURM_JOB_ID=$train_job" "SLURM_PROCID=1") || sleep 0.1
+done
 until [[ -n $(ls "$tmp/train-killed/checkpoints" 2>/dev/null) ]]; do
   ((SECONDS < deadline)) || fail "the training job checkpointed nothing in 120 s (state $(job_state "$train_job"))"
-  sleep 0.1
+  sleep 0.02
 done
-pid=$(vlrnn_pid "SLURM_JOB_ID=$train_job" "SLURM_PROCID=1") || fail "found no rank-1 vlrnn of job $train_job"
 kill -KILL "$pid"
 state=$(wait_for_job "$train_job" 120)
 [[ $state == FAILED ]] || fail "the training job with a killed rank ended $state, expected FAILED"
