@@ -16,9 +16,10 @@ They work in any training loop (loss.backward()), take batch-first or time-major
 and PackedSequences, and work as the rnn of vlrnn.VLRNN (with batch_first=True, as VLRNN
 calls its rnn). Every call runs the C++ model of the cells (vlrnn/cells/block_rnn.h: the
 layers, the masks of padded steps) over the module's own parameters; inside vlrnn.VLRNN the
-engine runs that model itself, with no Python call per block (engine_model). Differences
-from torch.nn: CPU only; no proj_size; dropout between layers draws its masks one step at a
-time ([L-1, B, H] per step; for a PackedSequence, for the sequences present at that step),
+engine runs that model itself, with no Python call per block (engine_model); the gate work
+runs as fused loops on the CPU, as LibTorch's ops elsewhere. Differences from torch.nn: no
+proj_size; dropout between layers draws its masks one step at a time ([L-1, B, H] per
+step; for a PackedSequence, for the sequences present at that step),
 which makes any cut of the sequence into blocks exact. (torch.nn's draw one [T, B, H] mask
 per layer and call: with two or more dropout layers, a cut interleaves the layers' draws
 differently, and no block method can be exact for them.) While that dropout is on, VLRNN

@@ -283,6 +283,31 @@ TEST(LstmBlock, GateLoopsOnTwoThreadsComputeTheSameNumbers) {
   }
 }
 
+// NOTE [ lstm_block off the CPU ]: other devices run the gate work as LibTorch ops; run on the
+// CPU here, they compute what the loops do, frozen steps and NaN padding included.
+TEST(LstmBlock, TheGateOpsOfOtherDevicesComputeWhatTheCpuLoopsDo) {
+  struct OpsOnTheCpu {
+    OpsOnTheCpu() { set_lstm_layer_cpu_loops_for_testing(false); }
+    ~OpsOnTheCpu() { set_lstm_layer_cpu_loops_for_testing(true); }
+  };
+  const LstmData d(torch::kFloat64, 2, 2, {9, 3, 7, 0});
+  for (auto save : {LstmSave::kGates, LstmSave::kPreactivations}) {
+    torch::manual_seed(4);
+    LstmBlock model(3, 5, 2, 0.0, save);
+    model.to(torch::kFloat64);
+    const auto run = [&] {
+      return run_and_backprop(forward_of(model, d.lengths), d.x, d.h0, d.seed_z, d.seed_h,
+                              parameters_by_name(model));
+    };
+    const auto loops = run();
+    OpsOnTheCpu ops;
+    expect_close(run(), loops, 1e-12, "lstm_block gate ops vs loops, save=" + to_string(save));
+    auto [z, h] = model.forward(d.x, d.h0, d.lengths);
+    EXPECT_TRUE(torch::equal(h[1].narrow(1, 3, 1), d.h0[1].narrow(1, 3, 1)));  // no step: frozen
+    EXPECT_EQ(z.narrow(1, 3, 1).abs().max().item<double>(), 0.0);
+  }
+}
+
 TEST(LstmBlock, StateIsFrozenAndOutputIsZeroPastTheEnd) {
   const LstmData d(torch::kFloat64, 1, 2, {9, 4, 0, 1});
   LstmBlock model(3, 5);

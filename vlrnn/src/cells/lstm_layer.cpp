@@ -35,6 +35,68 @@ void activate(torch::Tensor& gates, const torch::Tensor& a, int64_t hidden) {
   at::sigmoid_out(o_out, a.narrow(1, 3 * H, H));
 }
 
+// NOTE [ lstm_block off the CPU ]: the gate work of a step is fused into loops over rows on
+// the CPU (data_ptr and at::parallel_for: host memory only). Elsewhere (CUDA) the same
+// arithmetic runs as LibTorch's elementwise ops, a few kernels per step, and the GEMMs are
+// the same calls either way. The two compute the same function; a test runs the ops on the
+// CPU against the loops (set_lstm_layer_cpu_loops_for_testing).
+bool& cpu_loops_enabled() {
+  static bool enabled = true;
+  return enabled;
+}
+bool cpu_loops(const torch::Tensor& x) { return x.device().is_cpu() && cpu_loops_enabled(); }
+
+// c_t = f ⊙ c + i ⊙ g and h_t = o ⊙ tanh(c_t), both frozen past a sequence's end, for
+// gates [B, 4H] (activated), c, h, c_t, h_t, tc [B, H]; `mask` the step's B flags or null.
+void state_update_cpu(const torch::Tensor& gates, const torch::Tensor& c, const torch::Tensor& h,
+                      torch::Tensor& c_t, torch::Tensor& h_t, torch::Tensor& tc, const bool* m,
+                      int64_t B, int64_t H) {
+  AT_DISPATCH_FLOATING_TYPES(gates.scalar_type(), "lstm_block forward", [&] {
+    const scalar_t* G = gates.data_ptr<scalar_t>();
+    const scalar_t* cp = c.data_ptr<scalar_t>();
+    scalar_t* cn = c_t.data_ptr<scalar_t>();
+    at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const scalar_t* gi = G + b * 4 * H;
+        const scalar_t *gf = gi + H, *gg = gi + 2 * H;
+        if (m && !m[b]) {
+          std::copy(cp + b * H, cp + (b + 1) * H, cn + b * H);
+          continue;
+        }
+        for (int64_t j = 0; j < H; ++j) cn[b * H + j] = gf[j] * cp[b * H + j] + gi[j] * gg[j];
+      }
+    });
+    at::tanh_out(tc, c_t);
+    const scalar_t* T = tc.data_ptr<scalar_t>();
+    const scalar_t* hp = h.data_ptr<scalar_t>();
+    scalar_t* hn = h_t.data_ptr<scalar_t>();
+    at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        if (m && !m[b]) {
+          std::copy(hp + b * H, hp + (b + 1) * H, hn + b * H);
+          continue;
+        }
+        const scalar_t* go = G + b * 4 * H + 3 * H;
+        for (int64_t j = 0; j < H; ++j) hn[b * H + j] = go[j] * T[b * H + j];
+      }
+    });
+  });
+}
+
+// The same as LibTorch ops on any device; `mask_t` [B, 1] bool or undefined.
+void state_update_ops(const torch::Tensor& gates, const torch::Tensor& c, const torch::Tensor& h,
+                      torch::Tensor& c_t, torch::Tensor& h_t, torch::Tensor& tc,
+                      const torch::Tensor& mask_t, int64_t H) {
+  const auto i = gates.narrow(1, 0, H), f = gates.narrow(1, H, H), g = gates.narrow(1, 2 * H, H),
+             o = gates.narrow(1, 3 * H, H);
+  at::mul_out(c_t, f, c);
+  c_t.addcmul_(i, g);
+  if (mask_t.defined()) at::where_out(c_t, mask_t, c_t, c);
+  at::tanh_out(tc, c_t);
+  at::mul_out(h_t, o, tc);
+  if (mask_t.defined()) at::where_out(h_t, mask_t, h_t, h);
+}
+
 // ---- forward ------------------------------------------------------------------------------
 
 struct Forward {
@@ -55,7 +117,8 @@ Forward lstm_block_forward(const BlockInput& blk, const torch::Tensor& c0, const
   auto scratch = save == LstmSave::kPreactivations ? torch::empty({B, 4 * H}, opts)
                                                    : torch::Tensor();  // [B, 4H] gates
   auto tc = torch::empty({B, H}, opts);                                // [B, H] tanh(c_t)
-  const bool* mask = blk.mask.defined() ? blk.mask.data_ptr<bool>() : nullptr;  // [Tb, B]
+  const bool* mask = blk.mask.defined() && cpu_loops(blk.x) ? blk.mask.data_ptr<bool>()
+                                                            : nullptr;  // [Tb, B]
   torch::Tensor h = blk.h0, c = c0;  // [B, H]
   for (int64_t t = 0; t < blk.steps; ++t) {
     auto a_t = s.a[t];  // [B, 4H]
@@ -63,39 +126,12 @@ Forward lstm_block_forward(const BlockInput& blk, const torch::Tensor& c0, const
     auto gates = save == LstmSave::kGates ? a_t : scratch;
     activate(gates, a_t, H);
     auto c_t = s.cs[t], h_t = s.hs[t];
-    AT_DISPATCH_FLOATING_TYPES(blk.x.scalar_type(), "lstm_block forward", [&] {
-      const scalar_t* G = gates.data_ptr<scalar_t>();
-      const scalar_t* cp = c.data_ptr<scalar_t>();
-      scalar_t* cn = c_t.data_ptr<scalar_t>();
-      const bool* m = mask ? mask + t * B : nullptr;
-      // c_t = f ⊙ c_{t-1} + i ⊙ g, frozen past a sequence's end.
-      at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-          const scalar_t* gi = G + b * 4 * H;
-          const scalar_t *gf = gi + H, *gg = gi + 2 * H;
-          if (m && !m[b]) {
-            std::copy(cp + b * H, cp + (b + 1) * H, cn + b * H);
-            continue;
-          }
-          for (int64_t j = 0; j < H; ++j) cn[b * H + j] = gf[j] * cp[b * H + j] + gi[j] * gg[j];
-        }
-      });
-      at::tanh_out(tc, c_t);
-      const scalar_t* T = tc.data_ptr<scalar_t>();
-      const scalar_t* hp = h.data_ptr<scalar_t>();
-      scalar_t* hn = h_t.data_ptr<scalar_t>();
-      // h_t = o ⊙ tanh(c_t), frozen past a sequence's end.
-      at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-          if (m && !m[b]) {
-            std::copy(hp + b * H, hp + (b + 1) * H, hn + b * H);
-            continue;
-          }
-          const scalar_t* go = G + b * 4 * H + 3 * H;
-          for (int64_t j = 0; j < H; ++j) hn[b * H + j] = go[j] * T[b * H + j];
-        }
-      });
-    });
+    if (cpu_loops(blk.x)) {
+      state_update_cpu(gates, c, h, c_t, h_t, tc, mask ? mask + t * B : nullptr, B, H);
+    } else {
+      const auto mask_t = blk.mask.defined() ? blk.mask[t] : torch::Tensor();  // [B, 1]
+      state_update_ops(gates, c, h, c_t, h_t, tc, mask_t, H);
+    }
     h = h_t;
     c = c_t;
   }
@@ -131,22 +167,13 @@ struct BackwardCarry {
   torch::Tensor gates;    // [B, 4H] scratch for the activated gates (pre-activation saves)
 };
 
-// Step t of the backward (the forward step in reverse): fills D_t [B, 4H] = δa_t from δh_t
-// + δz_t and δc_t, turns δc_t into δc_{t-1}, and leaves δh_{t-1} = D_t W_hh in carry.dh.
-void backward_step(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
-                   const Forward& s, LstmSave save, const torch::Tensor& dz, int64_t t,
-                   BackwardCarry& carry, torch::Tensor d_t) {
-  const int64_t H = blk.hidden, B = blk.batch;
-  const auto c_t = s.cs[t];                      // [B, H]
-  const auto c_prev = t > 0 ? s.cs[t - 1] : c0;  // [B, H]
-  at::tanh_out(carry.tc, c_t);
-  torch::Tensor gates = s.a[t];  // [B, 4H]
-  if (save == LstmSave::kPreactivations) {
-    activate(carry.gates, gates, H);
-    gates = carry.gates;
-  }
-  const bool* mask = blk.mask.defined() ? blk.mask.data_ptr<bool>() : nullptr;  // [Tb, B]
-  AT_DISPATCH_FLOATING_TYPES(blk.x.scalar_type(), "lstm_block backward", [&] {
+// D_t [B, 4H] = δa_t from δh_t (carry.dh) + δz_t and δc_t (carry.dc), which becomes
+// δc_{t-1} in place; tanh(c_t) is in carry.tc. A frozen step (`m` false) has D_t = 0 and
+// passes δc_t through. `m` the step's B flags or null.
+void gate_gradients_cpu(const torch::Tensor& gates, BackwardCarry& carry,
+                        const torch::Tensor& c_prev, const torch::Tensor& dz, int64_t t,
+                        torch::Tensor& d_t, const bool* m, int64_t B, int64_t H) {
+  AT_DISPATCH_FLOATING_TYPES(gates.scalar_type(), "lstm_block backward", [&] {
     const scalar_t* G = gates.data_ptr<scalar_t>();
     const scalar_t* T = carry.tc.data_ptr<scalar_t>();
     const scalar_t* cp = c_prev.data_ptr<scalar_t>();
@@ -154,7 +181,6 @@ void backward_step(const BlockInput& blk, const torch::Tensor& c0, const LstmWei
     const scalar_t* dhn = carry.dh.data_ptr<scalar_t>();
     scalar_t* dcb = carry.dc.data_ptr<scalar_t>();
     scalar_t* D = d_t.data_ptr<scalar_t>();
-    const bool* m = mask ? mask + t * B : nullptr;
     at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
         scalar_t* Db = D + b * 4 * H;
@@ -178,9 +204,55 @@ void backward_step(const BlockInput& blk, const torch::Tensor& c0, const LstmWei
       }
     });
   });
+}
+
+// The same as LibTorch ops on any device; `mask_t` [B, 1] bool or undefined.
+void gate_gradients_ops(const torch::Tensor& gates, BackwardCarry& carry,
+                        const torch::Tensor& c_prev, const torch::Tensor& dz_t, torch::Tensor& d_t,
+                        const torch::Tensor& mask_t, int64_t H) {
+  const auto i = gates.narrow(1, 0, H), f = gates.narrow(1, H, H), g = gates.narrow(1, 2 * H, H),
+             o = gates.narrow(1, 3 * H, H);
+  const auto& th = carry.tc;
+  const auto dh_t = carry.dh + dz_t;                      // δh_t += δz_t
+  const auto dc_t = carry.dc + dh_t * o * (1 - th * th);  // h_t = o ⊙ tanh(c_t)
+  auto d_i = d_t.narrow(1, 0, H), d_f = d_t.narrow(1, H, H), d_g = d_t.narrow(1, 2 * H, H),
+       d_o = d_t.narrow(1, 3 * H, H);
+  at::mul_out(d_i, dc_t * g, i * (1 - i));       // δa_i
+  at::mul_out(d_f, dc_t * c_prev, f * (1 - f));  // δa_f
+  at::mul_out(d_g, dc_t * i, 1 - g * g);         // δa_g
+  at::mul_out(d_o, dh_t * th, o * (1 - o));      // δa_o
+  if (mask_t.defined()) {  // frozen: no gate gradient, δc_t passes through
+    d_t.masked_fill_(mask_t.logical_not(), 0);
+    at::where_out(carry.dc, mask_t, dc_t * f, carry.dc);
+  } else {
+    at::mul_out(carry.dc, dc_t, f);  // δc_{t-1}
+  }
+}
+
+// Step t of the backward (the forward step in reverse): fills D_t [B, 4H] = δa_t from δh_t
+// + δz_t and δc_t, turns δc_t into δc_{t-1}, and leaves δh_{t-1} = D_t W_hh in carry.dh.
+void backward_step(const BlockInput& blk, const torch::Tensor& c0, const LstmWeights& w,
+                   const Forward& s, LstmSave save, const torch::Tensor& dz, int64_t t,
+                   BackwardCarry& carry, torch::Tensor d_t) {
+  const int64_t H = blk.hidden, B = blk.batch;
+  const auto c_t = s.cs[t];                      // [B, H]
+  const auto c_prev = t > 0 ? s.cs[t - 1] : c0;  // [B, H]
+  at::tanh_out(carry.tc, c_t);
+  torch::Tensor gates = s.a[t];  // [B, 4H]
+  if (save == LstmSave::kPreactivations) {
+    activate(carry.gates, gates, H);
+    gates = carry.gates;
+  }
+  if (cpu_loops(blk.x)) {
+    const bool* mask = blk.mask.defined() ? blk.mask.data_ptr<bool>() + t * B : nullptr;
+    gate_gradients_cpu(gates, carry, c_prev, dz, t, d_t, mask, B, H);
+  } else {
+    const auto mask_t = blk.mask.defined() ? blk.mask[t] : torch::Tensor();  // [B, 1]
+    gate_gradients_ops(gates, carry, c_prev, dz[t], d_t, mask_t, H);
+  }
   // a_t = ... + h_{t-1} W_hh^T: δh_{t-1} = D_t W_hh, [B, 4H] x [4H, H]
   at::mm_out(carry.dh_prev, d_t, w.w_hh);
-  if (mask) {
+  if (blk.mask.defined()) {
     // A frozen step passes δh_t straight through (z_t = 0 there: no δz_t to add).
     const auto frozen = blk.mask[t].logical_not();  // [B, 1]
     at::where_out(carry.dh_prev, frozen, carry.dh, carry.dh_prev);
@@ -313,6 +385,8 @@ void LstmWeights::check(const std::string& argument) const {
   check_layer_weights(w_ih, w_hh, b_ih, b_hh, /*gates=*/4, argument);
 }
 
+void set_lstm_layer_cpu_loops_for_testing(bool enabled) { cpu_loops_enabled() = enabled; }
+
 std::string to_string(LstmSave save) {
   return save == LstmSave::kGates ? "gates" : "preactivations";
 }
@@ -322,7 +396,6 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> lstm_layer(
     const LstmWeights& weights, const torch::Tensor& mask, LstmSave save) {
   weights.check("weights");
   const auto mask_arg = check_block_input(x, weights.w_ih, mask);
-  TORCH_CHECK(x.device().is_cpu(), "x: lstm_block runs on the CPU only, got device ", x.device());
   TORCH_CHECK(x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble,
               "x: expected dtype Float or Double, got ", x.scalar_type());
   check_entry_state(h_entry, "h_entry", x, weights.hidden_size());

@@ -40,7 +40,8 @@
 // backward: δh_t += m_t ? δz_t : 0; a frozen step passes δh_t and δc_t straight through and
 // its gate gradients are exactly 0, so it adds nothing to any weight gradient.
 //
-// The fused gate passes are CPU loops (float and double); other devices are rejected.
+// The fused gate passes are CPU loops (float and double); on other devices the same
+// arithmetic runs as LibTorch ops (NOTE [ lstm_block off the CPU ] in lstm_layer.cpp).
 // The backward is not itself differentiable: double backward (create_graph = true) throws.
 
 #include <torch/torch.h>
@@ -73,5 +74,9 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> lstm_layer(
     const torch::Tensor& x, const torch::Tensor& h_entry, const torch::Tensor& c_entry,
     const LstmWeights& weights, const torch::Tensor& mask = {},
     LstmSave save = LstmSave::kGates);
+
+// Tests only: false runs the gate work as LibTorch ops on the CPU too (NOTE [ lstm_block off
+// the CPU ]), so that the path other devices take is checked against the CPU loops here.
+void set_lstm_layer_cpu_loops_for_testing(bool enabled);
 
 }  // namespace vlrnn
