@@ -1,6 +1,7 @@
 // `vlrnn`: verify, measure and compare exact memory-efficient BPTT methods.
 #include "commands/command.h"
 #include "lib/user_models.h"
+#include "vlrnn/core/exact_float32.h"
 
 #include <c10/util/Exception.h>
 
@@ -21,6 +22,8 @@ int report_error(const CLI::App& app, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Every command runs float32 as float32 on a GPU (NOTE [ Float32 without TF32 ]).
+  const vlrnn::ExactFloat32 exact_float32;
   CLI::App app{
       "vlrnn: exact backpropagation through time in blocks, for very long sequences.\n"
       "Full BPTT keeps every activation of every step (memory grows with T x B); VLRNN\n"

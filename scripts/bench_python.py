@@ -413,7 +413,7 @@ def main():
         p = torch.cuda.get_device_properties(args.device)
         meta["devices"] = {str(args.device): (
             f"{p.name}, {p.total_memory / 2**30:.1f} GiB, compute {p.major}.{p.minor}, "
-            f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}")}
+            f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, TF32 off")}
     meta.update(env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")},
                 python=platform.python_version(),
                 openblas_env={k: v for k, v in os.environ.items() if k.startswith("OPENBLAS")},
@@ -423,8 +423,11 @@ def main():
         def write(record):
             records.write(json.dumps(record) + "\n")
             records.flush()
-        for name in chosen:
-            measure(name, factories[name], args, write)
+        # float32 as float32 on a GPU, as `vlrnn compare` measures it (NOTE [ Float32
+        # without TF32 ] in vlrnn/core/exact_float32.h): every peer at one precision.
+        with _C.ExactFloat32():
+            for name in chosen:
+                measure(name, factories[name], args, write)
     meta["load_average_end"] = results_writer.load_average()
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     results_writer.write_meta(args.out, meta)

@@ -12,6 +12,7 @@
 #include "vlrnn/cells/lstm_block.h"
 #include "vlrnn/cells/onednn_lstm.h"
 #include "vlrnn/core/bidirectional.h"
+#include "vlrnn/core/exact_float32.h"
 #include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/core/script_model.h"
@@ -372,6 +373,15 @@ PYBIND11_MODULE(_C, m) {
         "Whether oneDNN's LSTM computes under no-grad what it computes training, on this "
         "processor (NOTE [ oneDNN's LSTM inference, checked ]); where not, VLRNN's gradient "
         "methods and vlrnn.nn.LSTM run LSTMs without oneDNN");
+  // NOTE [ Float32 without TF32 ]: `with _C.ExactFloat32():` around what checks exactness.
+  struct ExactFloat32Scope {
+    std::optional<ExactFloat32> guard;
+  };
+  py::class_<ExactFloat32Scope>(m, "ExactFloat32",
+                                "TF32 off for cuDNN and cuBLAS inside `with`, as before after")
+      .def(py::init<>())
+      .def("__enter__", [](ExactFloat32Scope& self) { self.guard.emplace(); })
+      .def("__exit__", [](ExactFloat32Scope& self, const py::args&) { self.guard.reset(); });
   m.def("load_plugin", &load_plugin_globally, py::arg("path"),
         "dlopens a plugin and runs its vlrnn_register_plugin() (NOTE [ Plugins from Python ])");
   m.def("make_head", [](const std::string& kind, int64_t input_size, int64_t outputs) {

@@ -430,6 +430,12 @@ def cut_dependence(call, seed=0):
     steps = min(b.time_steps, CUT_CHECK_STEPS)
     if steps < 2:
         return found
+    with _C.ExactFloat32():  # NOTE [ Float32 without TF32 ] (vlrnn/core/exact_float32.h)
+        return _cut_dependence(call, steps, seed, found)
+
+
+def _cut_dependence(call, steps, seed, found):
+    b = call.batch
     if call.calls_user_code:  # else the rnn is C++ or the cells: exact under any cut
         lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
         h0 = None if call.engine_h0 is None else [t.detach() for t in call.engine_h0]

@@ -3,6 +3,7 @@
 #include "vlrnn/verify/cut_dependence.h"
 
 #include "vlrnn/core/bidirectional.h"
+#include "vlrnn/core/exact_float32.h"
 
 #include "vlrnn/registry/heads.h"
 #include "vlrnn/core/rng.h"
@@ -96,6 +97,7 @@ State random_state(const VerifyCase& spec, const RecurrentModule& model, bool re
 
 VerifyOutcome verify_against_full(GradientMethod& method, const Workload& workload,
                                   uint64_t seed) {
+  const ExactFloat32 exact_float32;  // NOTE [ Float32 without TF32 ]
   VerifyOutcome outcome;
   outcome.tolerance = tolerance_for(workload.batch.inputs.scalar_type());
   outcome.exact = method.is_exact();

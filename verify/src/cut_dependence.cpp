@@ -1,5 +1,6 @@
 #include "vlrnn/verify/cut_dependence.h"
 
+#include "vlrnn/core/exact_float32.h"
 #include "vlrnn/core/rng.h"
 #include "vlrnn/methods/block.h"
 
@@ -96,6 +97,7 @@ CutDependence measure_cut_dependence(const Workload& given, uint64_t seed) {
   // As a gradient method sees it: h0 absent means the model's initial state (a model that
   // is handed no state, as a Python module is, need not know what that is), padding zeroed.
   const Workload workload = validated(given);
+  const ExactFloat32 exact_float32;  // NOTE [ Float32 without TF32 ]
   CutDependence result;
   const int64_t T = workload.batch.time_steps();
   if (T < 2) return result;

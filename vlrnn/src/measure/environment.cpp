@@ -176,9 +176,13 @@ std::string describe_device(const torch::Device& device) {
     const long runtime = at::Context::versionCUDART();
     const std::string cudnn =
         at::Context::hasCuDNN() ? std::to_string(at::Context::versionCuDNN()) : "none";
-    return fmt::format("cuda:{}: {}, {:.1f} GiB, compute {}.{}, CUDA runtime {}.{}, cuDNN {}",
+    // And whether float32 ran as TF32 there (NOTE [ Float32 without TF32 ]).
+    const bool tf32 = at::globalContext().allowTF32CuDNN() || at::globalContext().allowTF32CuBLAS();
+    return fmt::format("cuda:{}: {}, {:.1f} GiB, compute {}.{}, CUDA runtime {}.{}, cuDNN {}, "
+                       "TF32 {}",
                        int(index), props->name, double(props->totalGlobalMem) / double(1ull << 30),
-                       props->major, props->minor, runtime / 1000, (runtime % 1000) / 10, cudnn);
+                       props->major, props->minor, runtime / 1000, (runtime % 1000) / 10, cudnn,
+                       tf32 ? "on" : "off");
   }
 #endif
   return fmt::format("cpu: {}, {} cores, {} threads", cpu_model(), cpu_count(),

@@ -45,7 +45,7 @@ std::string load_average();      // /proc/loadavg's first three fields, or ""
 // device is refused where it is named, not measured wrongly later.
 bool built_with_cuda();
 // "cpu: <model>, N cores, T threads" or "cuda:0: <name>, <memory> GiB, compute X.Y, CUDA
-// runtime X.Y, cuDNN N".
+// runtime X.Y, cuDNN N, TF32 off".
 std::string describe_device(const torch::Device& device);
 
 }  // namespace vlrnn::measure
