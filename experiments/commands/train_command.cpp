@@ -141,7 +141,7 @@ int run_train_command(const TrainArgs& args) {
   // Before the config: its runs may name method "plan".
   if (!args.plan_file.empty()) experiments::add_plan_method(args.plan_file);
   if (!args.device.empty()) experiments::parse_device(args.device, "--device");
-  const auto config = experiments::load_train_config(args.config_path, args.device);
+  auto config = experiments::load_train_config(args.config_path, args.device);
   // NOTE [ Denormals in long backward passes ]: a loss scored only at the last of T = 784
   // steps sends a gradient back through hundreds of steps, shrinking at each, into the
   // subnormal floats, where the CPU's arithmetic runs many times slower (a sequential
@@ -158,6 +158,7 @@ int run_train_command(const TrainArgs& args) {
   // Data-parallel when started as several ranks (torchrun's or Slurm's variables): rank 0
   // writes the folder, every rank trains its share (NOTE [ Data-parallel training ]).
   const auto group = ProcessGroupConfig::from_environment();
+  config.device = group.device_of_rank(config.device, int64_t(torch::cuda::device_count()));
   const DataParallel ranks(group);
   experiments::ResultsStore store(out);
   const std::string checkpoints = out + "/checkpoints";
@@ -234,7 +235,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "or an srun step's SLURM_PROCID, SLURM_STEP_NUM_TASKS), it trains data-parallel over "
       "c10d's gloo: each rank takes its share of every batch, the gradients are summed once per step, and "
       "rank 0 writes DIR; a rank waits at most VLRNN_DIST_TIMEOUT_S (300) seconds for the "
-      "others. docs/distributed.md.");
+      "others. On --device cuda, rank r of a machine trains on cuda:r (LOCAL_RANK, "
+      "SLURM_LOCALID). docs/distributed.md.");
   sub->add_option("config", args->config_path, "the training config (JSON)")
       ->required()
       ->check(CLI::ExistingFile);

@@ -231,8 +231,9 @@ void with_environment(const std::vector<std::pair<std::string, std::string>>& va
 }
 
 TEST(ProcessGroupConfig, FromTorchrunsOrSlurmsVariables) {
-  const std::vector<std::string> names{"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                                       "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_JOB_ID",
+  const std::vector<std::string> names{"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                       "MASTER_PORT", "SLURM_PROCID", "SLURM_NTASKS",
+                                       "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_JOB_ID",
                                        "VLRNN_DIST_TIMEOUT_S"};
   std::vector<std::pair<std::string, std::string>> cleared;
   for (const auto& n : names) cleared.emplace_back(n, "");
@@ -243,6 +244,7 @@ TEST(ProcessGroupConfig, FromTorchrunsOrSlurmsVariables) {
       const auto c = ProcessGroupConfig::from_environment();
       EXPECT_EQ(c.rank, 1);
       EXPECT_EQ(c.world_size, 4);
+      EXPECT_EQ(c.local_rank, 1);  // LOCAL_RANK unset: one machine
       EXPECT_EQ(c.master_addr, "node7");
       EXPECT_EQ(c.port, 1234);
       EXPECT_EQ(c.timeout, std::chrono::seconds(9));
@@ -255,6 +257,11 @@ TEST(ProcessGroupConfig, FromTorchrunsOrSlurmsVariables) {
       EXPECT_EQ(c.world_size, 3);
       EXPECT_EQ(c.port, 29500 + 17);  // one port per job
     });
+    with_environment({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}},
+                     [] { EXPECT_EQ(ProcessGroupConfig::from_environment().local_rank, 1); });
+    with_environment({{"SLURM_PROCID", "5"}, {"SLURM_STEP_NUM_TASKS", "8"},
+                      {"SLURM_LOCALID", "1"}},
+                     [] { EXPECT_EQ(ProcessGroupConfig::from_environment().local_rank, 1); });
     // A batch script's own shell: a job of 3 tasks, but no srun step: one process.
     with_environment({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "3"}, {"SLURM_JOB_ID", "40017"}},
                      [] { EXPECT_EQ(ProcessGroupConfig::from_environment().world_size, 1); });
@@ -267,6 +274,22 @@ TEST(ProcessGroupConfig, FromTorchrunsOrSlurmsVariables) {
                             {"WORLD_SIZE", "integer", "'two'"});
     });
   });
+}
+
+// Several ranks asking for "cuda" take one GPU each, by their number on the machine; what
+// names a device, or one process, keeps it.
+TEST(ProcessGroupConfig, EachRankOfAMachineTrainsOnItsOwnGpu) {
+  ProcessGroupConfig group;
+  group.world_size = 8;
+  group.rank = 5;
+  group.local_rank = 1;
+  EXPECT_EQ(group.device_of_rank(torch::Device("cuda"), 4), torch::Device("cuda:1"));
+  EXPECT_EQ(group.device_of_rank(torch::Device("cuda:3"), 4), torch::Device("cuda:3"));
+  EXPECT_EQ(group.device_of_rank(torch::Device("cpu"), 0), torch::Device("cpu"));
+  expect_error_mentions([&] { group.device_of_rank(torch::Device("cuda"), 1); },
+                        {"LOCAL_RANK 1", "rank 5 of 8", "has 1", "cuda:N"});
+  ProcessGroupConfig one_process;
+  EXPECT_EQ(one_process.device_of_rank(torch::Device("cuda"), 0), torch::Device("cuda"));
 }
 
 }  // namespace

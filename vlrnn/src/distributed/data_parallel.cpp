@@ -70,11 +70,13 @@ ProcessGroupConfig ProcessGroupConfig::from_environment() {
   if (std::getenv("WORLD_SIZE") != nullptr) {
     config.world_size = integer_variable("WORLD_SIZE", 1, 1, max_ranks);
     config.rank = integer_variable("RANK", 0, 0, config.world_size - 1);
+    config.local_rank = integer_variable("LOCAL_RANK", config.rank, 0, config.world_size - 1);
   } else if (std::getenv("SLURM_STEP_NUM_TASKS") != nullptr) {
     // A task of an srun step. (Not SLURM_NTASKS: a batch script's own shell has it too, and
     // a vlrnn it starts without srun is one process.)
     config.world_size = integer_variable("SLURM_STEP_NUM_TASKS", 1, 1, max_ranks);
     config.rank = integer_variable("SLURM_PROCID", 0, 0, config.world_size - 1);
+    config.local_rank = integer_variable("SLURM_LOCALID", config.rank, 0, config.world_size - 1);
     // One port per job, so that two jobs on one node do not meet.
     config.port = int(29500 + integer_variable("SLURM_JOB_ID", 0, 0,
                                                std::numeric_limits<int64_t>::max()) % 10000);
@@ -91,6 +93,16 @@ std::string ProcessGroupConfig::describe() const {
   std::ostringstream out;
   out << "rank " << rank << " of " << world_size << " (" << master_addr << ":" << port << ")";
   return out.str();
+}
+
+torch::Device ProcessGroupConfig::device_of_rank(const torch::Device& asked,
+                                                 int64_t cuda_devices) const {
+  if (world_size == 1 || !asked.is_cuda() || asked.has_index()) return asked;
+  TORCH_CHECK(local_rank < cuda_devices, "LOCAL_RANK ", local_rank, " (", describe(),
+              "): expected one CUDA device per rank of a machine, but this one has ",
+              cuda_devices, "; start at most ", cuda_devices, " ranks per machine, or name "
+              "the device (cuda:N) for every rank to share");
+  return torch::Device(torch::kCUDA, c10::DeviceIndex(local_rank));
 }
 
 #ifdef VLRNN_WITH_GLOO

@@ -46,18 +46,25 @@ bool data_parallel_available();
 struct ProcessGroupConfig {
   int64_t rank = 0;
   int64_t world_size = 1;
+  int64_t local_rank = 0;  // this rank's number on its own machine (LOCAL_RANK, SLURM_LOCALID)
   std::string master_addr = "127.0.0.1";
   int port = 29500;
   std::chrono::seconds timeout{300};  // NOTE [ Ranks never wait forever ]
 
-  // torchrun's variables RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; else, in a task of
-  // an srun step, Slurm's SLURM_PROCID and SLURM_STEP_NUM_TASKS (the address and port still
+  // torchrun's variables RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; else, in a
+  // task of an srun step, Slurm's SLURM_PROCID, SLURM_STEP_NUM_TASKS and SLURM_LOCALID (LOCAL_RANK
+  // unset: the rank; the address and port still
   // from MASTER_ADDR / MASTER_PORT when set, else 127.0.0.1 and 29500 + SLURM_JOB_ID %
   // 10000); else one process. VLRNN_DIST_TIMEOUT_S sets the timeout. Throws, naming the variable, on a value
   // that is not a number or out of range.
   static ProcessGroupConfig from_environment();
   // "rank 1 of 2 (127.0.0.1:29500)", or "1 process".
   std::string describe() const;
+  // The device this rank trains on, given the one asked for: with several ranks, "cuda"
+  // (no index) becomes cuda:local_rank, one GPU per rank of a machine, as torchrun's
+  // ranks take them; a named index or the CPU stays as asked. Throws, naming LOCAL_RANK,
+  // when the machine has fewer CUDA devices (`cuda_devices`) than that.
+  torch::Device device_of_rank(const torch::Device& asked, int64_t cuda_devices) const;
 };
 
 class DataParallel {
