@@ -49,13 +49,17 @@ def global_batch(step):
 
 def main():
     distributed = "RANK" in os.environ  # set by torchrun (or srun with the usual variables)
+    # One GPU per rank of a machine, on NCCL, where the machine has as many; else every rank
+    # on the CPU, on gloo (the same choice on every rank: the backends must match).
+    ranks_here = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    on_gpus = distributed and torch.cuda.device_count() >= ranks_here
     if distributed:
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("nccl" if on_gpus else "gloo")
         rank, world = dist.get_rank(), dist.get_world_size()
     else:
         rank, world = 0, 1
     device = torch.device("cpu")
-    if distributed and torch.cuda.is_available():
+    if on_gpus:
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
 

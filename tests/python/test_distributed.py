@@ -109,6 +109,7 @@ def test_example_on_two_ranks_trains_as_one_process():
         stderr=subprocess.PIPE, text=True,
         env=dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE="2",
                  MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1",
+                 CUDA_VISIBLE_DEVICES="",  # the CPU's float32, as the one process has it
                  **OLD_STORE)) for r in range(2)]  # the variables torchrun sets
     outputs = [p.communicate(timeout=300) for p in ranks]
     assert all(p.returncode == 0 for p in ranks), outputs
