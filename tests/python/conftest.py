@@ -1,10 +1,21 @@
 """Shared models and batches for the Python package's tests (run by ctest: python.pytest)."""
+import warnings
+
 import pytest
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pack_sequence
 
 import vlrnn
+from vlrnn import _C
+
+# The oneDNN probe runs once per process and warns where oneDNN's LSTM is wrong (NOTE
+# [ oneDNN's LSTM inference, checked ]). Run here, before any test, so that a test that
+# records warnings sees only its own; the warning itself is tested in a fresh process
+# (test_warnings.py).
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    _C.onednn_lstm_inference_agrees()
 
 B, F, H, CLASSES, T = 5, 6, 8, 4, 30
 
