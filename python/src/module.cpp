@@ -272,9 +272,11 @@ PYBIND11_MODULE(_C, m) {
         for (const auto& spec : self.state_spec()) dims.push_back(spec.batch_dim);
         return dims;
       })
-      .def("to_dtype", [](RecurrentModule& self, bool float64) {
-        self.to(float64 ? torch::kFloat64 : torch::kFloat32);
-      }, py::arg("float64"))
+      // torch::nn::Module::to replaces each tensor's data in place (set_data), so the
+      // Python objects of named_parameters() follow the move.
+      .def("to_like", [](RecurrentModule& self, const torch::Tensor& like) {
+        self.to(like.device(), like.scalar_type());
+      }, py::arg("like"), "moves the module's own tensors to like's device and dtype, in place")
       .def("forward",
            [](RecurrentModule& self, const torch::Tensor& x, const std::vector<torch::Tensor>& state,
               const py::object& lengths) {

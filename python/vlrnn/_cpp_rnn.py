@@ -8,8 +8,9 @@ SelectiveSSM) and any kind by name, a plugin's included (vlrnn.CppModel, cpp_mod
 CppRecurrent builds the kind with the registry's make_model. Its parameters are the C++
 module's own tensors (the same storage and .grad, so optimizers, state_dict and
 load_state_dict act on what runs), under the C++ names with '.' made '_'
-('layer0_proj_weight'). .double(), .float() and .to(dtype) convert them in place (the C++
-module converts its own tensors); they stay on the CPU. forward follows torch.nn's RNNs:
+('layer0_proj_weight'). .double(), .float(), .cuda() and .to(device, dtype) move and convert
+them in place (the C++ module moves its own tensors; device= at construction moves them once
+drawn). forward follows torch.nn's RNNs:
 input [T, B, F] ([B, T, F] with batch_first=True) or a PackedSequence, hx None (the kind's
 initial state, zeros) or the state with every tensor's batch at dim 1; it returns
 (output, h_n). bidirectional=True (the linear recurrences) is torch.nn's: L layers of a
@@ -62,7 +63,7 @@ class CppRecurrent(nn.Module):
                                                // (2 * num_layers))
         else:
             self.cpp = _C.make_model(kind, input_size, hidden_size, num_layers, float(dropout))
-        self.cpp.to_dtype(dtype == torch.float64)
+        self.cpp.to_like(torch.empty(0, dtype=dtype))
         for key, tensor in self.cpp.named_parameters():
             # The C++ tensors themselves (an nn.Parameter would be a copy that the C++
             # module never sees), under the C++ names with '.' made '_'.
@@ -78,23 +79,25 @@ class CppRecurrent(nn.Module):
 
     def _apply(self, fn, *args, **kwargs):
         # Module._apply would put converted copies in the parameters' place, which the C++
-        # module never sees; the C++ module converts its own tensors instead, in place.
+        # module never sees; the C++ module moves and converts its own tensors instead, in
+        # place, so these objects follow.
         tensors = list(self.parameters())
         if not tensors:
             return self
         converted = fn(tensors[0].detach())
-        name = type(self).__name__
-        if converted.device != tensors[0].device:
-            raise TypeError(f"{name}({self.kind!r}): the C++ module's tensors stay on the CPU, "
-                            f"got a move to {converted.device}")
-        if converted.dtype != tensors[0].dtype:
-            if converted.dtype not in DTYPES:
-                raise TypeError(f"{name}({self.kind!r}) dtype: expected torch.float32 or "
-                                f"torch.float64, got {converted.dtype}")
-            self.cpp.to_dtype(converted.dtype == torch.float64)
+        if converted.dtype != tensors[0].dtype and converted.dtype not in DTYPES:
+            raise TypeError(f"{type(self).__name__}({self.kind!r}) dtype: expected "
+                            f"torch.float32 or torch.float64, got {converted.dtype}")
+        if (converted.device, converted.dtype) != (tensors[0].device, tensors[0].dtype):
+            try:
+                self.cpp.to_like(converted)
+            except RuntimeError as error:  # set_data refuses e.g. the meta device
+                raise TypeError(f"{type(self).__name__}({self.kind!r}): the C++ module's "
+                                f"tensors cannot move to {converted.device} "
+                                f"({str(error).splitlines()[0]})") from None
             for t in tensors:
                 if t.grad is not None:
-                    t.grad = t.grad.to(t.dtype)
+                    t.grad = t.grad.to(t.device, t.dtype)
         return self
 
     def train(self, mode=True):
@@ -127,9 +130,10 @@ class CppRecurrent(nn.Module):
             raise ValueError(f"{name} hx: expected a state of {len(expected)} tensor(s) "
                              f"{expected}, got {len(tensors)}")
         for i, (t, shape) in enumerate(zip(tensors, expected)):
-            if list(t.shape) != shape or t.dtype != like.dtype:
-                raise ValueError(f"{name} hx[{i}]: expected shape {shape} (batch at dim 1) "
-                                 f"and dtype {like.dtype}, got {list(t.shape)} {t.dtype}")
+            if (list(t.shape), t.dtype, t.device) != (shape, like.dtype, like.device):
+                raise ValueError(f"{name} hx[{i}]: expected shape {shape} (batch at dim 1), "
+                                 f"dtype {like.dtype} on {like.device}, got {list(t.shape)} "
+                                 f"{t.dtype} on {t.device}")
         return self._to_cpp(tensors)
 
     def engine_model(self):
@@ -141,10 +145,10 @@ class CppRecurrent(nn.Module):
     def forward(self, input, hx=None):
         name = type(self).__name__
         x, lengths = rnn_input(input, self.batch_first, self.input_size, name)
-        dtype = next(self.parameters(), x).dtype
-        if x.dtype != dtype:
-            raise ValueError(f"{name} input: expected dtype {dtype} (the parameters'), got "
-                             f"{x.dtype}")
+        like = next(self.parameters(), x)
+        if (x.dtype, x.device) != (like.dtype, like.device):
+            raise ValueError(f"{name} input: expected dtype {like.dtype} on {like.device} (the "
+                             f"parameters'), got {x.dtype} on {x.device}")
         z, state = self.cpp.forward(x, self._initial_state(hx, x.shape[1], x), lengths)
         state = self._state_out(self._from_cpp(state))
         return rnn_output(z, input, self.batch_first), state
@@ -168,10 +172,10 @@ class _LinearKind(CppRecurrent):
 
     def __init__(self, input_size, hidden_size, num_layers=1, dropout=0.0, batch_first=False,
                  bidirectional=False, device=None, dtype=None):
-        if device is not None and torch.device(device).type != "cpu":
-            raise ValueError(f"{type(self).__name__} device: expected the CPU, got {device!r}")
         super().__init__(self.KIND, input_size, hidden_size, num_layers, dropout, batch_first,
                          dtype, bidirectional)
+        if device is not None:
+            self.to(device)  # drawn on the CPU by the C++ kind, then moved
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"

@@ -163,11 +163,15 @@ def check_features(rnn, batch):
                          f"input_size), got {batch.inputs.shape[2]}")
 
 
-def check_dtypes(modules, batch):
-    """Every floating parameter in x's dtype (the engine computes in one dtype)."""
-    dtype = batch.inputs.dtype
+def check_parameters(modules, batch):
+    """Every parameter on x's device, every floating one in x's dtype: the engine computes
+    in one dtype, on one device, and moves nothing."""
+    dtype, device = batch.inputs.dtype, batch.inputs.device
     for prefix, module in modules:
         for name, p in module.named_parameters():
+            if p.device != device:
+                raise ValueError(f"{prefix} parameter {name}: on {p.device}, x on {device}; "
+                                 f"put both on one device (e.g. {prefix}.to(x.device))")
             if p.is_floating_point() and p.dtype != dtype:
                 raise ValueError(f"{prefix} parameter {name}: dtype {p.dtype} differs from x's "
                                  f"{dtype}; convert the module (e.g. {prefix}.to({dtype}))")
@@ -184,6 +188,9 @@ def check_h0(h0, layout, batch, what="h0"):
         if t.dtype != batch.inputs.dtype:
             raise TypeError(f"{what}[{i}]: expected dtype {batch.inputs.dtype} (x's), got "
                             f"{t.dtype}")
+        if t.device != batch.inputs.device:
+            raise ValueError(f"{what}[{i}]: expected x's device {batch.inputs.device}, got "
+                             f"{t.device}")
     return list(tensors)
 
 
@@ -293,7 +300,7 @@ class EngineCall:
         self.batch = batch_from(x, y)
         self.resets = resets_from(resets, self.batch)  # [T, B] bool, or None
         check_features(rnn, self.batch)
-        check_dtypes((("rnn", rnn), ("out", out)), self.batch)
+        check_parameters((("rnn", rnn), ("out", out)), self.batch)
         with buffers_kept((("rnn", rnn), ("out", out))) as self.changed_buffers:
             z_size, self.layout = probe(rnn, self.batch, h0)
             probe_head(out, self.batch, z_size)

@@ -139,10 +139,13 @@ def _why_not_stock(rnn):
     own = _why_not_own_forward(rnn)
     if own is not None:
         return own
-    if any(p.device.type != "cpu" or p.dtype not in (torch.float32, torch.float64)
-           for p in rnn.parameters()):
-        return "parameters not on the CPU in float32 / float64"
+    if any(p.dtype not in (torch.float32, torch.float64) for p in rnn.parameters()):
+        return "parameters not in float32 / float64"
     return None
+
+
+def _on_the_cpu(rnn):
+    return all(p.device.type == "cpu" for p in rnn.parameters())
 
 
 def stock_engine_model(rnn):
@@ -150,12 +153,13 @@ def stock_engine_model(rnn):
     by the hand-written cells (an EngineModel; NOTE [ Python modules in the engine ]): the
     same function of the same parameters, with no Python call per block. None for any other
     module, and where the cells would not compute the module's own function (a forward
-    overridden or hooked, proj_size, not on the CPU in float32 / float64, batch_first=False,
-    dropout between layers while training: torch.nn draws those masks per call, the cells
-    per step). Where torch runs its LSTM on oneDNN (float32 on 2.x's CPU), so does the
-    cell, on the same primitive (docs/platforms.md, "The LSTM on oneDNN"). No block of a
-    bidirectional module can be computed by calling it, so for one what keeps the cells
-    from computing its function is a ValueError naming it."""
+    overridden or hooked, proj_size, not in float32 / float64, batch_first=False, dropout
+    between layers while training: torch.nn draws those masks per call, the cells per step).
+    Off the CPU a left-to-right module is None too: called per block, it runs on cuDNN.
+    Where torch runs its LSTM on oneDNN (float32 on 2.x's CPU), so does the cell, on the
+    same primitive (docs/platforms.md, "The LSTM on oneDNN"). No block of a bidirectional
+    module can be computed by calling it, so one runs as the cells on any device, and what
+    keeps the cells from computing its function is a ValueError naming it."""
     cell = _stock_cell(rnn)
     if cell is None:
         return None
@@ -164,7 +168,7 @@ def stock_engine_model(rnn):
         if why is not None:
             raise _not_as_engine_model(rnn, why)
         return bidirectional_engine_model(rnn, cell, 0.0)
-    if why is not None:
+    if why is not None or not _on_the_cpu(rnn):
         return None
     return EngineModel(cell_model(cell, rnn, range(rnn.num_layers)), list, tuple)
 
