@@ -1,7 +1,8 @@
 #include "vlrnn/core/rng.h"
 
+#include "vlrnn/core/device.h"
+
 #include <ATen/Context.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <mutex>
 
@@ -31,14 +32,6 @@ const at::Generator& cuda_generator(c10::DeviceIndex index) {
   return at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, index));
 }
 
-// The generator a CUDA device's dropout draws from: "cuda" is the current device, as for
-// a tensor, not cuda:0 (a wrong one would replay another generator's masks: silently wrong
-// gradients). Through c10's device guard, present in CPU-only builds too.
-c10::DeviceIndex cuda_index_of(const torch::Device& device) {
-  if (device.has_index()) return device.index();
-  return c10::impl::getDeviceGuardImpl(c10::kCUDA)->getDevice().index();
-}
-
 // NOTE [ Shared RNG snapshots ]: a method captures the generators at every block entry,
 // but a model that draws no random numbers never moves them. Reusing the previous snapshot
 // when the state is unchanged keeps one 5 KB tensor for such models instead of one per
@@ -65,7 +58,7 @@ RngState RngState::capture(const torch::Device& device) {
   auto& last = last_snapshots();
   snapshot.cpu_state_ = share_if_unchanged(state_of(at::detail::getDefaultCPUGenerator()), last.cpu);
   if (device.is_cuda()) {
-    snapshot.cuda_index_ = cuda_index_of(device);
+    snapshot.cuda_index_ = resolved_device(device).index();
     snapshot.cuda_state_ =
         share_if_unchanged(state_of(cuda_generator(snapshot.cuda_index_)), last.cuda);
   }
@@ -94,7 +87,7 @@ RngState RngState::load(torch::serialize::InputArchive& archive, const torch::De
   RngState snapshot;
   archive.read("cpu", snapshot.cpu_state_);
   if (device.is_cuda()) {
-    snapshot.cuda_index_ = cuda_index_of(device);
+    snapshot.cuda_index_ = resolved_device(device).index();
     TORCH_CHECK(archive.try_read("cuda", snapshot.cuda_state_), "RngState::load: the snapshot "
                 "holds no CUDA generator state (it was saved for a CPU run)");
   }
@@ -105,7 +98,7 @@ RngCopy RngCopy::take(const torch::Device& device) {
   RngCopy copy;
   copy.cpu_ = copy_of(at::detail::getDefaultCPUGenerator());
   if (device.is_cuda()) {
-    copy.cuda_index_ = cuda_index_of(device);
+    copy.cuda_index_ = resolved_device(device).index();
     copy.cuda_ = copy_of(cuda_generator(copy.cuda_index_));
   }
   return copy;

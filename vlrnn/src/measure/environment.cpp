@@ -1,5 +1,7 @@
 #include "vlrnn/measure/environment.h"
 
+#include "vlrnn/core/device.h"
+
 #include <torch/version.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -169,7 +171,7 @@ bool built_with_cuda() {
 std::string describe_device(const torch::Device& device) {
 #ifdef VLRNN_WITH_CUDA
   if (device.is_cuda()) {
-    const auto index = device.has_index() ? device.index() : c10::cuda::current_device();
+    const auto index = resolved_device(device).index();
     const auto* props = at::cuda::getDeviceProperties(index);
     // The versions a GPU result depends on, beside torch's (environment_json): the CUDA
     // runtime LibTorch was built with (13000 = 13.0) and cuDNN's number as cuDNN spells it.

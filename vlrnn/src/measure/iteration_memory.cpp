@@ -1,12 +1,12 @@
 #include "vlrnn/measure/iteration_memory.h"
 
+#include "vlrnn/core/device.h"
 #include "vlrnn/measure/cpu_memory_tracker.h"
 #include "vlrnn/measure/process_memory.h"
 #include "vlrnn/measure/timer.h"
 
 #ifdef VLRNN_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #include <unordered_set>
@@ -15,17 +15,13 @@ namespace vlrnn::measure {
 namespace {
 
 #ifdef VLRNN_WITH_CUDA
-c10::DeviceIndex cuda_index(const torch::Device& device) {
-  return device.has_index() ? device.index() : c10::cuda::current_device();
-}
-
 // allocated_bytes[0] is the aggregate over both pools (StatType::AGGREGATE) in LibTorch
 // 1.13 and 2.x alike; `auto` spares naming the struct, which moved namespace in 2.x.
 struct CudaBytes {
   int64_t current, peak;
 };
 CudaBytes cuda_allocated(const torch::Device& device) {
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_index(device));
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(resolved_device(device).index());
   return {stats.allocated_bytes[0].current, stats.allocated_bytes[0].peak};
 }
 #endif
@@ -45,7 +41,7 @@ int64_t IterationMemoryScope::device_peak_bytes() const {
 void IterationMemoryScope::reset_device_peak() const {
 #ifdef VLRNN_WITH_CUDA
   if (device_.is_cuda()) {
-    c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device_));
+    c10::cuda::CUDACachingAllocator::resetPeakStats(resolved_device(device_).index());
     return;
   }
 #endif
