@@ -12,7 +12,8 @@
 #      the random set: every exact method; float64 and float32, dropout, lengths and padded
 #      tails among them; the whole matrix, 6056 cases, takes 4.5 min on a CPU);
 #   4. cuda_probe.json: scripts/device/cuda_probe.py, each gradient method on CUDA modules
-#      against PlainRNN in float64, dropout and variable lengths included;
+#      against PlainRNN in float64, dropout and variable lengths included, and bfloat16's
+#      gradient error beside full BPTT's own;
 #   5. pytest.xml: the Python suite (tests/python) against that torch;
 #   6. verify.json: the same 60 configurations on the CPU, each row paired with one of 3's;
 #   7. summary.md: each step's exit status, seconds and last line; steps.log: their output.

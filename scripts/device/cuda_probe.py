@@ -7,6 +7,11 @@ raise, and with what. On a machine without CUDA the same cases run on the CPU.
 
 One row per (model, batch, method): max_rel (the largest relative difference over the loss
 and every gradient), passed (within 1e-10), or error (the exception's type and first line).
+Then bfloat16 (torch.nn's modules, so cuDNN on a GPU), where no method can be exact: per
+model, full BPTT's and VLRNN's gradients in bfloat16, each against float64 full BPTT's, and
+against each other. VLRNN is as good as full BPTT there when its error is of the same size
+(it sums a weight's gradient block by block, full BPTT over all steps at once, each rounding
+to bfloat16). These rows report; they pass or fail nothing.
 Exit 0 when it ran, whatever the rows say: it reports, scripts/device/check.sh summarises.
 Shapes: B = batch, T = steps, F = input features, H = hidden, C = classes.
 """
@@ -89,6 +94,51 @@ def run_case(make, kwargs, packed, method, device):
     return method, worst
 
 
+def bf16_case(make, device):
+    """{full, vlrnn}_vs_float64 and vlrnn_vs_full: the largest relative gradient errors."""
+    torch.manual_seed(0)
+    rnn, out = make().double().to(device), Head().double().to(device)
+    x, y = batch(False, device)
+    results = {}
+    for dtype in (torch.float64, torch.bfloat16):
+        rnn.to(dtype), out.to(dtype)
+        for name, run in (("full", vlrnn.PlainRNN(rnn, out, "MEAN")),
+                          ("vlrnn", vlrnn.VLRNN(rnn, out, "MEAN", N=4))):
+            if dtype == torch.float64 and name == "vlrnn":
+                continue
+            for p in list(rnn.parameters()) + list(out.parameters()):
+                p.grad = None
+            loss = run(x.to(dtype), y)[0]
+            if name == "full":
+                loss.backward()
+            results[name, dtype] = [g.double() for g in gradients([rnn, out])]
+
+    def worst(got, want):
+        return max(((g - w).abs().max() / w.abs().max().clamp_min(1e-300)).item()
+                   for g, w in zip(got, want))
+    reference = results["full", torch.float64]
+    return {"full_vs_float64": worst(results["full", torch.bfloat16], reference),
+            "vlrnn_vs_float64": worst(results["vlrnn", torch.bfloat16], reference),
+            "vlrnn_vs_full": worst(results["vlrnn", torch.bfloat16],
+                                   results["full", torch.bfloat16])}
+
+
+def bf16_rows(device):
+    rows = []
+    for name, make, _ in models()[:2]:  # torch.nn's, called as they are
+        row = {"device": str(device), "model": name, "dtype": "bfloat16"}
+        try:
+            row.update(bf16_case(make, device))
+            verdict = ", ".join(f"{k} {v:.1e}" for k, v in row.items()
+                                if k.endswith(("float64", "full")))
+        except Exception as error:  # a row to report, not a crash of the probe
+            row["error"] = f"{type(error).__name__}: {str(error).strip()[:200]}"
+            verdict = row["error"]
+        print(f"{device} | {name} | bfloat16 | {verdict}", flush=True)
+        rows.append(row)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="the JSON file of rows to write")
@@ -116,9 +166,10 @@ def main():
                            else row["error"])
                 print(f"{row['device']} | {name} | {row['batch']} | {row['method']} | "
                       f"{verdict}", flush=True)
+    bfloat16 = bf16_rows(device)
     with open(args.out, "w") as f:
-        json.dump({"torch": torch.__version__, "device": str(device), "rows": rows}, f,
-                  indent=1)
+        json.dump({"torch": torch.__version__, "device": str(device), "rows": rows,
+                   "bfloat16": bfloat16}, f, indent=1)
     passed = sum(r["passed"] for r in rows)
     print(f"cuda_probe: {passed} of {len(rows)} cases exact on {device}")
 
