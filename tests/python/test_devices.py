@@ -108,3 +108,36 @@ def test_vlrnn_on_the_gpu_matches_full_bptt(name, make, width, packed):
     assert all(t is not None and t.is_cuda for t in g)
     assert abs(loss - loss_ref) <= 1e-10 * abs(loss_ref)
     assert max_rel_diff(g, g_ref) < 1e-10
+
+
+@cuda
+def test_verify_proves_every_exact_method_on_the_gpu():
+    # vlrnn.verify's rows on a GPU: a bidirectional C++ kind with dropout (bivlrnn,
+    # checkpoint) and cuDNN's nn.GRU called per block (every left-to-right method).
+    x, y = (t.to("cuda") for t in make_batch(True))
+    cases = [(vlrnn.nn.MinGRU(F, H, 2, dropout=0.3, batch_first=True, bidirectional=True),
+              2 * H), (nn.GRU(F, H, batch_first=True), H)]
+    for rnn, width in cases:
+        vlrnn.assert_exact(rnn.double().cuda(), MlpHead(width, CLASSES).double().cuda(), x, y)
+
+
+@cuda
+def test_a_stream_on_the_gpu_equals_backward_on_the_whole_stream():
+    torch.manual_seed(0)
+    rnn = vlrnn.nn.LSTM(F, H, 2, dropout=0.3, batch_first=True).double().cuda()
+    out = MlpHead(H, CLASSES).double().cuda()
+    x, y = (t.to("cuda") for t in make_batch(False, steps=17))
+    results = []
+    for streamed in (False, True):
+        rnn.zero_grad(), out.zero_grad()
+        torch.manual_seed(8)
+        if streamed:
+            stream = vlrnn.Stream(rnn, out, "MEAN", slots=3)
+            loss = stream.run(zip(x.split(5, dim=1), y.split(5, dim=1)))[0]
+        else:
+            loss = vlrnn.PlainRNN(rnn, out, "MEAN")(x, y)[0]
+            loss.backward()
+        results.append((loss.item(), grads([rnn, out])))
+    (loss_ref, g_ref), (loss, g) = results
+    assert abs(loss - loss_ref) <= 1e-10 * abs(loss_ref)
+    assert max_rel_diff(g, g_ref) < 1e-10
