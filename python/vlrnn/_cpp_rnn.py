@@ -28,7 +28,7 @@ from torch import nn
 
 from . import _C
 from ._adapters import EngineModel, as_state_tuple, stacked_directions
-from ._sequences import rnn_input, rnn_output
+from ._sequences import check_like_parameters, rnn_input, rnn_output
 
 DTYPES = (torch.float32, torch.float64)
 
@@ -130,10 +130,10 @@ class CppRecurrent(nn.Module):
             raise ValueError(f"{name} hx: expected a state of {len(expected)} tensor(s) "
                              f"{expected}, got {len(tensors)}")
         for i, (t, shape) in enumerate(zip(tensors, expected)):
-            if (list(t.shape), t.dtype, t.device) != (shape, like.dtype, like.device):
+            if list(t.shape) != shape:
                 raise ValueError(f"{name} hx[{i}]: expected shape {shape} (batch at dim 1), "
-                                 f"dtype {like.dtype} on {like.device}, got {list(t.shape)} "
-                                 f"{t.dtype} on {t.device}")
+                                 f"got {list(t.shape)}")
+            check_like_parameters(t, like, f"{name} hx[{i}]")
         return self._to_cpp(tensors)
 
     def engine_model(self):
@@ -144,11 +144,7 @@ class CppRecurrent(nn.Module):
 
     def forward(self, input, hx=None):
         name = type(self).__name__
-        x, lengths = rnn_input(input, self.batch_first, self.input_size, name)
-        like = next(self.parameters(), x)
-        if (x.dtype, x.device) != (like.dtype, like.device):
-            raise ValueError(f"{name} input: expected dtype {like.dtype} on {like.device} (the "
-                             f"parameters'), got {x.dtype} on {x.device}")
+        x, lengths = rnn_input(input, self, name)
         z, state = self.cpp.forward(x, self._initial_state(hx, x.shape[1], x), lengths)
         state = self._state_out(self._from_cpp(state))
         return rnn_output(z, input, self.batch_first), state

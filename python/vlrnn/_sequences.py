@@ -176,10 +176,20 @@ def from_time_major(padded, batch):
     return padded.transpose(0, 1)
 
 
-def rnn_input(input, batch_first, input_size, module_name):
-    """A torch.nn-style RNN's input (a tensor [T, B, F], [B, T, F] when batch_first, or a
-    PackedSequence) as (x [T, B, F], lengths [B] or None), checked; TypeError / ValueError
-    naming the argument."""
+def check_like_parameters(tensor, like, what):
+    """ValueError naming `what` unless `tensor` has the dtype and device of `like`, a
+    module's parameter: a module computes in its parameters' dtype, where they are."""
+    if (tensor.dtype, tensor.device) != (like.dtype, like.device):
+        raise ValueError(f"{what}: expected dtype {like.dtype} on {like.device} (the "
+                         f"parameters'), got {tensor.dtype} on {tensor.device}")
+
+
+def rnn_input(input, module, module_name):
+    """A torch.nn-style RNN module's input (a tensor [T, B, F], [B, T, F] when
+    module.batch_first, or a PackedSequence) as (x [T, B, F], lengths [B] or None), checked
+    against the module (input_size, its parameters' dtype and device); TypeError /
+    ValueError naming the argument."""
+    batch_first, input_size = module.batch_first, module.input_size
     if isinstance(input, PackedSequence):
         x, lengths = pad_packed_sequence(input)  # [T, B, F], the caller's order
     elif isinstance(input, torch.Tensor):
@@ -194,6 +204,7 @@ def rnn_input(input, batch_first, input_size, module_name):
     if x.shape[-1] != input_size:
         raise ValueError(f"{module_name} input: expected {input_size} features per step, "
                          f"got {x.shape[-1]}")
+    check_like_parameters(x, next(module.parameters(), x), f"{module_name} input")
     return x, lengths
 
 

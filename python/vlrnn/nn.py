@@ -46,7 +46,7 @@ from . import _C
 from ._adapters import EngineModel, stacked_directions
 from ._compat import autocast_enabled
 from ._cpp_rnn import LRU, MinGRU, MinLSTM, SelectiveSSM
-from ._sequences import packed_order, packed_rows, rnn_input, rnn_output
+from ._sequences import check_like_parameters, packed_order, packed_rows, rnn_input, rnn_output
 
 __all__ = ["LSTM", "GRU", "MinGRU", "MinLSTM", "LRU", "SelectiveSSM"]
 
@@ -277,6 +277,7 @@ class _BlockRNN(nn.Module):
             if list(t.shape) != shape:
                 raise ValueError(f"{name} hx[{i}]: expected shape {shape} "
                                  f"[{layers}, B, H], got {list(t.shape)}")
+            check_like_parameters(t, like, f"{name} hx[{i}]")
         return tensors
 
     def _dropout_masks(self, steps, batch, like, packed):
@@ -303,7 +304,7 @@ class _BlockRNN(nn.Module):
     def forward(self, input, hx=None):
         name = type(self).__name__
         packed = isinstance(input, PackedSequence)
-        x, lengths = rnn_input(input, self.batch_first, self.input_size, name)
+        x, lengths = rnn_input(input, self, name)
         steps, batch = x.shape[0], x.shape[1]
         state = self._initial_state(hx, batch, x)
         if self.bidirectional:

@@ -26,9 +26,17 @@ def test_a_batch_on_another_device_than_the_parameters_is_refused():
     h0 = (torch.zeros(1, x.shape[0], H), torch.zeros(1, x.shape[0], H, device="meta"))
     with pytest.raises(ValueError, match=r"h0\[1\]: expected x's device cpu, got meta"):
         model(x, y, h0)
-    with pytest.raises(ValueError, match="MinGRU input: expected dtype torch.float32 on cpu "
-                                         r"\(the parameters'\), got torch.float32 on meta"):
-        vlrnn.nn.MinGRU(F, H)(x.to("meta"))
+    # The modules of vlrnn.nn check their input and hx alike.
+    for module in (vlrnn.nn.MinGRU(F, H), vlrnn.nn.LSTM(F, H), vlrnn.nn.GRU(F, H)):
+        name = type(module).__name__
+        with pytest.raises(ValueError, match=f"{name} input: expected dtype torch.float32 on "
+                                             r"cpu \(the parameters'\), got torch.float32 on "
+                                             "meta"):
+            module(x.to("meta"))
+        state = torch.zeros(1, x.shape[1], H, device="meta")
+        with pytest.raises(ValueError, match=rf"{name} hx\[0\]: expected dtype torch.float32 "
+                                             "on cpu"):
+            module(x, (state, state) if name == "LSTM" else state)
 
 
 def test_a_bidirectional_module_off_the_cpu_runs_as_the_cells():
