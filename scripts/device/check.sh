@@ -15,8 +15,11 @@
 #      against PlainRNN in float64, dropout and variable lengths included, and bfloat16's
 #      gradient error beside full BPTT's own;
 #   5. pytest.xml: the Python suite (tests/python) against that torch;
-#   6. verify.json: the same 60 configurations on the CPU, each row paired with one of 3's;
-#   7. summary.md: each step's exit status, seconds and last line; steps.log: their output.
+#   6. pip_install (steps.log): scripts/test_pip_install.sh, `pip install
+#      --no-build-isolation .` into a fresh venv over the machine's torch (reusing step 2's
+#      build), then `import vlrnn` and the Python examples from the installed package;
+#   7. verify.json: the same 60 configurations on the CPU, each row paired with one of 3's;
+#   8. summary.md: each step's exit status, seconds and last line; steps.log: their output.
 # Each step runs even when one before it failed, under a time limit, all within
 # VLRNN_CHECK_SECONDS (290); the exit status is 1 if any failed. A step the budget cut
 # short says so in summary.md: run it again on the warm machine, where the build is done.
@@ -83,6 +86,7 @@ step verify_device 90 "$build/vlrnn" verify --random 60 --seed 1 --device "$devi
 step cuda_probe 60 env PYTHONPATH="$build/python" "$python" scripts/device/cuda_probe.py \
   --out "$out/cuda_probe.json"
 step pytest 150 python_suite
+step pip_install 60 scripts/test_pip_install.sh . "$build" "$python"
 step verify 60 "$build/vlrnn" verify --random 60 --seed 1 --json "$out/verify.json" --failures-only
 
 finish "Device check"
