@@ -11,8 +11,8 @@ from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
 from ._compat import add_note, warn_caller
-from ._sequences import batch_from, resets_from
-from .nn import _BlockRNN, per_call_dropout_layers, stock_engine_model
+from ._sequences import batch_from, check_on_device_of, resets_from
+from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
 
@@ -188,9 +188,7 @@ def check_h0(h0, layout, batch, what="h0"):
         if t.dtype != batch.inputs.dtype:
             raise TypeError(f"{what}[{i}]: expected dtype {batch.inputs.dtype} (x's), got "
                             f"{t.dtype}")
-        if t.device != batch.inputs.device:
-            raise ValueError(f"{what}[{i}]: expected x's device {batch.inputs.device}, got "
-                             f"{t.device}")
+        check_on_device_of(t, batch.inputs, f"{what}[{i}]")
     return list(tensors)
 
 
@@ -271,7 +269,7 @@ def inexact_parts(rnn, out):
             if not isinstance(part, torch.nn.RNNBase):
                 continue
             layers = per_call_dropout_layers(part)
-            on_cpu = all(p.device.type == "cpu" for p in part.parameters())
+            on_cpu = on_the_cpu(part)
             if layers >= 2 or (layers == 1 and not on_cpu):
                 kind = type(part).__name__
                 instead = (f" (use vlrnn.nn.{kind} instead, same arguments and state_dict, "

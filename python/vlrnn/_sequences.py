@@ -47,7 +47,7 @@ def batch_from(x, y, x_name="x", y_name="y"):
         if inputs.dim() != 3:
             raise ValueError(f"{x_name}: expected a PackedSequence of [len, F] sequences, got "
                              f"data of shape {list(x.data.shape)}")
-        _check_same_device(inputs, targets, x_name, y_name)
+        check_on_device_of(targets, inputs, y_name, x_name)
         return Batch(inputs, targets, lengths.to(torch.int64), x)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{x_name}: expected a batch-first tensor [B, T, F] or a "
@@ -65,14 +65,14 @@ def batch_from(x, y, x_name="x", y_name="y"):
     if y.dim() < 2 or y.shape[:2] != x.shape[:2]:
         raise ValueError(f"{y_name}: expected leading dimensions [B, T] = {list(x.shape[:2])} "
                          f"as {x_name}, got shape {list(y.shape)}")
-    _check_same_device(x, y, x_name, y_name)
+    check_on_device_of(y, x, y_name, x_name)
     return Batch(x.transpose(0, 1), y.transpose(0, 1), None, None)
 
 
-def _check_same_device(inputs, targets, x_name, y_name):
-    if targets.device != inputs.device:
-        raise ValueError(f"{y_name}: expected {x_name}'s device {inputs.device}, got "
-                         f"{targets.device}")
+def check_on_device_of(tensor, x, what, x_name="x"):
+    """ValueError naming `what` unless `tensor` is on x's device: the engine moves nothing."""
+    if tensor.device != x.device:
+        raise ValueError(f"{what}: expected {x_name}'s device {x.device}, got {tensor.device}")
 
 
 def resets_from(resets, batch, name="resets"):

@@ -144,8 +144,9 @@ def _why_not_stock(rnn):
     return None
 
 
-def _on_the_cpu(rnn):
-    return all(p.device.type == "cpu" for p in rnn.parameters())
+def on_the_cpu(module):
+    """Whether every parameter of `module` is on the CPU."""
+    return all(p.device.type == "cpu" for p in module.parameters())
 
 
 def stock_engine_model(rnn):
@@ -168,7 +169,7 @@ def stock_engine_model(rnn):
         if why is not None:
             raise _not_as_engine_model(rnn, why)
         return bidirectional_engine_model(rnn, cell, 0.0)
-    if why is not None or not _on_the_cpu(rnn):
+    if why is not None or not on_the_cpu(rnn):
         return None
     return EngineModel(cell_model(cell, rnn, range(rnn.num_layers)), list, tuple)
 
