@@ -2,10 +2,11 @@
 # The test command: installs what is missing, builds, runs the whole suite through ctest (the
 # GoogleTest cases, the layering check scripts/check_layers.py, and the install test: a
 # find_package(vlrnn) project built against a temporary install, scripts/test_client_project.sh;
-# the parsers under libFuzzer for a few seconds each, tests/fuzz/README.md),
-# then the sharded sweep on a real one-node Slurm (scripts/test_slurm.sh; VLRNN_SKIP_SLURM=1
-# skips it). When it ends, passed or failed, it prints the seconds of each phase it finished:
-# where a slow machine's time went.
+# the parsers under libFuzzer for a few seconds each, tests/fuzz/README.md), with each library
+# header compiled alone before it (scripts/check_headers.sh), then the sharded sweep on a
+# real one-node Slurm (scripts/test_slurm.sh; VLRNN_SKIP_SLURM=1 skips it). When it ends,
+# passed or failed, it prints the seconds of each phase it finished: where a slow machine's
+# time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,5 +35,6 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
   fi
 fi
 phase fuzzers scripts/build_fuzzers.sh  # clang's libFuzzer targets (tests/fuzz/), run by fuzz.smoke
+phase headers scripts/check_headers.sh  # each library header compiled alone, with clang
 phase ctest run_ctest
 phase slurm scripts/test_slurm.sh

@@ -2,7 +2,8 @@
 # The whole suite against Debian 13 (trixie: PyTorch 2.6), on this Debian 12 machine: in a
 # trixie chroot made from Debian's packages with debootstrap (minbase, about a minute), the
 # checkout mounted at /vlrnn, runs the README's test command there (scripts/test.sh, the
-# Slurm part skipped: no slurmd in a chroot). Its builds live in the chroot (build/ and
+# Slurm part skipped: no slurmd in a chroot; and the header check, whose headers are the same
+# on both releases). Its builds live in the chroot (build/ and
 # build-fuzz/ are mounted over from it), so this checkout's own builds stay as they are.
 # The chroot is kept for the next run (VLRNN_TRIXIE_ROOT, default /var/tmp/vlrnn-trixie);
 # everything it needs, scripts/install_deps.sh installs inside it. Needs root (or sudo).
