@@ -15,8 +15,8 @@
 #   4. summary.md: each step's exit status and headline; steps.log: their output.
 # Each step runs under a time limit, the whole within VLRNN_BENCH_SECONDS (default 280) so
 # that it fits one 5-minute command: 1 and 2 at most 100 s each, 3 the rest; a step cut
-# short says so in summary.md; run bench.sh again, which skips 1 and 2 if they passed (NOTE
-# [ A rerun runs what is left ] in scripts/device/steps.sh), so 3 gets the whole budget.
+# short says so in summary.md; run bench.sh again with VLRNN_SKIP_PASSED=1, which skips 1 and
+# 2 if they passed (NOTE [ A rerun runs what is left ] in steps.sh): 3 gets the whole budget.
 # Without a GPU it runs the same steps on the CPU at a small shape (T = 64 and 512, H = 32),
 # so that it works the first time a GPU is there:
 #   VLRNN_TRIXIE_COMMAND="VLRNN_CHECK_SECONDS=3600 OUT=/tmp/out scripts/device/check.sh && OUT=/tmp/out scripts/device/bench.sh" \

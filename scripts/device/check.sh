@@ -22,8 +22,9 @@
 #   8. summary.md: each step's exit status, seconds and last line; steps.log: their output.
 # Each step runs even when one before it failed, under a time limit, all within
 # VLRNN_CHECK_SECONDS (290); the exit status is 1 if any failed. A step the budget cut
-# short says so in summary.md: run it again on the warm machine, where the build is done;
-# the rerun skips the steps that passed (NOTE [ A rerun runs what is left ] in steps.sh).
+# short says so in summary.md: run it again on the warm machine, where the build is done,
+# with VLRNN_SKIP_PASSED=1 to skip the steps that passed (NOTE [ A rerun runs what is left ]
+# in steps.sh).
 # Without a GPU it runs the same on the CPU (step 3 then verifies on the CPU): in the
 # Debian 13 chroot,
 #   VLRNN_TRIXIE_COMMAND="VLRNN_CHECK_SECONDS=3600 OUT=/tmp/out scripts/device/check.sh" scripts/test_debian13.sh

@@ -6,8 +6,9 @@
 #   $device  cuda where the machine's torch sees a GPU, else cpu
 #   step NAME CAP COMMAND...   runs COMMAND (or a function of the script, export -f) for at
 #                              most CAP seconds (on a GPU machine) and what is left of
-#                              $total (the script's whole budget, in seconds), unless it
-#                              passed in an earlier call at the same VLRNN_COMMIT
+#                              $total (the script's whole budget, in seconds); with
+#                              VLRNN_SKIP_PASSED=1, not if it passed in an earlier call at
+#                              the same VLRNN_COMMIT
 #   finish TITLE               writes summary.md (each step's exit status, seconds and last
 #                              line) and steps.log (their output); exits 1 if any failed
 total=${total:?set by the sourcing script: its budget in seconds}
@@ -30,14 +31,15 @@ if "$python" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else
 fi
 status=()  # "name rc seconds"
 # NOTE [ A rerun runs what is left ]: device minutes are few, and a first call on a fresh
-# machine may spend most of its budget building, so the steps after are cut short. The
-# rerun on the warm machine (build kept) then skips each step that already passed at this
-# commit, and the steps left get the whole budget. Only under an explicit VLRNN_COMMIT, as
-# the device procedure gives it: a tree without a name (a developer's dirty checkout) runs
-# every step every time. The skipped steps' files came back with the earlier call.
+# machine may spend most of its budget building, so the steps after are cut short. Each step
+# that passes under an explicit VLRNN_COMMIT leaves a mark beside the build it used; the
+# rerun on the warm machine, with VLRNN_SKIP_PASSED=1, skips each step marked at that commit,
+# and the steps left get the whole budget. Asked for, never by default: a second run that
+# wants everything again (a test, a developer's checkout) gets it. The skipped steps' files
+# came back with the earlier call.
 passed_dir=""
 if [[ -n ${VLRNN_COMMIT:-} ]]; then
-  passed_dir=$(realpath -m "build-device/steps-passed/$VLRNN_COMMIT")
+  passed_dir=$build/steps-passed/$VLRNN_COMMIT
   mkdir -p "$passed_dir"
 fi
 script=$(basename "$0" .sh)
@@ -52,7 +54,7 @@ step() {
   [[ $device == cpu ]] && cap=$total
   limit=$((total - SECONDS < cap ? total - SECONDS : cap))
   echo "== $name"
-  if [[ -n $passed_dir && -e $passed_dir/$script.$name ]]; then
+  if [[ ${VLRNN_SKIP_PASSED:-} == 1 && -n $passed_dir && -e $passed_dir/$script.$name ]]; then
     echo "(passed in an earlier call at $commit: not run again)" > "$logs/$name.log"
     rc=0
   elif ((limit < 1)); then

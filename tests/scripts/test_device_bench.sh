@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU benchmarks' script (scripts/device/bench.sh) stays runnable at every commit: here it
 # runs on the CPU at its small shape, with this build's `vlrnn`, and must write what the
-# device tool brings back (at most 8 files, each step exit 0, a record per method).
+# device tool brings back (at most 8 files, each step exit 0, a record per method); run again
+# with VLRNN_SKIP_PASSED=1, it runs none of them.
 # Usage: test_device_bench.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 source_dir=${1:?usage: test_device_bench.sh SOURCE_DIR BUILD_DIR}
@@ -40,4 +41,15 @@ for peer, r in peers.items():
     assert r["peak_bytes"] > 0 and len(r["time_s"]["samples_s"]) == 3, (peer, r)
 print("compare and python records: ok")
 PY
+# The rerun asked for (NOTE [ A rerun runs what is left ]): every step passed above, so none
+# runs again, and the summary says so.
+again=$(mktemp -d)
+OUT=$again VLRNN_DEVICE_BUILD=$build_dir VLRNN_COMMIT=test VLRNN_SKIP_PASSED=1 \
+  CUDA_VISIBLE_DEVICES='' "$source_dir/scripts/device/bench.sh" > /dev/null \
+  || fail "the rerun with VLRNN_SKIP_PASSED=1 failed"
+for step in compare_T16384 python_peers compare_long; do
+  grep -qE "^\| $step \| 0 \| [0-9]+ \| \(passed in an earlier call at test: not run again\)" \
+    "$again/summary.md" || fail "the rerun ran $step again"
+done
+rm -rf "$again"
 exit $((failures > 0))
