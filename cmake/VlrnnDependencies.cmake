@@ -58,8 +58,9 @@ else()
   set(VLRNN_FMT_LINK $<BUILD_INTERFACE:vlrnn_fmt>)
 endif()
 
-# Only the command-line tool and what is built on it (tests, benchmarks) need these.
-if(VLRNN_BUILD_TOOLS OR VLRNN_BUILD_TESTS OR VLRNN_BUILD_BENCHMARKS)
+# Only the command-line tool and what is built on it (tests, benchmarks) need these, and the
+# header check compiles experiments/lib's headers too.
+if(VLRNN_BUILD_TOOLS OR VLRNN_BUILD_TESTS OR VLRNN_BUILD_BENCHMARKS OR VLRNN_CHECK_HEADERS)
   find_path(VLRNN_JSON_INCLUDE nlohmann/json.hpp REQUIRED)
   # zlib: the gzip-compressed IDX files of Fashion-MNIST (experiments/lib/idx_file.h);
   # without it only uncompressed files are read.

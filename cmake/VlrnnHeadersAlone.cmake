@@ -25,7 +25,6 @@ foreach(header ${VLRNN_LIBRARY_HEADERS})
 endforeach()
 add_library(vlrnn_headers_alone OBJECT ${VLRNN_HEADER_CHECK_SOURCES})
 set_target_properties(vlrnn_headers_alone PROPERTIES UNITY_BUILD OFF)
-find_path(VLRNN_JSON_INCLUDE nlohmann/json.hpp REQUIRED)
 target_include_directories(vlrnn_headers_alone PRIVATE ${PROJECT_SOURCE_DIR}/experiments
                                                        ${VLRNN_JSON_INCLUDE})
 target_link_libraries(vlrnn_headers_alone PRIVATE vlrnn_lib vlrnn::fmt)

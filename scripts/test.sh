@@ -4,9 +4,9 @@
 # find_package(vlrnn) project built against a temporary install, scripts/test_client_project.sh;
 # the parsers under libFuzzer for a few seconds each, tests/fuzz/README.md), with each library
 # header compiled alone before it (scripts/check_headers.sh), then the sharded sweep on a
-# real one-node Slurm (scripts/test_slurm.sh; VLRNN_SKIP_SLURM=1 skips it, VLRNN_SKIP_FUZZ=1
-# the fuzzers). When it ends, passed or failed, it prints the seconds of each phase it
-# finished: where a slow machine's time went.
+# real one-node Slurm (scripts/test_slurm.sh). VLRNN_SKIP_SLURM=1, VLRNN_SKIP_FUZZ=1 and
+# VLRNN_SKIP_HEADERS=1 skip those parts. When it ends, passed or failed, it prints the
+# seconds of each phase it finished: where a slow machine's time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +34,7 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
     export OPENBLAS_CORETYPE=$faster
   fi
 fi
-if [[ -z "${VLRNN_SKIP_FUZZ:-}" ]]; then  # (fuzz.smoke skips too)
+if [[ ${VLRNN_SKIP_FUZZ:-0} != 1 ]]; then  # (fuzz.smoke skips too)
   phase fuzzers scripts/build_fuzzers.sh  # clang's libFuzzer targets (tests/fuzz/), run by fuzz.smoke
 fi
 phase headers scripts/check_headers.sh  # each library header compiled alone, with clang

@@ -3,8 +3,9 @@
 # trixie chroot made from Debian's packages with debootstrap (minbase, about a minute), the
 # checkout mounted at /vlrnn, runs the README's test command there (scripts/test.sh, the
 # Slurm part skipped: no slurmd in a chroot; and the header check and the fuzzers, whose
-# code is the same on both releases and uses no LibTorch but c10). Its builds live in the chroot (build/ and
-# build-fuzz/ are mounted over from it), so this checkout's own builds stay as they are.
+# code is the same on both releases and uses no LibTorch but c10). Its builds live in the
+# chroot (build/ and build-fuzz/ are mounted over from it), so this checkout's own builds
+# stay as they are.
 # The chroot is kept for the next run (VLRNN_TRIXIE_ROOT, default /var/tmp/vlrnn-trixie);
 # everything it needs, scripts/install_deps.sh installs inside it. Needs root (or sudo).
 # When it ends, it prints the seconds of each phase, as scripts/test.sh does.
@@ -57,7 +58,7 @@ run_in_root() {
     cp /etc/resolv.conf "$root/etc/resolv.conf"
     cp /etc/hosts "$root/etc/hosts"  # the host name resolves (the torchrun rendezvous)
     exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-      LANG=C.UTF-8 VLRNN_SKIP_SLURM=1 VLRNN_SKIP_FUZZ=1 VLRNN_CHECK_HEADERS=OFF \
+      LANG=C.UTF-8 VLRNN_SKIP_SLURM=1 VLRNN_SKIP_FUZZ=1 VLRNN_SKIP_HEADERS=1 \
       CI="${CI:-}" \
       VLRNN_TRIXIE_COMMAND="$3" \
       bash -c "cd /vlrnn && ${VLRNN_TRIXIE_COMMAND:-scripts/test.sh}"
