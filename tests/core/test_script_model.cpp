@@ -8,6 +8,8 @@
 #include "vlrnn/core/script_model.h"
 #include "vlrnn/verify/verify_model.h"
 
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
 #include <sstream>
 
 namespace vlrnn {
@@ -80,6 +82,38 @@ TEST(ScriptModel, EveryExactMethodMatchesFullBptt) {
     EXPECT_TRUE(row.passed) << row.spec.method << ": " << row.error << " " << row.diff.worst
                             << " rel " << row.diff.max_rel;
   }
+}
+
+// NOTE [ Script calls on the CPU run unspecialised ]: on the CPU, the executor neither
+// profiles nor compiles our calls of the script (its graph keeps no prim::profile node, no
+// fusion group and no differentiable subgraph), and the thread's optimize switch is left as it
+// was. The same module called directly, the control, gets a profiled graph.
+TEST(ScriptModel, RunsItsScriptUnspecialisedOnTheCpu) {
+  auto model = ScriptModel::wrap(make_script(kForward), "test cell");
+  const auto x = torch::randn({4, 2, 3});  // [T, B, F]
+  const auto lengths = torch::tensor({4, 2}, torch::kLong);
+  const auto last_graph = [] {
+    std::ostringstream text;
+    text << *torch::jit::lastExecutedOptimizedGraph();
+    return text.str();
+  };
+  const auto specialised = [](const std::string& graph) {
+    for (const char* node :
+         {"prim::profile", "prim::TensorExprGroup", "prim::DifferentiableGraph"}) {
+      if (graph.find(node) != std::string::npos) return true;
+    }
+    return false;
+  };
+  const auto h0 = model->initial_state(2, torch::TensorOptions().dtype(torch::kFloat32));
+  auto script = model->script();  // a handle on the same module
+  script.forward({x, c10::ivalue::Tuple::create({h0.tensors()[0]}), lengths});
+  EXPECT_TRUE(specialised(last_graph())) << last_graph();
+  for (int call = 0; call < 3; ++call) {
+    auto [z, exit] = model->forward(x, h0, lengths);
+    z.sum().backward();
+    EXPECT_FALSE(specialised(last_graph())) << "call " << call << ":\n" << last_graph();
+  }
+  EXPECT_TRUE(torch::jit::getGraphExecutorOptimize());
 }
 
 TEST(ScriptModel, NamesWhatAModuleLacks) {

@@ -9,6 +9,11 @@
 
 namespace vlrnn {
 
+torch::jit::GraphOptimizerEnabledGuard script_call_scope(const torch::Device& device) {
+  return torch::jit::GraphOptimizerEnabledGuard(!device.is_cpu() &&
+                                                torch::jit::getGraphExecutorOptimize());
+}
+
 void register_script_tensors(torch::nn::Module& owner, const torch::jit::Module& module) {
   auto local_name = [](std::string name) {
     for (auto& ch : name) ch = ch == '.' ? '_' : ch;

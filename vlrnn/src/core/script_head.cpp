@@ -2,8 +2,6 @@
 
 #include "script_common.h"
 
-#include <torch/csrc/jit/runtime/graph_executor.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -109,6 +107,7 @@ void ScriptHead::probe_forward() {
   auto run = [&](const torch::Tensor& z_in, const torch::Tensor& y_in) {
     c10::IValue out;
     try {
+      const auto scope = script_call_scope(z_in.device());
       out = module_.forward({z_in, y_in});
     } catch (const std::exception& e) {  // a c10::Error, or the interpreter's runtime_error
       TORCH_CHECK(false, origin_, ": ", call, " failed (y as declared: ", targets_.describe(),
@@ -158,6 +157,7 @@ torch::Tensor ScriptHead::forward(const torch::Tensor& z_block, const torch::Ten
       y = torch::where(missing, torch::zeros_like(y_block), y_block);
     }
   }
+  const auto scope = script_call_scope(z_block.device());
   const auto out = module_.forward({z_block, y});
   TORCH_CHECK(out.isTensor() && out.toTensor().dim() == 2 &&
                   out.toTensor().size(0) == z_block.size(0) &&

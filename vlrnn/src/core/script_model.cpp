@@ -245,6 +245,7 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> ScriptModel::call_forward(
     const auto call = probe_call.empty() ? "" : stock_->describe() + "'s forward__0 for " + probe_call;
     return guarded(origin_, call, expected, [&] { return stock_->forward(x, state, lengths); });
   }
+  const auto scope = script_call_scope(x.device());
   const auto out = guarded(origin_, probe_call, expected,
                            [&] { return module_.forward({x, to_tuple(state), lengths}); });
   return unpack_forward(out, origin_);

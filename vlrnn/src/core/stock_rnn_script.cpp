@@ -1,5 +1,7 @@
 #include "vlrnn/core/stock_rnn_script.h"
 
+#include "script_common.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -82,6 +84,7 @@ std::pair<torch::Tensor, std::vector<torch::Tensor>> StockRnnScript::run(
       mode_ == "LSTM"
           ? c10::IValue(c10::ivalue::Tuple::create(std::vector<c10::IValue>{state[0], state[1]}))
           : c10::IValue(state[0]);
+  const auto scope = script_call_scope(x.device());
   const auto out = module_.get_method("forward__0")({input, hx});
   // (output, hx): output [t, b, H] (or [b, t, H]); hx as given.
   TORCH_CHECK(out.isTuple() && out.toTuple()->elements().size() == 2, origin_,
