@@ -164,7 +164,8 @@ def stock_module(kind: str, args) -> torch.nn.Module:
                         nonlinearity="relu" if kind == "rnn_relu" else "tanh", **common)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    """Exports one module; `argv` as on the command line (default: sys.argv[1:])."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="where to save the scripted cell (.pt)")
     parser.add_argument("--input", type=int, default=8, help="F: input features")
@@ -184,7 +185,7 @@ def main() -> int:
     parser.add_argument("--time-first", action="store_true", help="--stock: batch_first=False")
     parser.add_argument("--bidirectional", action="store_true", help="--stock: bidirectional")
     parser.add_argument("--proj", type=int, default=0, help="--stock lstm: proj_size")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.dropout is None:
         args.dropout = 0.0 if args.stock else 0.1
     torch.manual_seed(args.seed)

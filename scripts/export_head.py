@@ -96,7 +96,8 @@ class NoTargets(torch.nn.Module):
         return self.inner(z, y)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    """Exports one module; `argv` as on the command line (default: sys.argv[1:])."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="where to save the scripted head (.pt)")
     parser.add_argument("--kind", choices=["categorical", "gaussian"], default="categorical")
@@ -107,7 +108,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights")
     parser.add_argument("--broken", choices=["arity", "reduced", "mixes", "no-targets"],
                         help="save a module that breaks the signature, for the tests")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.manual_seed(args.seed)
     if args.broken is not None:
         kind = {"arity": WrongArity, "reduced": Reduced, "mixes": MixesSteps,

@@ -10,3 +10,19 @@ if [[ -z $python ]]; then
   echo "SKIP: no python3 can import torch (install python3-torch: scripts/install_deps.sh)"
   exit 77
 fi
+
+# export_each NAME ARGS...: runs scripts/NAME.py's main() once per ARGS (one string of its
+# shell-quoted arguments each) in one Python process, as `python3 scripts/NAME.py ARGS` would:
+# each separate run spends a second or more importing torch. Stops at the first that fails.
+export_each() {
+  local name=$1
+  shift
+  "$python" -c '
+import shlex, sys
+sys.path.insert(0, sys.argv[1])
+main = __import__(sys.argv[2]).main
+for args in sys.argv[3:]:
+    if main(shlex.split(args)) != 0:
+        sys.exit(f"{sys.argv[2]}.py {args}: failed")
+' "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts" "$name" "$@"
+}

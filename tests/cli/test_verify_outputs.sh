@@ -14,9 +14,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/some/deep/folder"
 cd "$work"
-"$python" "$source_dir/scripts/export_cell.py" some/deep/folder/cell.pt > /dev/null
-"$python" "$source_dir/scripts/export_cell.py" per_call.pt --per-call-mask TBH > /dev/null
-"$python" "$source_dir/scripts/export_cell.py" locked.pt --per-call-mask BH > /dev/null
+export_each export_cell some/deep/folder/cell.pt "per_call.pt --per-call-mask TBH" \
+  "locked.pt --per-call-mask BH" > /dev/null
 
 failures=0
 check() {  # description, then a command whose status says whether it holds

@@ -18,8 +18,12 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 # F = 6 and C = 4: the copy task's with an alphabet of 4 (below).
-"$python" "$source_dir/scripts/export_cell.py" cell.pt --input 6 --hidden 16 --dropout 0.1
-"$python" "$source_dir/scripts/export_head.py" head.pt --input 16 --classes 4
+export_each export_cell "cell.pt --input 6 --hidden 16 --dropout 0.1"
+# The head, and the broken heads of the last part, in one Python process.
+export_each export_head "head.pt --input 16 --classes 4" "broken_arity.pt --broken arity" \
+  "broken_reduced.pt --broken reduced" "broken_mixes.pt --broken mixes" \
+  "broken_no-targets.pt --broken no-targets" > head_exports.log
+head -1 head_exports.log
 
 echo "== vlrnn verify --model-file cell.pt --head-file head.pt (float64: 1e-10)"
 "$vlrnn" verify --model-file cell.pt --head-file head.pt --filter /f64/ --failures-only | tee verify.txt
@@ -114,9 +118,6 @@ expect_error() {  # what the error must mention, then the command
     echo "ok   $(grep -m1 'error' <<<"$out")"
   fi
 }
-for kind in arity reduced mixes no-targets; do
-  "$python" "$source_dir/scripts/export_head.py" "broken_$kind.pt" --broken "$kind" > /dev/null
-done
 expect_error "2 arguments" "$vlrnn" verify --head-file broken_arity.pt
 expect_error "shape [T, B] = [3, 2]" "$vlrnn" verify --head-file broken_reduced.pt
 expect_error "must not reduce or mix steps" "$vlrnn" verify --head-file broken_mixes.pt
