@@ -21,20 +21,24 @@ namespace {
 namespace fs = std::filesystem;
 namespace rnn_utils = torch::nn::utils::rnn;
 
-// A python3 that imports torch (Debian's python3-torch serves /usr/bin/python3), or "".
-std::string python_with_torch() {
-  for (const std::string candidate : {"/usr/bin/python3", "python3"}) {
-    if (std::system((candidate + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0) {
-      return candidate;
+// A python3 that imports torch (Debian's python3-torch serves /usr/bin/python3), or "";
+// looked for once per process (importing torch takes seconds).
+const std::string& python_with_torch() {
+  static const std::string found = [] {
+    for (const std::string candidate : {"/usr/bin/python3", "python3"}) {
+      if (std::system((candidate + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0) {
+        return candidate;
+      }
     }
-  }
-  return "";
+    return std::string();
+  }();
+  return found;
 }
 
 // Saves `modules` (file name -> Python expression of an nn.Module) scripted into a fresh
 // folder, in one Python run (importing torch takes seconds); "" without Python's torch.
 std::string export_modules(const std::map<std::string, std::string>& modules) {
-  const auto python = python_with_torch();
+  const auto& python = python_with_torch();
   if (python.empty()) return "";
   static int calls = 0;
   const auto dir = fs::temp_directory_path() /
