@@ -107,7 +107,6 @@ void ScriptHead::probe_forward() {
   auto run = [&](const torch::Tensor& z_in, const torch::Tensor& y_in) {
     c10::IValue out;
     try {
-      const auto scope = script_call_scope(z_in.device());
       out = module_.forward({z_in, y_in});
     } catch (const std::exception& e) {  // a c10::Error, or the interpreter's runtime_error
       TORCH_CHECK(false, origin_, ": ", call, " failed (y as declared: ", targets_.describe(),
