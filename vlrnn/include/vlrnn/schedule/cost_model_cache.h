@@ -25,7 +25,10 @@
 namespace vlrnn::schedule {
 
 constexpr int64_t kCostModelFormat = 13;
-constexpr size_t kMaxCostModelFiles = 256;
+// About 4 KB a file: 4 MB at most. A process that cycles through more workloads than this
+// (the verification matrix plans about 370) would find none of them again: least recently
+// used evicts each one before its next use.
+constexpr size_t kMaxCostModelFiles = 1024;
 
 // What the cost model of `workload` depends on, the machine aside (NOTE [ Cost models on
 // disk ]): equal signatures, equal costs once priced for the batch's steps and lengths.
