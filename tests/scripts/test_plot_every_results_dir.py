@@ -5,8 +5,8 @@
 
 Copies the records and meta.json of each folder under results/ that holds results.jsonl (every
 top-level folder must) into a temporary folder, so the committed figures are never rewritten,
-runs plot.py there (two at a time) and checks that it exits 0, writes a non-empty PNG and PDF
-for every figure it names, and writes the same set of figures as the folder has committed (a
+runs plot.py's main() there (two at a time, in two worker processes that import it once) and
+checks that it exits 0, writes a non-empty PNG and PDF for every figure it names, and writes the same set of figures as the folder has committed (a
 committed figure plot.py no longer draws, or one it draws that was not committed, is stale).
 Every folder must pass the results schema (scripts/results_schema.py: plot.py reads it with no
 fallback for older key names). Then draws two made-up copies of the committed sweep and budget
@@ -15,6 +15,9 @@ Also checks that docs/results.md's table of committed result sets names each fol
 command its meta.json records, and the spread and interval helpers against hand-computed values.
 """
 import concurrent.futures
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import shutil
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
@@ -109,15 +113,44 @@ def check_schema(scripts, results, folders):
     return [p for folder in folders for p in results_schema.check(os.path.join(results, folder))]
 
 
-def plot_copy(source, plot, results, folder, scratch):
+def copy_of(results, folder, scratch):
+    """A folder of `scratch` holding `folder`'s records and meta.json; its path."""
     copy = os.path.join(scratch, folder.replace(os.sep, "__"))
     os.makedirs(copy, exist_ok=True)
     for name in (*results_schema.RECORDS_FILES, "meta.json"):
         if os.path.exists(os.path.join(results, folder, name)) and results != scratch:
             shutil.copy(os.path.join(results, folder, name), copy)
+    return copy
+
+
+# plot.py, imported once by each worker process: a process per folder spent most of its
+# time importing matplotlib.
+plot_module = None
+
+
+def start_worker(source, plot):
+    global plot_module
+    os.chdir(source)
+    spec = importlib.util.spec_from_file_location("plot", plot)
+    plot_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plot_module)
+
+
+def plot_in_worker(plot, copy):
+    """`python3 scripts/plot.py COPY` run as plot.py's main(), in this worker: what a
+    process of its own would have returned."""
+    out, err = io.StringIO(), io.StringIO()
     start = time.time()
-    run = subprocess.run([sys.executable, plot, copy], capture_output=True, text=True, cwd=source)
-    return folder, copy, run, time.time() - start
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = plot_module.main([plot, copy])
+        except SystemExit as e:
+            code = e.code
+        except Exception:  # reported as a failure with its traceback, as a crash would be
+            traceback.print_exc()
+            code = 1
+    run = subprocess.CompletedProcess([plot, copy], code, out.getvalue(), err.getvalue())
+    return run, time.time() - start
 
 
 def main(source):
@@ -129,12 +162,14 @@ def main(source):
     assert folders, f"no result folders under {results}"
     failures = check_results_table(source, results, folders) + check_schema(scripts, results, folders)
     with tempfile.TemporaryDirectory() as scratch, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            concurrent.futures.ProcessPoolExecutor(max_workers=2, initializer=start_worker,
+                                                   initargs=(source, plot)) as pool:
         made_up = other_tree_states(results, scratch)
-        jobs = [pool.submit(plot_copy, source, plot, results, f, scratch) for f in folders]
-        jobs += [pool.submit(plot_copy, source, plot, scratch, f, scratch) for f in made_up]
-        for job in jobs:
-            folder, copy, run, seconds = job.result()
+        copies = [(f, copy_of(results, f, scratch)) for f in folders]
+        copies += [(f, copy_of(scratch, f, scratch)) for f in made_up]
+        jobs = [(folder, copy, pool.submit(plot_in_worker, plot, copy)) for folder, copy in copies]
+        for folder, copy, job in jobs:
+            run, seconds = job.result()
             figures = os.path.join(copy, "figures")
             drawn = sorted(f[:-4] for f in os.listdir(figures) if f.endswith(".png")) \
                 if os.path.isdir(figures) else []
