@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,14 +36,15 @@ struct CommandRun {
 class CaughtOutput {
  public:
   CaughtOutput(const fs::path& file, const fs::path& folder) : cwd_(fs::current_path()) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) throw std::runtime_error("cannot write the caught output to " + file.string());
+    fs::current_path(folder);  // before the redirection: if it throws, nothing is left redirected
     flush();
     saved_out_ = ::dup(STDOUT_FILENO);
     saved_err_ = ::dup(STDERR_FILENO);
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
     ::close(fd);
-    fs::current_path(folder);
   }
   ~CaughtOutput() {
     flush();
