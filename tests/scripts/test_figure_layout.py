@@ -20,7 +20,6 @@ The checks wrap matplotlib's own Figure.savefig, Figure.draw and Text.draw, so t
 nothing from the plotting code and judge any version of it.
 """
 import concurrent.futures
-import io
 import json
 import math
 import multiprocessing
@@ -29,7 +28,6 @@ import shutil
 import sys
 import tempfile
 import time
-from contextlib import redirect_stderr, redirect_stdout
 
 os.environ["VLRNN_PLOT_FORMATS"] = "png"  # one draw per figure; the PDF has the same layout
 
@@ -44,8 +42,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_plot_every_results_dir import result_folders  # noqa: E402
-import results_schema  # noqa: E402  (scripts/, put on the path by the import above)
+from test_plot_every_results_dir import copy_of, result_folders, run_plot  # noqa: E402
 
 PLANNER_SWEEP = "made-up-planner-sweep"
 # Tolerances in pixels of the saved PNG: antialiasing reaches half a pixel past an extent.
@@ -246,24 +243,16 @@ def check_figure(fig, renderer):
 # ---------------------------------------------------------------------------------------
 # Drawing every kind of figure.
 
-def draw_and_check(scripts, target):
+def draw_and_check(target):
     """Runs plot.py on `target` in this process; (target, exit code, output, figures
     checked, problems, {figure: legend labels}, seconds)."""
-    sys.path.insert(0, scripts)
-    import plot  # noqa: E402  (scripts/plot.py)
     install_hooks()
     _problems.clear()
     _checked.clear()
     _legend_labels.clear()
     start = time.time()
-    output = io.StringIO()
-    with redirect_stdout(output), redirect_stderr(output):
-        try:
-            code = plot.main(["plot.py", target])
-        except SystemExit as stop:  # plot.py refusing the argument
-            code = stop.code if isinstance(stop.code, int) else 1
-            output.write(f"{stop.code}\n")
-    return (target, code, output.getvalue(), list(_checked), list(_problems),
+    code, stdout, stderr = run_plot(target)
+    return (target, code, stdout + stderr, list(_checked), list(_problems),
             dict(_legend_labels), time.time() - start)
 
 
@@ -313,12 +302,7 @@ def copy_targets(source, scratch):
     results = os.path.join(source, "results")
     targets = []
     for folder in result_folders(results):
-        copy = os.path.join(scratch, folder.replace(os.sep, "__"))
-        os.makedirs(copy)
-        for name in (*results_schema.RECORDS_FILES, "meta.json"):
-            if os.path.exists(os.path.join(results, folder, name)):
-                shutil.copy(os.path.join(results, folder, name), copy)
-        targets.append(copy)
+        targets.append(copy_of(results, folder, scratch))
     sample = os.path.join(source, "tests", "scripts", "data", "compare.json")
     shutil.copy(sample, os.path.join(scratch, "compare.json"))
     targets.append(os.path.join(scratch, "compare.json"))
@@ -327,7 +311,6 @@ def copy_targets(source, scratch):
 
 
 def main(source):
-    scripts = os.path.join(source, "scripts")
     failures, checked = [], 0
     start = time.time()
     with tempfile.TemporaryDirectory() as scratch:
@@ -335,7 +318,7 @@ def main(source):
         # fork: each worker imports plot.py once and draws its share of the targets.
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
-            jobs = [pool.submit(draw_and_check, scripts, t) for t in targets]
+            jobs = [pool.submit(draw_and_check, t) for t in targets]
             for job in jobs:
                 target, code, output, figures, problems, labels, seconds = job.result()
                 if os.path.basename(target) == PLANNER_SWEEP:

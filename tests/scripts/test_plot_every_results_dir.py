@@ -6,22 +6,21 @@
 Copies the records and meta.json of each folder under results/ that holds results.jsonl (every
 top-level folder must) into a temporary folder, so the committed figures are never rewritten,
 runs plot.py's main() there (two at a time, in two worker processes that import it once) and
-checks that it exits 0, writes a non-empty PNG and PDF for every figure it names, and writes the same set of figures as the folder has committed (a
-committed figure plot.py no longer draws, or one it draws that was not committed, is stale).
-Every folder must pass the results schema (scripts/results_schema.py: plot.py reads it with no
-fallback for older key names). Then draws two made-up copies of the committed sweep and budget
-folders, one from a dirty tree and one from code of unknown state, whose footers say so.
-Also checks that docs/results.md's table of committed result sets names each folder with the
-command its meta.json records, and the spread and interval helpers against hand-computed values.
+checks that it exits 0, writes a non-empty PNG and PDF for every figure it names, and writes
+the same set of figures as the folder has committed (a committed figure plot.py no longer
+draws, or one it draws that was not committed, is stale). Every folder must pass the results
+schema (scripts/results_schema.py: plot.py reads it with no fallback for older key names). Then
+draws two made-up copies of the committed sweep and budget folders, one from a dirty tree and
+one from code of unknown state, whose footers say so. Also checks that docs/results.md's table
+of committed result sets names each folder with the command its meta.json records, and the
+spread and interval helpers against hand-computed values.
 """
 import concurrent.futures
 import contextlib
-import importlib.util
 import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -123,60 +122,55 @@ def copy_of(results, folder, scratch):
     return copy
 
 
-# plot.py, imported once by each worker process: a process per folder spent most of its
-# time importing matplotlib.
-plot_module = None
-
-
-def start_worker(source, plot):
-    global plot_module
-    os.chdir(source)
-    spec = importlib.util.spec_from_file_location("plot", plot)
-    plot_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plot_module)
-
-
-def plot_in_worker(plot, copy):
-    """`python3 scripts/plot.py COPY` run as plot.py's main(), in this worker: what a
-    process of its own would have returned."""
+def run_plot(target):
+    """`python3 scripts/plot.py TARGET` as plot.py's main(), in this process (a process per
+    target spent most of its time importing matplotlib): (exit code, stdout, stderr), as a
+    process of its own would end: SystemExit's code, or an exception's traceback and 1."""
+    import plot  # noqa: E402  scripts/plot.py, imported once per process
     out, err = io.StringIO(), io.StringIO()
-    start = time.time()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = plot_module.main([plot, copy])
-        except SystemExit as e:
-            code = e.code
-        except Exception:  # reported as a failure with its traceback, as a crash would be
+            code = plot.main(["plot.py", target])
+        except SystemExit as stop:  # as the interpreter ends on it
+            if stop.code is None or isinstance(stop.code, int):
+                code = stop.code or 0
+            else:
+                print(stop.code, file=sys.stderr)
+                code = 1
+        except Exception:
             traceback.print_exc()
             code = 1
-    run = subprocess.CompletedProcess([plot, copy], code, out.getvalue(), err.getvalue())
-    return run, time.time() - start
+    return code, out.getvalue(), err.getvalue()
+
+
+def plot_copy(copy):
+    """run_plot() on `copy`, timed: (exit code, stdout, stderr, seconds)."""
+    start = time.time()
+    return (*run_plot(copy), time.time() - start)
 
 
 def main(source):
     scripts = os.path.join(source, "scripts")
     check_stats(scripts)
     results = os.path.join(source, "results")
-    plot = os.path.join(scripts, "plot.py")
     folders = result_folders(results)
     assert folders, f"no result folders under {results}"
     failures = check_results_table(source, results, folders) + check_schema(scripts, results, folders)
     with tempfile.TemporaryDirectory() as scratch, \
-            concurrent.futures.ProcessPoolExecutor(max_workers=2, initializer=start_worker,
-                                                   initargs=(source, plot)) as pool:
+            concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
         made_up = other_tree_states(results, scratch)
         copies = [(f, copy_of(results, f, scratch)) for f in folders]
         copies += [(f, copy_of(scratch, f, scratch)) for f in made_up]
-        jobs = [(folder, copy, pool.submit(plot_in_worker, plot, copy)) for folder, copy in copies]
+        jobs = [(folder, copy, pool.submit(plot_copy, copy)) for folder, copy in copies]
         for folder, copy, job in jobs:
-            run, seconds = job.result()
+            code, stdout, stderr, seconds = job.result()
             figures = os.path.join(copy, "figures")
             drawn = sorted(f[:-4] for f in os.listdir(figures) if f.endswith(".png")) \
                 if os.path.isdir(figures) else []
-            print(f"{folder}: exit {run.returncode}, {len(drawn)} figures, {seconds:.1f} s")
+            print(f"{folder}: exit {code}, {len(drawn)} figures, {seconds:.1f} s")
             problems = []
-            if run.returncode != 0:
-                problems.append(f"plot.py exited {run.returncode}:\n{run.stdout}{run.stderr}")
+            if code != 0:
+                problems.append(f"plot.py exited {code}:\n{stdout}{stderr}")
             if not drawn:
                 problems.append("no figure written")
             for name in drawn:
