@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -13,6 +16,16 @@
 #include <vector>
 
 namespace vlrnn::testing {
+
+// A folder of the system's temporary folder named for `prefix`, this process and the running
+// test, so that no two tests nor two test processes share one; removed if it was left over.
+inline std::filesystem::path fresh_test_folder(const std::string& prefix) {
+  const auto folder = std::filesystem::temp_directory_path() /
+                      (prefix + std::to_string(::getpid()) + "_" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(folder);
+  return folder;
+}
 
 // A schedule of T steps named "test" from its ops, for the validator, the simulator and
 // the executor.

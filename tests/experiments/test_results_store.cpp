@@ -15,10 +15,7 @@ namespace fs = std::filesystem;
 class ResultsStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("vlrnn_store_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = testing::fresh_test_folder("vlrnn_store_");
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;

@@ -19,10 +19,7 @@ namespace fs = std::filesystem;
 class SweepRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("vlrnn_sweep_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = testing::fresh_test_folder("vlrnn_sweep_");
     options_.out_dir = dir_.string();
     options_.command = "vlrnn_tests";
     options_.peak_gemm_size = 64;

@@ -4,6 +4,8 @@
 // C++ backtrace. The command lines run in this process, through run_command_line() (all the
 // tool's main does), with stdout and stderr caught in a file: starting the tool once per
 // case would spend a second each loading LibTorch.
+#include "test_util.h"
+
 #include "commands/run_command_line.h"
 
 #include <gtest/gtest.h>
@@ -88,10 +90,7 @@ CommandRun run_vlrnn(const std::vector<std::string>& args, const fs::path& caugh
 class BadInputs : public ::testing::Test {
  protected:
   void SetUp() override {
-    work_ = fs::temp_directory_path() /
-            ("vlrnn_bad_inputs_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(work_);
+    work_ = testing::fresh_test_folder("vlrnn_bad_inputs_");
     fs::create_directories(work_);
   }
   void TearDown() override { fs::remove_all(work_); }
