@@ -102,9 +102,17 @@ endfunction()
 # tool. Not the other way round: the PCH stays the tool's, at the build type's flags (an -O3
 # benchmark reusing an -Og PCH crashed GCC 12's IPA pass). Everything that is timed (the
 # engine's layers, vlrnn_experiments' runner, the tool, the benchmarks) keeps the build
-# type's flags.
+# type's flags. GCC 13 and later on x86 also compare two target options that -O2 turns on
+# and -Og does not; the glue turns them on as well, or GCC 14 sets the PCH aside
+# (-Winvalid-pch: "differing settings of '-munroll-only-small-loops'", then '-mvzeroupper')
+# and parses LibTorch again for every test unit.
 function(vlrnn_compile_as_glue target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE $<$<CONFIG:Release,RelWithDebInfo>:-Og>)
+  endif()
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 13
+     AND CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|i[3-6]86)$")
+    target_compile_options(${target} PRIVATE
+      "$<$<CONFIG:Release,RelWithDebInfo>:-munroll-only-small-loops;-mvzeroupper>")
   endif()
 endfunction()
