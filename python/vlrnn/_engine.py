@@ -439,14 +439,63 @@ def cut_dependence(call, seed=0):
         return _cut_dependence(call, steps, seed, found)
 
 
+def _one_ended_at_the_cut(lengths, cut, order):
+    """lengths [B] (clamped to the check's steps) with one sequence ending at `cut`: the
+    last in the caller's packing order `order` [B] (longest first), so that the order holds
+    and every other sequence runs on past the cut."""
+    ended = lengths.clone()
+    ended[int(order[-1])] = cut
+    return ended
+
+
+def _batch_composition_diagnosis(cut_dependence, steps):
+    cut, by = cut_dependence["cut"], cut_dependence["here"]
+    return (f"the rnn's outputs for a sequence depend on which other sequences share its call: "
+            f"VLRNN calls it block by block with the sequences still running (a "
+            f"PackedSequence of those), and with a sequence ending by step {cut}, one call on "
+            f"steps [0, {steps}) and two on [0, {cut}) and [{cut}, {steps}) differ by {by:.2e} "
+            f"(relative), where with every sequence running through they agree. Compute "
+            "nothing across the batch of the padded sequence (statistics over the batch "
+            "dimension): at each step, only over the sequences the PackedSequence holds there")
+
+
+def _model_cut_dependence(call, steps, seed):
+    """_C.cut_dependence of the rnn on the batch's first `steps` steps; on a packed batch,
+    told apart from a dependence on the batch's composition."""
+    b = call.batch
+    h0 = None if call.engine_h0 is None else [t.detach() for t in call.engine_h0]
+    def measured(lengths):
+        return _C.cut_dependence(model=call.model, head=call.head,
+                                 inputs=b.inputs[:steps].detach(), targets=b.targets[:steps],
+                                 lengths=lengths, h0=h0, seed=seed)
+    lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
+    found = measured(lengths)
+    if lengths is None or lengths.numel() < 2:
+        return found
+    # NOTE [ Sequences leave the rnn's calls ]: a packed batch reaches the rnn block by block
+    # as the sequences still running, so a sequence that ended leaves the later calls, where
+    # one call on the whole batch still pads it in. A module that computes across the batch
+    # of the padded sequence sees another batch then, and its output differs: a cut with no
+    # sequence ending by it cannot show that, and a cut with one cannot tell it from
+    # per-call dropout. So a failing check runs again with every sequence running through
+    # (the padding's zeros as inputs): passing there, the composition is the cause. A passing
+    # one with no sequence ending by the cut runs again with one ending there.
+    cut = steps // 2
+    if found["diagnosis"]:
+        through = measured(torch.full_like(lengths, steps))
+        if not through["diagnosis"]:
+            found["diagnosis"] = _batch_composition_diagnosis(found, steps)
+    elif not bool((lengths <= cut).any()):
+        ended = measured(_one_ended_at_the_cut(lengths, cut, b.sort_order()))
+        if ended["diagnosis"]:
+            found["diagnosis"] = _batch_composition_diagnosis(ended, steps)
+    return found
+
+
 def _cut_dependence(call, steps, seed, found):
     b = call.batch
     if call.calls_user_code:  # else the rnn is C++ or the cells: exact under any cut
-        lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
-        h0 = None if call.engine_h0 is None else [t.detach() for t in call.engine_h0]
-        found = _C.cut_dependence(model=call.model, head=call.head,
-                                  inputs=b.inputs[:steps].detach(), targets=b.targets[:steps],
-                                  lengths=lengths, h0=h0, seed=seed)
+        found = _model_cut_dependence(call, steps, seed)
     tolerance = 1e-10 if b.inputs.dtype == torch.float64 else 1e-5
     diagnosis = found["diagnosis"] or _head_cut_dependence(call, steps, seed, tolerance)
     return {"diagnosis": diagnosis, "warning": found["warning"]}

@@ -220,11 +220,12 @@ class VLRNN(PlainRNN):
         (vlrnn.nn.MinGRU, ..., vlrnn.CppModel, bidirectional vlrnn.nn.LSTM / GRU) are run by
         the engine with no Python call per block.
 
-        check_cuts: on the first call in each training mode, run the rnn (and the head) on
-        the first steps whole and cut in two, from one generator state, and refuse a module
-        whose outputs differ (dropout drawn once per call: no block method can be exact for
-        it); a module that passes here only thanks to this CPU generator's layout gets a
-        RuntimeWarning. A few steps' forward passes without gradients, once. Modules the
+        check_cuts: on the first call in each training mode (and, apart, the first with a
+        packed batch), run the rnn (and the head) on the first steps whole and cut in two,
+        from one generator state, and refuse a module whose outputs differ (dropout drawn
+        once per call; on a packed batch, with a sequence ending by the cut, statistics
+        over the padded batch: no block method can be exact for it); a module that passes
+        here only thanks to this CPU generator's layout gets a RuntimeWarning. A few steps' forward passes without gradients, once. Modules the
         package recognises as cut-dependent (torch.nn's LSTM / GRU / RNN with two or more
         dropout layers while training, one on a GPU; parts that change buffers as they run,
         such as BatchNorm or spectral_norm while training) are refused whatever this says,
@@ -245,7 +246,7 @@ class VLRNN(PlainRNN):
         self.progress = progress
         self.last_counters = None  # steps run by the last call (forward, no-grad, backward)
         self._methods = {}  # spec -> the engine's method, kept: the planner plans once
-        self._cuts_checked = set()  # (rnn.training, out.training) of the checks passed
+        self._cuts_checked = set()  # (rnn.training, out.training, packed) of the checks passed
     def _wants_gradients(self, x, h0):
         if not torch.is_grad_enabled():
             return False
@@ -368,7 +369,9 @@ class VLRNN(PlainRNN):
         if reasons:
             raise ValueError(f"{spec}: refused, its gradient would not be exact: "
                              + "; ".join(reasons) + ". method='full' runs it as one call")
-        key = (self.rnn.training, self.out.training)
+        # A packed batch is checked apart: only there do sequences leave the rnn's calls
+        # (NOTE [ Sequences leave the rnn's calls ] in _engine.py).
+        key = (self.rnn.training, self.out.training, call.batch.lengths is not None)
         if not self.check_cuts or key in self._cuts_checked:
             return
         found = cut_dependence(call)
