@@ -118,10 +118,13 @@ def probe(rnn, batch, h0):
     layout, learned from what it returns given h = None (given h0 when it needs a state).
     Nothing it draws or changes stays: the generators and its buffers are put back."""
     name = type(rnn).__name__
-    with torch.no_grad(), _rng_kept(batch.inputs.device), onednn_as_the_engine_runs_it():
+    device = batch.inputs.device
+    with torch.no_grad(), _rng_kept(device), onednn_as_the_engine_runs_it():
         first = _first_step(batch)
+        given_none = True
         try:
-            result = rnn(first, None)
+            with _rng_kept(device):
+                result = rnn(first, None)
         except Exception as error:
             if h0 is None:
                 shape = list((first.data if isinstance(first, PackedSequence) else first).shape)
@@ -129,17 +132,51 @@ def probe(rnn, batch, h0):
                          f"every sequence (x {shape}), called to learn its output size and "
                          "state layout")
                 raise
-            result = rnn(first, h0)
+            result, given_none = rnn(first, h0), False
         z, h = split_result(result, name)
-    if isinstance(z, PackedSequence):
-        z = z.data
-    if not isinstance(z, torch.Tensor) or z.dim() < 2:
-        raise TypeError(f"{name}.forward: expected z, a tensor [B, T, Z] or a PackedSequence, "
-                        f"got {type(z).__name__}")
-    if h is None:
-        raise TypeError(f"{name}.forward: returned no state (h is None); the engine carries "
-                        "the state from block to block")
-    return z.shape[-1], StateLayout(h, batch.batch_size, f"{name}.forward's h")
+        if isinstance(z, PackedSequence):
+            z = z.data
+        if not isinstance(z, torch.Tensor) or z.dim() < 2:
+            raise TypeError(f"{name}.forward: expected z, a tensor [B, T, Z] or a "
+                            f"PackedSequence, got {type(z).__name__}")
+        if h is None:
+            raise TypeError(f"{name}.forward: returned no state (h is None); the engine "
+                            "carries the state from block to block")
+        layout = StateLayout(h, batch.batch_size, f"{name}.forward's h")
+        if h0 is None and given_none:
+            _refuse_a_start_other_than_zeros(rnn, first, (z, h), layout, name)
+    return z.shape[-1], layout
+
+
+def _refuse_a_start_other_than_zeros(rnn, first, outputs, layout, name):
+    """ValueError when rnn(first, zeros) returns other than rnn(first, None) did (`outputs`,
+    from the same generator state): with h0 = None the engine starts the first block from
+    zeros, as torch.nn's RNNs take None to mean, and a module that starts elsewhere (a
+    learned initial state) would get another function, and no gradient for that state."""
+    z, h = outputs
+    zeros = [torch.zeros_like(t) for t in as_state_tuple(h, f"{name}.forward's h")]
+    try:
+        with _rng_kept(first.data.device if isinstance(first, PackedSequence) else first.device):
+            z_zeros, h_zeros = split_result(rnn(first, layout.to_module(zeros)), name)
+        h_zeros = as_state_tuple(h_zeros, f"{name}.forward's h")
+    except Exception:  # the engine's own call raises it again, with its note
+        return
+    if isinstance(z_zeros, PackedSequence):
+        z_zeros = z_zeros.data
+    pairs = [(z_zeros, z)] + list(zip(h_zeros, as_state_tuple(h, "h")))
+    if len(h_zeros) != len(layout.shapes) or any(
+            not isinstance(got, torch.Tensor) or got.shape != want.shape for got, want in pairs):
+        return  # a broken contract, which the engine's own call names
+    tolerance = 1e-10 if z.dtype == torch.float64 else 1e-5
+    differ = max(_relative(got.double(), want.double()) for got, want in pairs)
+    if differ > tolerance:
+        raise ValueError(
+            f"rnn: {name}.forward(x, None) starts from another state than zeros: on the first "
+            f"step, its outputs differ from forward(x, h) with h zeros by {differ:.2e} "
+            "(relative; a learned initial state?). VLRNN runs each block from a state it "
+            "carries, the first from zeros when h0 is None, so its gradient would not be "
+            "exact. Pass the initial state as h0 (model(x, y, h0), h0 computed from your "
+            "parameter gets its gradient through it)")
 
 
 def probe_head(out, batch, z_size):

@@ -1,6 +1,7 @@
 """What a user's module may return, and what the package checks of it: a PackedSequence is
-read through its own indices, and a module that changes its inputs in place, or returns its
-state in another dtype, is refused with an error naming it."""
+read through its own indices, and a module that changes its inputs in place, returns its
+state in another dtype, or starts from another state than zeros when given none, is refused
+with an error naming it."""
 import pytest
 import torch
 from torch import nn
@@ -134,6 +135,49 @@ def test_a_state_returned_in_another_dtype_is_refused():
     with pytest.raises(ValueError, match=r"Float32State.forward's h\[0\]: expected "
                                          r"torch.float64 on cpu .* got torch.float32"):
         vlrnn.VLRNN(rnn, LinearHead().double(), "SUM")(x, y, None, N=2)
+
+
+class LearnedInitialState(nn.GRU):
+    """Starts from a parameter of its own when given h = None, as many models do."""
+
+    def __init__(self):
+        super().__init__(F, H, batch_first=True)
+        self.h0 = nn.Parameter(torch.randn(1, 1, H))
+
+    def forward(self, x, h=None):
+        if h is None:
+            batch = int(x.batch_sizes[0]) if isinstance(x, PackedSequence) else x.shape[0]
+            h = self.h0.expand(1, batch, H).contiguous()
+        return super().forward(x, h)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_learned_initial_state_taken_for_none_is_refused(packed):
+    """Ran before from zeros with no word (h0's gradient 100 % off, weight_hh's 42 %), and
+    vlrnn.verify passed it: its reference started from zeros too."""
+    torch.manual_seed(0)
+    rnn, out = LearnedInitialState().double(), LinearHead().double()
+    x, y = packed_batch() if packed else fixed_batch()
+    runs = (lambda: vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, N=3),
+            lambda: vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, method="full"),
+            lambda: vlrnn.verify(rnn, out, x, y))
+    for run in runs:
+        with pytest.raises(ValueError, match=r"rnn: LearnedInitialState.forward\(x, None\) "
+                                             r"starts from another state than zeros.*"
+                                             r"Pass the initial state as h0"):
+            run()
+    assert all(p.grad is None for p in rnn.parameters())
+
+
+def test_a_learned_initial_state_passed_as_h0_is_exact():
+    torch.manual_seed(0)
+    rnn, out = LearnedInitialState().double(), LinearHead().double()
+    x, y = fixed_batch()
+    want = gradients_of(rnn, out, x, y, None, "SUM")  # PlainRNN calls forward(x, None)
+    h0 = rnn.h0.expand(1, x.shape[0], H)  # computed from the parameter: its gradient reaches it
+    got = gradients_of(rnn, out, x, y, h0, "SUM", N=3)
+    assert rnn.h0.grad is not None and rnn.h0.grad.abs().max() > 0
+    assert max_rel_diff(got, want) < 1e-10
 
 
 def fixed_batch(T=12, B=3):
