@@ -529,10 +529,45 @@ def _model_cut_dependence(call, steps, seed):
     return found
 
 
+def _grad_mode_diagnosis(call, steps, seed, tolerance):
+    """The rnn on the batch's first `steps` steps from its entry state, once without
+    gradients (as the engine's pass that stores states runs it) and once with (as a block
+    is recomputed), from one generator state: a diagnosis when they differ, else ''.
+    NOTE [ One function with and without gradients ]: the states a block method stores come
+    from the pass without gradients, and each block's gradient from a recomputation with
+    them; a module that computes another function without gradients (an inference fast
+    path) would have its gradients taken at states its training function never reaches."""
+    b = call.batch
+    x = b.inputs[:steps].detach()
+    lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
+    if call.engine_h0 is not None:
+        entry = [t.detach() for t in call.engine_h0]
+    else:
+        entry = [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
+    runs = []
+    with _rng_kept(b.inputs.device):
+        for mode in (torch.no_grad, torch.enable_grad):
+            torch.manual_seed(seed)
+            with mode(), onednn_as_the_engine_runs_it():
+                z, h = call.block(x, tuple(entry), lengths)
+            runs.append([z.detach()] + [t.detach() for t in h])
+    by = max(_relative(got, want) for got, want in zip(*runs) if got.is_floating_point())
+    if not by > tolerance:
+        return ""
+    return (f"the rnn computes another function without gradients than with them: on steps "
+            f"[0, {steps}), from one generator state, its outputs under torch.no_grad() and "
+            f"with gradients differ by {by:.2e} (relative). A block method stores each block's "
+            "entry state from a pass without gradients and recomputes the block with them, "
+            "so the gradient would be taken at states the computation with gradients never "
+            "reaches; compute the same function in both modes (no inference-only fast path)")
+
+
 def _cut_dependence(call, steps, seed, found):
     b = call.batch
+    tolerance = 1e-10 if b.inputs.dtype == torch.float64 else 1e-5
     if call.calls_user_code:  # else the rnn is C++ or the cells: exact under any cut
         found = _model_cut_dependence(call, steps, seed)
-    tolerance = 1e-10 if b.inputs.dtype == torch.float64 else 1e-5
+        if not found["diagnosis"]:
+            found["diagnosis"] = _grad_mode_diagnosis(call, steps, seed, tolerance)
     diagnosis = found["diagnosis"] or _head_cut_dependence(call, steps, seed, tolerance)
     return {"diagnosis": diagnosis, "warning": found["warning"]}

@@ -306,3 +306,43 @@ def test_across_the_sequences_of_each_step_is_exact_on_a_packed_batch():
     modules.zero_grad()
     vlrnn.VLRNN(rnn, out, "SUM", N=4)(x, y)  # checked, and not refused
     assert max_rel_diff(grads(modules), want) < 1e-10
+
+
+class FastPathWithoutGradients(nn.Module):
+    """A GRU cell loop with a path of its own under torch.no_grad() that is not quite the
+    same function (as inference fast paths may be): the same under any cut."""
+
+    def __init__(self, off_by=1e-3):
+        super().__init__()
+        self.cell, self.off_by = nn.GRUCell(F, H), off_by
+
+    def forward(self, x, h):
+        h = x.new_zeros(x.shape[0], H) if h is None else h[0]
+        steps = []
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+            if not torch.is_grad_enabled():
+                h = h * (1 + self.off_by)
+            steps.append(h)
+        return torch.stack(steps, 1), h.unsqueeze(0)
+
+
+def test_a_module_computing_another_function_without_gradients_is_refused():
+    """Ran before with 2.5e-4 relative error on its gradients and no word: the states the
+    pass without gradients stores are not those the recomputed blocks would reach."""
+    x, y = batch()
+    with pytest.raises(ValueError, match=r"refused, its gradient would not be exact: the rnn "
+                                         r"computes another function without gradients.*"
+                                         r"check_cuts"):
+        vlrnn.VLRNN(FastPathWithoutGradients(), Head(), "MEAN", N=3)(x, y)
+    report = vlrnn.verify(FastPathWithoutGradients().double(), Head().double(), x.double(), y)
+    assert not report.passed  # a wrong gradient, which the refusal prevents
+    # One function in both modes (off_by 0) is exact, and runs.
+    torch.manual_seed(0)
+    rnn, out = FastPathWithoutGradients(off_by=0.0).double(), Head().double()
+    modules = nn.ModuleList([rnn, out])
+    vlrnn.PlainRNN(rnn, out, "SUM")(x.double(), y)[0].backward()
+    want = grads(modules)
+    modules.zero_grad()
+    vlrnn.VLRNN(rnn, out, "SUM", N=3)(x.double(), y)
+    assert max_rel_diff(grads(modules), want) < 1e-10
