@@ -233,11 +233,18 @@ def _grad_leaves(*tensors):
     return [t for t in tensors if isinstance(t, torch.Tensor) and t.is_leaf and t.requires_grad]
 
 
+def unique_tensors(tensors):
+    """`tensors` without repeats, by identity, in order: a parameter the rnn and the head
+    share (tied weights) is one tensor with one .grad, to be handled once."""
+    return list({id(t): t for t in tensors}.values())
+
+
 @contextlib.contextmanager
 def grads_kept_on_error(tensors):
     """Accumulates into .grad as usual, but leaves every .grad as it was when the body
-    raises: the engine computes into fresh gradients, added to the old ones on success."""
-    kept = [(t, t.grad) for t in tensors]
+    raises: the engine computes into fresh gradients, added to the old ones on success
+    (once per tensor, however often it is listed)."""
+    kept = [(t, t.grad) for t in unique_tensors(tensors)]
     for t, _ in kept:
         t.grad = None
     try:
@@ -364,7 +371,7 @@ class EngineCall:
         self.head = _C.PythonHead(self.head_function, z_size,
                                   [("out." + n, p) for n, p in out.named_parameters()])
         inputs = x.data if isinstance(x, PackedSequence) else x
-        self.grad_tensors = parameters + _grad_leaves(inputs, *(self.h0 or []))
+        self.grad_tensors = unique_tensors(parameters + _grad_leaves(inputs, *(self.h0 or [])))
         self.engine_h0 = self._engine_h0()
         self.engine_grad_h = self._engine_grad_h(grad_h)
 

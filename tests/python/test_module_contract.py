@@ -1,7 +1,8 @@
 """What a user's module may return, and what the package checks of it: a PackedSequence is
-read through its own indices, and a module that changes its inputs in place, returns its
-state in another dtype, or starts from another state than zeros when given none, is refused
-with an error naming it."""
+read through its own indices, a weight the rnn and the head share gets its gradient once,
+and a module that changes its inputs in place, returns its state in another dtype, or
+starts from another state than zeros when given none, is refused with an error naming
+it."""
 import pytest
 import torch
 from torch import nn
@@ -178,6 +179,39 @@ def test_a_learned_initial_state_passed_as_h0_is_exact():
     got = gradients_of(rnn, out, x, y, h0, "SUM", N=3)
     assert rnn.h0.grad is not None and rnn.h0.grad.abs().max() > 0
     assert max_rel_diff(got, want) < 1e-10
+
+
+class TiedHead(nn.Module):
+    """A head whose weight is the rnn's own (tied weights): one tensor in both modules."""
+
+    def __init__(self, weight):
+        super().__init__()
+        self.weight = weight
+
+    def forward(self, z, y):
+        return ((z @ self.weight.t()).sum(-1) - y) ** 2
+
+
+@pytest.mark.parametrize("call", [dict(N=3), dict(method="full")], ids=["N=3", "full"])
+def test_a_weight_the_rnn_and_head_share_gets_its_gradient_once(call):
+    """Ran before with the shared weight's gradient doubled, and no word, whenever its .grad
+    already held a tensor (zeros after zero_grad() on 1.13, an earlier micro-batch's);
+    vlrnn.verify passed it."""
+    torch.manual_seed(0)
+    rnn = nn.GRU(F, H, batch_first=True).double()
+    out = TiedHead(rnn.weight_hh_l0)  # [3H, H]
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 12, F, dtype=torch.float64, generator=g)
+    y = torch.randn(3, 12, dtype=torch.float64, generator=g)
+    modules = nn.ModuleList([rnn, out])
+    for p in modules.parameters():
+        p.grad = torch.ones_like(p)  # an earlier micro-batch's
+    vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward()
+    want = grads(modules)
+    for p in modules.parameters():
+        p.grad = torch.ones_like(p)
+    vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, **call)
+    assert max_rel_diff(grads(modules), want) < 1e-10
 
 
 def fixed_batch(T=12, B=3):
