@@ -220,15 +220,24 @@ log "   $total points; shard 1/$shards owns $shard1"
 log "2. the sweep as a $shards-task array; task 1 is killed (SIGKILL) after its first group"
 submit
 deadline=$((SECONDS + 120))
+# Its process first, found while it measures its first group: the kill then follows the
+# first record within a poll, where a search of /proc after it could find the task gone
+# (its last group takes about 2 s).
+until pid=$(vlrnn_pid "SLURM_ARRAY_JOB_ID=$array_job" "SLURM_ARRAY_TASK_ID=1"); do
+  ((SECONDS < deadline)) || fail "found no vlrnn process of task ${array_job}_1 in 120 s (task state: $(job_state "${array_job}_1"))"
+  sleep 0.1
+done
 until [[ -s $tmp/sharded/shard-1/results.jsonl ]]; do
   ((SECONDS < deadline)) || fail "shard 1 recorded nothing in 120 s (task state: $(job_state "${array_job}_1"))"
   sleep 0.1
 done
 # SIGKILL, as the OOM killer or a dying node would: no chance to finish the point. (Slurm's
 # own `scancel --signal=KILL` is a polite cancel: SIGTERM first, which the sweep answers by
-# finishing its current point.)
-pid=$(vlrnn_pid "SLURM_ARRAY_JOB_ID=$array_job" "SLURM_ARRAY_TASK_ID=1") || fail "found no vlrnn process of task ${array_job}_1"
-kill -KILL "$pid"
+# finishing its current point.) A task already gone is the check below's "too late"; its
+# pid is checked first, as no other process may get the signal.
+if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$root/build/vlrnn" ]]; then
+  kill -KILL "$pid" 2>/dev/null || true
+fi
 state=$(wait_for_job "$merge_job" 120)
 recorded=$(keys_of "$tmp/sharded/shard-1" | wc -l)
 log "   task 1 killed with $recorded of its $shard1 points recorded; first merge job: $state"
