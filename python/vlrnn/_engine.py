@@ -144,11 +144,11 @@ def probe(rnn, batch, h0):
                             "carries the state from block to block")
         layout = StateLayout(h, batch.batch_size, f"{name}.forward's h")
         if h0 is None and given_none:
-            _refuse_a_start_other_than_zeros(rnn, first, (z, h), layout, name)
+            _refuse_a_start_other_than_zeros(rnn, first, (z, h), layout, name, device)
     return z.shape[-1], layout
 
 
-def _refuse_a_start_other_than_zeros(rnn, first, outputs, layout, name):
+def _refuse_a_start_other_than_zeros(rnn, first, outputs, layout, name, device):
     """ValueError when rnn(first, zeros) returns other than rnn(first, None) did (`outputs`,
     from the same generator state): with h0 = None the engine starts the first block from
     zeros, as torch.nn's RNNs take None to mean, and a module that starts elsewhere (a
@@ -156,7 +156,7 @@ def _refuse_a_start_other_than_zeros(rnn, first, outputs, layout, name):
     z, h = outputs
     zeros = [torch.zeros_like(t) for t in as_state_tuple(h, f"{name}.forward's h")]
     try:
-        with _rng_kept(first.data.device if isinstance(first, PackedSequence) else first.device):
+        with _rng_kept(device):
             z_zeros, h_zeros = split_result(rnn(first, layout.to_module(zeros)), name)
         h_zeros = as_state_tuple(h_zeros, f"{name}.forward's h")
     except Exception:  # the engine's own call raises it again, with its note
@@ -167,9 +167,8 @@ def _refuse_a_start_other_than_zeros(rnn, first, outputs, layout, name):
     if len(h_zeros) != len(layout.shapes) or any(
             not isinstance(got, torch.Tensor) or got.shape != want.shape for got, want in pairs):
         return  # a broken contract, which the engine's own call names
-    tolerance = 1e-10 if z.dtype == torch.float64 else 1e-5
     differ = max(_relative(got.double(), want.double()) for got, want in pairs)
-    if differ > tolerance:
+    if differ > _tolerance_for(z.dtype):
         raise ValueError(
             f"rnn: {name}.forward(x, None) starts from another state than zeros: on the first "
             f"step, its outputs differ from forward(x, h) with h zeros by {differ:.2e} "
@@ -443,6 +442,12 @@ class EngineCall:
 CUT_CHECK_STEPS = 32
 
 
+def _tolerance_for(dtype):
+    """Relative difference beyond which a check calls two results different, as vlrnn
+    verify holds gradients: 1e-10 in float64, 1e-5 below."""
+    return 1e-10 if dtype == torch.float64 else 1e-5
+
+
 def _relative(got, want):
     return ((got - want).abs().max() / want.abs().max().clamp_min(1e-300)).item()
 
@@ -571,7 +576,7 @@ def _grad_mode_diagnosis(call, steps, seed, tolerance):
 
 def _cut_dependence(call, steps, seed, found):
     b = call.batch
-    tolerance = 1e-10 if b.inputs.dtype == torch.float64 else 1e-5
+    tolerance = _tolerance_for(b.inputs.dtype)
     if call.calls_user_code:  # else the rnn is C++ or the cells: exact under any cut
         found = _model_cut_dependence(call, steps, seed)
         if not found["diagnosis"]:

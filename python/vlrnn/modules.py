@@ -226,7 +226,7 @@ class VLRNN(PlainRNN):
         once per call; on a packed batch, with a sequence ending by the cut, statistics
         over the padded batch: no block method can be exact for it), or differ with and
         without gradients; a module that passes here only thanks to this CPU generator's
-        layout gets a RuntimeWarning. A few steps' forward passes without gradients, once. Modules the
+        layout gets a RuntimeWarning. A few steps' forward passes, once. Modules the
         package recognises as cut-dependent (torch.nn's LSTM / GRU / RNN with two or more
         dropout layers while training, one on a GPU; parts that change buffers as they run,
         such as BatchNorm or spectral_norm while training) are refused whatever this says,
