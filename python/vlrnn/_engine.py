@@ -508,16 +508,15 @@ def _batch_composition_diagnosis(cut_dependence, steps):
             "dimension): at each step, only over the sequences the PackedSequence holds there")
 
 
-def _model_cut_dependence(call, steps, seed):
-    """_C.cut_dependence of the rnn on the batch's first `steps` steps; on a packed batch,
-    told apart from a dependence on the batch's composition."""
+def _model_cut_dependence(call, steps, seed, lengths, h0):
+    """_C.cut_dependence of the rnn on the batch's first `steps` steps (`lengths` clamped
+    to them, `h0` detached); on a packed batch, told apart from a dependence on the batch's
+    composition."""
     b = call.batch
-    h0 = None if call.engine_h0 is None else [t.detach() for t in call.engine_h0]
     def measured(lengths):
         return _C.cut_dependence(model=call.model, head=call.head,
                                  inputs=b.inputs[:steps].detach(), targets=b.targets[:steps],
                                  lengths=lengths, h0=h0, seed=seed)
-    lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
     found = measured(lengths)
     if lengths is None or lengths.numel() < 2:
         return found
@@ -541,7 +540,7 @@ def _model_cut_dependence(call, steps, seed):
     return found
 
 
-def _grad_mode_diagnosis(call, steps, seed, tolerance):
+def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, h0):
     """The rnn on the batch's first `steps` steps from its entry state, once without
     gradients (as the engine's pass that stores states runs it) and once with (as a block
     is recomputed), from one generator state: a diagnosis when they differ, else ''.
@@ -551,11 +550,8 @@ def _grad_mode_diagnosis(call, steps, seed, tolerance):
     path) would have its gradients taken at states its training function never reaches."""
     b = call.batch
     x = b.inputs[:steps].detach()
-    lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
-    if call.engine_h0 is not None:
-        entry = [t.detach() for t in call.engine_h0]
-    else:
-        entry = [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
+    entry = h0 if h0 is not None else \
+        [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
     runs = []
     with _rng_kept(b.inputs.device):
         for mode in (torch.no_grad, torch.enable_grad):
@@ -578,8 +574,11 @@ def _cut_dependence(call, steps, seed, found):
     b = call.batch
     tolerance = _tolerance_for(b.inputs.dtype)
     if call.calls_user_code:  # else the rnn is C++ or the cells: exact under any cut
-        found = _model_cut_dependence(call, steps, seed)
+        lengths = None if b.lengths is None else b.lengths.clamp(max=steps)
+        h0 = None if call.engine_h0 is None else [t.detach() for t in call.engine_h0]
+        found = _model_cut_dependence(call, steps, seed, lengths, h0)
         if not found["diagnosis"]:
-            found["diagnosis"] = _grad_mode_diagnosis(call, steps, seed, tolerance)
+            found["diagnosis"] = _grad_mode_diagnosis(call, steps, seed, tolerance, lengths,
+                                                      h0)
     diagnosis = found["diagnosis"] or _head_cut_dependence(call, steps, seed, tolerance)
     return {"diagnosis": diagnosis, "warning": found["warning"]}
