@@ -348,7 +348,8 @@ class EngineCall:
         self.out, self.z_size = out, z_size
         self.h0 = check_h0(h0, self.layout, self.batch)
         rnn_parameters = [("rnn." + n, p) for n, p in rnn.named_parameters()]
-        parameters = [p for _, p in rnn_parameters] + list(out.parameters())
+        self.rnn_parameters = [p for _, p in rnn_parameters]
+        parameters = self.rnn_parameters + list(out.parameters())
         self.engine = engine_model_of(rnn, fast_cells)
         self.block = None  # the adapter calling the user's rnn, when one does
         if self.engine is not None:
@@ -570,6 +571,73 @@ def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, h0):
             "reaches; compute the same function in both modes (no inference-only fast path)")
 
 
+def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
+    """The rnn's gradients on the batch's first `steps` steps (of its parameters and its
+    entry state, for random weights on its outputs z and final state h), from one call and
+    from two chained as the engine chains blocks, from one generator state: a diagnosis
+    when they differ, else ''.
+    NOTE [ Gradients cross the cut ]: the engine back-propagates each block from the
+    gradient of its exit state, and carries what reaches its entry state to the block
+    before. Outputs that agree cut or whole do not make that exact: a module that detaches
+    the state it is given (h.detach() in forward, as truncated BPTT does between calls)
+    computes the same outputs, but no gradient crosses a block's start, which one call on
+    the whole sequence carries. Only gradients show it, so the check compares them too."""
+    b, cut = call.batch, steps // 2
+    device, dtype = b.inputs.device, b.inputs.dtype
+    x = b.inputs[:steps].detach()
+    entry = h0 if h0 is not None else \
+        [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
+    parameters = [p for p in call.rnn_parameters if p.requires_grad]
+    count = len(parameters)
+
+    def run(x, state, lengths):
+        with onednn_as_the_engine_runs_it():
+            z, h = call.block(x, tuple(state), lengths)
+        return [z] + list(h)
+
+    def gradients(outputs, weights, inputs):
+        pairs = [(o, w) for o, w in zip(outputs, weights) if o.requires_grad]
+        if not pairs:
+            return [torch.zeros_like(t) for t in inputs]
+        found = torch.autograd.grad([o for o, _ in pairs], inputs, [w for _, w in pairs],
+                                    allow_unused=True)
+        return [torch.zeros_like(t) if g is None else g for t, g in zip(inputs, found)]
+
+    def lengths_within(low, high):
+        return None if lengths is None else (lengths - low).clamp(min=0, max=high - low)
+
+    # Autocast off: its lower precision sums the pieces' gradients in another order, and
+    # what the check looks for is where gradients flow, which no precision changes.
+    with _rng_kept(device), torch.enable_grad(), torch.autocast(device.type, enabled=False):
+        torch.manual_seed(seed)
+        start = [t.detach().requires_grad_() for t in entry]
+        outputs = run(x, start, lengths)
+        generator = torch.Generator().manual_seed(seed)
+        weights = [torch.randn(o.shape, dtype=dtype, generator=generator).to(device)
+                   for o in outputs]  # [steps, B, Z], then each state tensor's shape
+        whole = gradients(outputs, weights, parameters + start)
+
+        torch.manual_seed(seed)
+        start = [t.detach().requires_grad_() for t in entry]
+        first = run(x[:cut], start, lengths_within(0, cut))
+        middle = [t.detach().requires_grad_() for t in first[1:]]
+        second = run(x[cut:], middle, lengths_within(cut, steps))
+        later = gradients(second, [weights[0][cut:]] + weights[1:], parameters + middle)
+        earlier = gradients(first, [weights[0][:cut]] + later[count:], parameters + start)
+    chained = [a + b for a, b in zip(earlier[:count], later[:count])] + earlier[count:]
+    by = max((_relative(got.double(), want.double()) for got, want in zip(chained, whole)
+              if want.abs().max() > 0 or got.abs().max() > 0), default=0.0)
+    if not by > tolerance:
+        return ""
+    return (f"the rnn's gradients depend on where the sequence is cut into blocks, though its "
+            f"outputs do not: on steps [0, {steps}), from one generator state, the gradients "
+            f"of its parameters and its entry state from one call and from two chained at step "
+            f"{cut} differ by {by:.2e} (relative). VLRNN back-propagates each block from its "
+            "exit state's gradient to its entry state's, so a module must let the gradient "
+            "through the state it is given (no h.detach() in forward: detach between calls, "
+            "outside the module, for truncated BPTT)")
+
+
 def _cut_dependence(call, steps, seed, found):
     b = call.batch
     tolerance = _tolerance_for(b.inputs.dtype)
@@ -579,6 +647,7 @@ def _cut_dependence(call, steps, seed, found):
         found = _model_cut_dependence(call, steps, seed, lengths, h0)
         if not found["diagnosis"]:
             found["diagnosis"] = _grad_mode_diagnosis(call, steps, seed, tolerance, lengths,
-                                                      h0)
+                                                      h0) or \
+                _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0)
     diagnosis = found["diagnosis"] or _head_cut_dependence(call, steps, seed, tolerance)
     return {"diagnosis": diagnosis, "warning": found["warning"]}

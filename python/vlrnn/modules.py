@@ -225,12 +225,13 @@ class VLRNN(PlainRNN):
         from one generator state, and refuse a module whose outputs differ (dropout drawn
         once per call; on a packed batch, with a sequence ending by the cut, statistics
         over the padded batch: no block method can be exact for it), or differ with and
-        without gradients; a module that passes here only thanks to this CPU generator's
-        layout gets a RuntimeWarning. A few steps' forward passes, once. Modules the
-        package recognises as cut-dependent (torch.nn's LSTM / GRU / RNN with two or more
-        dropout layers while training, one on a GPU; parts that change buffers as they run,
-        such as BatchNorm or spectral_norm while training) are refused whatever this says,
-        unless method='full'.
+        without gradients, or whose gradients differ cut and whole (a module detaching the
+        state it is given); a module that passes here only thanks to this CPU generator's
+        layout gets a RuntimeWarning. A few steps' forward and backward passes, once.
+        Modules the package recognises as cut-dependent (torch.nn's LSTM / GRU / RNN with
+        two or more dropout layers while training, one on a GPU; parts that change buffers
+        as they run, such as BatchNorm or spectral_norm while training) are refused
+        whatever this says, unless method='full'.
 
         progress: warn (RuntimeWarning) before a schedule whose recomputation grows faster
         than T, and print a line on stderr every 10 s once a call has run for 10 s.

@@ -32,6 +32,24 @@ def batch(packed=False, B=5, T=30):
     return torch.randn(B, T, F, generator=g), torch.randint(0, CLASSES, (B, T), generator=g)
 
 
+def assert_exact_as_one_call(rnn, out, x, y, h0=None, seed=1, **call):
+    """VLRNN (`call`: N or method) runs the modules, checked and not refused, with full
+    BPTT's gradients (PlainRNN's, from the same generator state) to 1e-10: the parameters'
+    and h0's."""
+    modules = nn.ModuleList([rnn, out])
+    leaves = [h0] if h0 is not None else []
+    def gradients(run):
+        modules.zero_grad()
+        for t in leaves:
+            t.grad = None
+        torch.manual_seed(seed)
+        run()
+        return grads(modules) + [t.grad.clone() for t in leaves]
+    want = gradients(lambda: vlrnn.PlainRNN(rnn, out, "SUM")(x, y, h0)[0].backward())
+    got = gradients(lambda: vlrnn.VLRNN(rnn, out, "SUM")(x, y, h0, **call))
+    assert max_rel_diff(got, want) < 1e-10
+
+
 @pytest.mark.parametrize("fast_cells", [True, False])
 def test_a_three_layer_lstm_with_dropout_is_refused_with_what_to_use(fast_cells):
     # Ran before with 55 % relative error on one gradient and no word.
@@ -86,15 +104,7 @@ def test_the_same_stack_in_eval_mode_or_as_one_call_is_exact():
     x = x.double()
     for mode, spec in ((False, dict(N=4)), (True, dict(method="full"))):
         rnn.train(mode)
-        modules = nn.ModuleList([rnn, out])
-        modules.zero_grad()
-        torch.manual_seed(1)
-        vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward()
-        want = grads(modules)
-        modules.zero_grad()
-        torch.manual_seed(1)
-        vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, **spec)
-        assert max_rel_diff(grads(modules), want) < 1e-10
+        assert_exact_as_one_call(rnn, out, x, y, **spec)
 
 
 def test_spectral_norm_while_training_is_refused_by_its_buffers():
@@ -281,13 +291,7 @@ def test_across_the_batch_is_exact_where_no_sequence_leaves_the_calls():
     torch.manual_seed(0)
     rnn, out = CentredOverTheBatch().double(), Head().double()
     x, y = batch()
-    x = x.double()
-    modules = nn.ModuleList([rnn, out])
-    vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward()
-    want = grads(modules)
-    modules.zero_grad()
-    vlrnn.VLRNN(rnn, out, "SUM", N=4)(x, y)
-    assert max_rel_diff(grads(modules), want) < 1e-10
+    assert_exact_as_one_call(rnn, out, x.double(), y, N=4)
     # The check of a batch-first call does not stand for a packed one: that one refuses.
     model = vlrnn.VLRNN(CentredOverTheBatch(), Head(), "MEAN", N=4)
     model(*batch())
@@ -299,13 +303,7 @@ def test_across_the_sequences_of_each_step_is_exact_on_a_packed_batch():
     torch.manual_seed(0)
     rnn, out = CentredOverTheSequencesOfEachStep().double(), Head().double()
     x, y = packed_batch([30, 28, 25, 22])
-    x = x.to(torch.float64)
-    modules = nn.ModuleList([rnn, out])
-    vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward()
-    want = grads(modules)
-    modules.zero_grad()
-    vlrnn.VLRNN(rnn, out, "SUM", N=4)(x, y)  # checked, and not refused
-    assert max_rel_diff(grads(modules), want) < 1e-10
+    assert_exact_as_one_call(rnn, out, x.to(torch.float64), y, N=4)
 
 
 class FastPathWithoutGradients(nn.Module):
@@ -340,9 +338,59 @@ def test_a_module_computing_another_function_without_gradients_is_refused():
     # One function in both modes (off_by 0) is exact, and runs.
     torch.manual_seed(0)
     rnn, out = FastPathWithoutGradients(off_by=0.0).double(), Head().double()
-    modules = nn.ModuleList([rnn, out])
-    vlrnn.PlainRNN(rnn, out, "SUM")(x.double(), y)[0].backward()
-    want = grads(modules)
-    modules.zero_grad()
-    vlrnn.VLRNN(rnn, out, "SUM", N=3)(x.double(), y)
-    assert max_rel_diff(grads(modules), want) < 1e-10
+    assert_exact_as_one_call(rnn, out, x.double(), y, N=3)
+
+
+class DetachesItsState(nn.Module):
+    """A GRU that detaches the state it is given, as truncated BPTT does between calls: cut
+    or whole, the same outputs, but no gradient crosses the start of a call."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(F, H, batch_first=True)
+
+    def forward(self, x, h):
+        return self.gru(x, None if h is None else h.detach())
+
+
+class StraightThroughState(nn.Module):
+    """A GRU cell loop rounding its state straight through (a stop-gradient inside the
+    step): the same function of the entry state cut or whole, so no cut changes its
+    gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(F, H)
+
+    def forward(self, x, h):
+        h = x.new_zeros(x.shape[0], H) if h is None else h[0]
+        steps = []
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+            h = h + (torch.round(h * 8) / 8 - h).detach()
+            steps.append(h)
+        return torch.stack(steps, 1), h.unsqueeze(0)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_module_detaching_its_entry_state_is_refused(packed):
+    """Ran before with 18 % (4 blocks) to 30 % (the planner) relative error on its gradients
+    and no word: its outputs agree under any cut, only its gradients do not."""
+    x, y = batch(packed)
+    with pytest.raises(ValueError, match=r"refused, its gradient would not be exact: the rnn's "
+                                         r"gradients depend on where the sequence is cut.*"
+                                         r"h\.detach\(\).*check_cuts"):
+        vlrnn.VLRNN(DetachesItsState(), Head(), "MEAN", N=3)(x, y)
+    with pytest.raises(ValueError, match=r"Stream: refused.*the rnn's gradients depend"):
+        vlrnn.Stream(DetachesItsState(), Head()).push(*batch())  # batch-first only
+    x, y = batch()
+    report = vlrnn.verify(DetachesItsState().double(), Head().double(), x.double(), y)
+    assert not report.passed  # a wrong gradient, which the refusal prevents
+
+
+def test_a_stop_gradient_inside_the_step_is_exact_and_runs():
+    torch.manual_seed(0)
+    rnn, out = StraightThroughState().double(), Head().double()
+    x, y = batch()
+    h0 = torch.randn(1, x.shape[0], H, dtype=torch.float64, requires_grad=True)
+    assert_exact_as_one_call(rnn, out, x.double(), y, h0, N=4)
