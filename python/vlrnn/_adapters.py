@@ -35,7 +35,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch.nn.utils.rnn import PackedSequence
 
-from ._compat import add_note, autocast_dtype
+from ._compat import add_note, autocast_dtype, parametrize_cache_per_call
 from ._sequences import packed_lengths, packed_order, packed_rows, unpacked_rows
 
 BATCH_DIM = 1  # of every state tensor: [layers, B, ...]
@@ -126,13 +126,16 @@ def call_user(function, args, watched, what, where, parameters):
     - It must not call backward() itself: the engine back-propagates, and a backward inside
       the call frees the block's graph or counts its gradient twice (ValueError when a
       parameter's .grad changed during the call).
+    - It runs with parametrize.cached()'s cache to itself (parametrize_cache_per_call): a
+      weight cached in one grad mode never reaches a call in the other.
     - An exception it raises reaches the caller unchanged, with a note saying where it was
       called (`where()`, made only then): its shapes are a block's, which the user never
       wrote down."""
     versions = [t._version for _, t in watched]
     grads = _grad_marks(parameters)
     try:
-        result = function(*args)
+        with parametrize_cache_per_call():
+            result = function(*args)
     except Exception as error:
         add_note(error, f"vlrnn: raised by {what} {where()}")
         raise
@@ -261,7 +264,8 @@ class EngineLayoutBlock:
         self.block, self.layout, self.name = block, layout, name
 
     def __call__(self, x, state, lengths):
-        z, h = self.block(x, state, lengths)
+        with parametrize_cache_per_call():
+            z, h = self.block(x, state, lengths)
         steps, batch = x.shape[0], x.shape[1]
         if not isinstance(z, torch.Tensor) or z.dim() != 3 or list(z.shape[:2]) != [steps, batch]:
             raise ValueError(f"{self.name}.engine_block: expected z of shape [T, B, Z] = "

@@ -1,10 +1,12 @@
 """What differs between the PyTorch versions the package supports (1.13 to 2.x), in one
 place: each shim names the versions it bridges, and tests/python/test_compat.py covers it."""
+import contextlib
 import os
 import sys
 import warnings
 
 import torch
+from torch.nn.utils import parametrize
 
 
 def autocast_enabled():
@@ -27,6 +29,30 @@ def autocast_dtype():
     except (TypeError, AttributeError):  # before 2.4
         return (torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled()
                 else torch.get_autocast_gpu_dtype())
+
+
+@contextlib.contextmanager
+def parametrize_cache_per_call():
+    """Runs the body (one call of a user's module) with torch.nn.utils.parametrize.cached()'s
+    cache to itself, when the caller turned it on: what the body caches is dropped when it
+    returns, and what was cached before is put back. A parametrized weight cached in a call
+    without gradients (the probe, a block method's pass that stores states) has no graph:
+    reused by a block recomputed with gradients, its parameter would get none. Within one
+    call, the grad mode is one, so caching there stays exact and keeps its use (a weight
+    computed once per call, not per step). The cache is private in every version this
+    package supports (a dict parametrize._cache, a count parametrize._cache_enabled, 1.13
+    to 2.x); without them, nothing is done."""
+    cache = getattr(parametrize, "_cache", None)
+    if not getattr(parametrize, "_cache_enabled", 0) or not isinstance(cache, dict):
+        yield
+        return
+    outside = dict(cache)
+    cache.clear()
+    try:
+        yield
+    finally:
+        cache.clear()
+        cache.update(outside)
 
 
 def add_note(error, note):

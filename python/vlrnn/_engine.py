@@ -10,7 +10,7 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
-from ._compat import add_note, warn_caller
+from ._compat import add_note, parametrize_cache_per_call, warn_caller
 from ._sequences import batch_from, check_on_device_of, resets_from
 from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model
 
@@ -119,7 +119,8 @@ def probe(rnn, batch, h0):
     Nothing it draws or changes stays: the generators and its buffers are put back."""
     name = type(rnn).__name__
     device = batch.inputs.device
-    with torch.no_grad(), _rng_kept(device), onednn_as_the_engine_runs_it():
+    with torch.no_grad(), _rng_kept(device), onednn_as_the_engine_runs_it(), \
+            parametrize_cache_per_call():
         first = _first_step(batch)
         given_none = True
         try:
@@ -181,7 +182,7 @@ def _refuse_a_start_other_than_zeros(rnn, first, outputs, layout, name, device):
 def probe_head(out, batch, z_size):
     """Calls the head on one step of zeros: with the rnn's probe, what lets a call see which
     buffers the modules change as they run (EngineCall.changed_buffers)."""
-    with torch.no_grad(), _rng_kept(batch.inputs.device):
+    with torch.no_grad(), _rng_kept(batch.inputs.device), parametrize_cache_per_call():
         z = batch.inputs.new_zeros(batch.batch_size, 1, z_size)  # [B, 1, Z]
         try:
             out(z, batch.targets[:1].transpose(0, 1))

@@ -44,6 +44,27 @@ class Composite(vlrnn.RNNModule):
         return z, (h_gru, *h_lstm)
 
 
+class CellLoop(nn.Module):
+    """rnn(x [B, T, F], h [1, B, H]) -> (z [B, T, H], h): `cell` (an nn.RNNCell or
+    GRUCell) looped over the steps from zeros when h is None; step(h) may change each new
+    state, for the tests' variants."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.cell = cell
+
+    def step(self, h):
+        return h
+
+    def forward(self, x, h):
+        h = x.new_zeros(x.shape[0], self.cell.hidden_size) if h is None else h[0]
+        steps = []
+        for t in range(x.shape[1]):
+            h = self.step(self.cell(x[:, t], h))
+            steps.append(h)
+        return torch.stack(steps, 1), h.unsqueeze(0)
+
+
 class CrossEntropyHead(nn.Module):
     """A linear layer and cross-entropy per step: the plainest head."""
 

@@ -2,6 +2,7 @@
 import warnings
 
 import torch
+from torch.nn.utils import parametrize
 
 from vlrnn import _compat
 
@@ -35,3 +36,17 @@ def test_autocast_dtype_is_the_regions_lower_precision():
     assert _compat.autocast_dtype() is None
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert _compat.autocast_dtype() == torch.bfloat16
+
+
+def test_parametrize_cache_per_call_keeps_the_callers_entries_and_drops_its_own():
+    outside = torch.ones(2)
+    with _compat.parametrize_cache_per_call():  # cached() off: nothing to keep apart
+        parametrize._cache[("off", "w")] = outside
+    assert parametrize._cache.pop(("off", "w")) is outside
+    with parametrize.cached():
+        parametrize._cache[("module", "before")] = outside
+        with _compat.parametrize_cache_per_call():
+            assert ("module", "before") not in parametrize._cache  # computed anew inside
+            parametrize._cache[("module", "inside")] = torch.zeros(2)
+        assert parametrize._cache == {("module", "before"): outside}
+    assert parametrize._cache == {}

@@ -11,7 +11,7 @@ from torch.nn.utils.rnn import (PackedSequence, pack_padded_sequence, pack_seque
                                 pad_packed_sequence)
 
 import vlrnn
-from conftest import CrossEntropyHead, grads, max_rel_diff
+from conftest import CellLoop, CrossEntropyHead, grads, max_rel_diff
 
 F, H, CLASSES = 3, 8, 4
 
@@ -108,19 +108,7 @@ def test_the_same_stack_in_eval_mode_or_as_one_call_is_exact():
 
 
 def test_spectral_norm_while_training_is_refused_by_its_buffers():
-    class Normed(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.cell = nn.utils.spectral_norm(nn.RNNCell(F, H), name="weight_hh")
-
-        def forward(self, x, h):
-            h = x.new_zeros(x.shape[0], H) if h is None else h[0]
-            steps = []
-            for t in range(x.shape[1]):
-                h = self.cell(x[:, t], h)
-                steps.append(h)
-            return torch.stack(steps, 1), h.unsqueeze(0)
-    rnn = Normed()
+    rnn = CellLoop(nn.utils.spectral_norm(nn.RNNCell(F, H), name="weight_hh"))
     x, y = batch()
     u = rnn.cell.weight_hh_u.clone()
     with pytest.raises(ValueError, match=r"rnn.cell.weight_hh_u, rnn.cell.weight_hh_v changed when the modules ran.*"
@@ -306,23 +294,16 @@ def test_across_the_sequences_of_each_step_is_exact_on_a_packed_batch():
     assert_exact_as_one_call(rnn, out, x.to(torch.float64), y, N=4)
 
 
-class FastPathWithoutGradients(nn.Module):
+class FastPathWithoutGradients(CellLoop):
     """A GRU cell loop with a path of its own under torch.no_grad() that is not quite the
     same function (as inference fast paths may be): the same under any cut."""
 
     def __init__(self, off_by=1e-3):
-        super().__init__()
-        self.cell, self.off_by = nn.GRUCell(F, H), off_by
+        super().__init__(nn.GRUCell(F, H))
+        self.off_by = off_by
 
-    def forward(self, x, h):
-        h = x.new_zeros(x.shape[0], H) if h is None else h[0]
-        steps = []
-        for t in range(x.shape[1]):
-            h = self.cell(x[:, t], h)
-            if not torch.is_grad_enabled():
-                h = h * (1 + self.off_by)
-            steps.append(h)
-        return torch.stack(steps, 1), h.unsqueeze(0)
+    def step(self, h):
+        return h if torch.is_grad_enabled() else h * (1 + self.off_by)
 
 
 def test_a_module_computing_another_function_without_gradients_is_refused():
@@ -353,23 +334,16 @@ class DetachesItsState(nn.Module):
         return self.gru(x, None if h is None else h.detach())
 
 
-class StraightThroughState(nn.Module):
+class StraightThroughState(CellLoop):
     """A GRU cell loop rounding its state straight through (a stop-gradient inside the
     step): the same function of the entry state cut or whole, so no cut changes its
     gradient."""
 
     def __init__(self):
-        super().__init__()
-        self.cell = nn.GRUCell(F, H)
+        super().__init__(nn.GRUCell(F, H))
 
-    def forward(self, x, h):
-        h = x.new_zeros(x.shape[0], H) if h is None else h[0]
-        steps = []
-        for t in range(x.shape[1]):
-            h = self.cell(x[:, t], h)
-            h = h + (torch.round(h * 8) / 8 - h).detach()
-            steps.append(h)
-        return torch.stack(steps, 1), h.unsqueeze(0)
+    def step(self, h):
+        return h + (torch.round(h * 8) / 8 - h).detach()
 
 
 @pytest.mark.parametrize("packed", [False, True])

@@ -1,16 +1,17 @@
 """What a user's module may return, and what the package checks of it: a PackedSequence is
 read through its own indices, a weight the rnn and the head share gets its gradient once,
-and a module that changes its inputs in place, returns its state in another dtype, or
-starts from another state than zeros when given none, is refused with an error naming
-it."""
+so does one parametrized under parametrize.cached(), and a module that changes its inputs
+in place, returns its state in another dtype, or starts from another state than zeros when
+given none, is refused with an error naming it."""
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils import parametrizations, parametrize
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pack_sequence, \
     pad_packed_sequence
 
 import vlrnn
-from conftest import CrossEntropyHead, grads, max_rel_diff
+from conftest import CellLoop, CrossEntropyHead, grads, max_rel_diff
 
 F, H, CLASSES = 3, 4, 5
 LENGTHS = [40, 17, 33, 1, 40]  # ties: a module packing its own output may order them otherwise
@@ -212,6 +213,31 @@ def test_a_weight_the_rnn_and_head_share_gets_its_gradient_once(call):
         p.grad = torch.ones_like(p)
     vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, **call)
     assert max_rel_diff(grads(modules), want) < 1e-10
+
+
+class OrthogonalCellLoop(CellLoop):
+    """An RNNCell loop whose recurrent weight is parametrized (orthogonal), as RNNs keep
+    their recurrence stable; parametrize.cached() computes it once per call, not per step."""
+
+    def __init__(self):
+        super().__init__(parametrizations.orthogonal(nn.RNNCell(F, H), "weight_hh"))
+
+
+@pytest.mark.parametrize("call", [dict(N=3), dict(method="planner:percent=20")],
+                         ids=["N=3", "planner"])
+def test_a_weight_parametrized_under_parametrize_cached_gets_its_gradient(call):
+    """Ran before with no gradient at all for the parametrized weight, and no word: the
+    probe's call without gradients cached it without a graph, and every block reused it."""
+    torch.manual_seed(0)
+    rnn, out = OrthogonalCellLoop().double(), LinearHead().double()
+    x, y = fixed_batch(T=20)
+    with parametrize.cached():
+        want = gradients_of(rnn, out, x, y, None, "SUM")
+    with parametrize.cached():
+        got = gradients_of(rnn, out, x, y, None, "SUM", **call)
+        # What the call cached stayed in its calls: the weight read here has its graph.
+        assert rnn.cell.weight_hh.requires_grad and rnn.cell.weight_hh.grad_fn is not None
+    assert max_rel_diff(got, want) < 1e-10
 
 
 def fixed_batch(T=12, B=3):
