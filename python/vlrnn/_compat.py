@@ -55,6 +55,18 @@ def parametrize_cache_per_call():
         cache.update(outside)
 
 
+def gradient_hook_dicts(tensor):
+    """(pre, post): the dicts torch keeps a leaf's gradient hooks in, in the order it calls
+    them. pre: register_hook's, called on each gradient before it is accumulated
+    (tensor._backward_hooks, 1.13 to 2.x); post: register_post_accumulate_grad_hook's,
+    called with the tensor after (tensor._post_accumulate_grad_hooks, 2.1+). Both private.
+    Autograd reads a dict when it calls its hooks, so emptying it and filling it again holds
+    them off in between. A tensor without hooks (or a torch without the second) gets a
+    fresh empty dict, which nothing reads."""
+    return (getattr(tensor, "_backward_hooks", None) or {},
+            getattr(tensor, "_post_accumulate_grad_hooks", None) or {})
+
+
 def add_note(error, note):
     """error.add_note(note) (Python 3.11+: shown under the message, the exception itself
     unchanged); before 3.11 the note is dropped rather than the exception replaced."""

@@ -10,7 +10,8 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
-from ._compat import add_note, parametrize_cache_per_call, warn_caller
+from ._compat import add_note, gradient_hook_dicts, parametrize_cache_per_call, \
+    warn_caller
 from ._sequences import batch_from, check_on_device_of, resets_from
 from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model
 
@@ -240,24 +241,70 @@ def unique_tensors(tensors):
 
 
 @contextlib.contextmanager
-def grads_kept_on_error(tensors):
-    """Accumulates into .grad as usual, but leaves every .grad as it was when the body
-    raises: the engine computes into fresh gradients, added to the old ones on success
-    (once per tensor, however often it is listed)."""
+def gradient_hooks_held(tensors):
+    """Runs the body with the gradient hooks of `tensors` held off (register_hook's and
+    register_post_accumulate_grad_hook's), and puts them back; yields [(tensor, [its
+    pre-accumulation hooks], [its post-accumulation hooks])] for those that have any."""
+    held = []
+    for t in unique_tensors(tensors):
+        pre, post = gradient_hook_dicts(t)
+        if pre or post:
+            held.append((t, pre, post, dict(pre), dict(post)))
+            pre.clear()
+            post.clear()
+    try:
+        yield [(t, list(pre.values()), list(post.values())) for t, _, _, pre, post in held]
+    finally:
+        for _, pre, post, pre_hooks, post_hooks in held:
+            pre.update(pre_hooks)
+            post.update(post_hooks)
+
+
+def _hooked(gradient, hooks):
+    """gradient through register_hook-style hooks, as autograd passes it: each may return
+    a replacement, or None to keep what it got."""
+    for hook in hooks:
+        result = hook(gradient)
+        if result is not None:
+            gradient = result
+    return gradient
+
+
+@contextlib.contextmanager
+def gradients_as_one_backward(tensors):
+    """Runs the body (the engine's backward, block by block) and leaves each .grad of
+    `tensors` as one backward() of the whole sequence would: the body computes into fresh
+    gradients, added to the old ones on success (once per tensor, however often listed);
+    when anything raises, every .grad is left as it was.
+    NOTE [ Hooks see the whole gradient ]: autograd calls a tensor's hooks on each gradient
+    it hands the tensor, and the engine hands a parameter one per block. A hook that is not
+    linear (a clamp: per-parameter clipping) would see the parts and sum its results:
+    300 % off, with no word. So the hooks are held off while the engine runs, then called
+    once, on the whole gradient, before it is added to the old one; the post-accumulation
+    hooks after, as full BPTT's backward() calls them."""
     kept = [(t, t.grad) for t in unique_tensors(tensors)]
     for t, _ in kept:
         t.grad = None
     try:
-        yield
+        with gradient_hooks_held(tensors) as hooked:
+            yield
+        for t, pre, _ in hooked:
+            if pre and t.grad is not None:
+                t.grad = _hooked(t.grad, pre)
     except BaseException:
         for t, old in kept:
             t.grad = old
         raise
+    reached = {id(t) for t, _ in kept if t.grad is not None}
     for t, old in kept:
         if old is not None:
             if t.grad is not None:
                 old.add_(t.grad)
             t.grad = old
+    for t, _, post in hooked:
+        if id(t) in reached:
+            for hook in post:
+                hook(t)
 
 
 def engine_model_of(rnn, fast_cells):

@@ -23,7 +23,7 @@ from . import _C
 from ._compat import warn_caller
 from ._data_parallel import DataParallel, unwrapped
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
-    cut_dependence, grads_kept_on_error, inexact_parts, reduction_of, warn_if_thread_pools_fight
+    cut_dependence, gradients_as_one_backward, inexact_parts, reduction_of, warn_if_thread_pools_fight
 from ._progress import progress_args
 from ._sequences import batch_from, from_time_major, pack_like, resets_from
 
@@ -343,7 +343,7 @@ class VLRNN(PlainRNN):
         if method.name != "full":  # one call on the whole sequence cuts nothing
             self._refuse_cut_dependence(call, spec)
             warn_if_thread_pools_fight(call.batch.inputs.device)
-        with grads_kept_on_error(call.grad_tensors):
+        with gradients_as_one_backward(call.grad_tensors):
             result = _C.compute(method, reduction=reduction,
                                 **progress_args(spec, self.progress), **call.engine_args(),
                                 final_state_grad=call.engine_grad_h)

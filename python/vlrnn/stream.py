@@ -8,7 +8,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
 from ._engine import EngineCall, autocast_cache_off, check_module, cut_dependence, \
-    grads_kept_on_error, inexact_parts, reduction_of
+    gradients_as_one_backward, inexact_parts, reduction_of
 from ._sequences import batch_from
 
 
@@ -132,7 +132,7 @@ class Stream:
         self._finished = True
         tensors = call.grad_tensors + [t for t in self._inputs
                                        if all(t is not u for u in call.grad_tensors)]
-        with grads_kept_on_error(tensors), autocast_cache_off():
+        with gradients_as_one_backward(tensors), autocast_cache_off():
             result = self._engine.finish(final_state_grad=engine_grad_h)
             call.accumulate_h0_grad()
         self.last_counters = result["counters"]

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from . import _C
 from ._compat import warn_caller
-from ._engine import EngineCall, autocast_cache_off, reduction_of
+from ._engine import EngineCall, autocast_cache_off, gradient_hooks_held, reduction_of
 
 # Blocks of every size class (2 and 7 blocks, one step), checkpointing, revolve and the
 # planner; every one exact.
@@ -89,7 +89,9 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
     """Every method of `methods` (specs; default DEFAULT_METHODS, or BIDIRECTIONAL_METHODS for
     a bidirectional rnn) against full BPTT on
     rnn and out with the batch (x, y), h0 and resets, as VLRNN(..., fast_cells=fast_cells)
-    calls them. Gradients are computed into .grad on the way (zeroed first); nothing else changes."""
+    calls them. Gradients are computed into .grad on the way (zeroed first), with the tensors'
+    gradient hooks held off, so that what is compared is each method's own gradient; nothing
+    else changes."""
     if methods is not None and (isinstance(methods, str)
                                 or not all(isinstance(m, str) for m in methods)):
         raise TypeError("methods: expected a list of method specs (str), e.g. "
@@ -101,9 +103,10 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
         if methods is None:
             bidirectional = isinstance(call.model, _C.Bidirectional)
             methods = BIDIRECTIONAL_METHODS if bidirectional else DEFAULT_METHODS
-        result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods),
-                           seed=seed, label=type(rnn).__name__, head_label=type(out).__name__,
-                           **call.engine_args())
+        with gradient_hooks_held(call.grad_tensors):  # the methods' own gradients
+            result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods),
+                               seed=seed, label=type(rnn).__name__,
+                               head_label=type(out).__name__, **call.engine_args())
     rows = [VerifyRow(**row) for row in result["rows"]]
     notes = call.observations()
     if notes:  # beside a failure, what the module was seen doing may be its cause

@@ -50,3 +50,28 @@ def test_parametrize_cache_per_call_keeps_the_callers_entries_and_drops_its_own(
             parametrize._cache[("module", "inside")] = torch.zeros(2)
         assert parametrize._cache == {("module", "before"): outside}
     assert parametrize._cache == {}
+
+
+def test_gradient_hook_dicts_hold_hooks_off_while_empty():
+    tensor = torch.ones(2, requires_grad=True)
+    assert gradient_hook_dicts_are_empty(tensor)
+    calls = []
+    tensor.register_hook(lambda g: calls.append("pre"))
+    if hasattr(tensor, "register_post_accumulate_grad_hook"):  # 2.1+
+        tensor.register_post_accumulate_grad_hook(lambda t: calls.append("post"))
+    expected = ["pre", "post"] if hasattr(tensor, "register_post_accumulate_grad_hook") \
+        else ["pre"]
+    pre, post = _compat.gradient_hook_dicts(tensor)
+    held = dict(pre), dict(post)
+    pre.clear()
+    post.clear()
+    (tensor * 2).sum().backward()
+    assert calls == []
+    pre.update(held[0])
+    post.update(held[1])
+    (tensor * 2).sum().backward()
+    assert calls == expected
+
+
+def gradient_hook_dicts_are_empty(tensor):
+    return all(len(d) == 0 for d in _compat.gradient_hook_dicts(tensor))

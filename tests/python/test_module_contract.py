@@ -1,6 +1,7 @@
 """What a user's module may return, and what the package checks of it: a PackedSequence is
 read through its own indices, a weight the rnn and the head share gets its gradient once,
-so does one parametrized under parametrize.cached(), and a module that changes its inputs
+so does one parametrized under parametrize.cached(), gradient hooks run once on the whole
+gradient, and a module that changes its inputs
 in place, returns its state in another dtype, or starts from another state than zeros when
 given none, is refused with an error naming it."""
 import pytest
@@ -238,6 +239,63 @@ def test_a_weight_parametrized_under_parametrize_cached_gets_its_gradient(call):
         # What the call cached stayed in its calls: the weight read here has its graph.
         assert rnn.cell.weight_hh.requires_grad and rnn.cell.weight_hh.grad_fn is not None
     assert max_rel_diff(got, want) < 1e-10
+
+
+def hooked_leaves(rnn, out, x, h0):
+    """The tensors of a call, each with a gradient hook that is not linear (a clamp, as
+    per-parameter clipping does) and, where torch has them (2.1+), a post-accumulation hook;
+    returns the list both kinds append their calls to."""
+    calls = []
+    def clamp(name):
+        def hook(gradient):
+            calls.append(name)
+            return gradient.clamp(-0.01, 0.01)
+        return hook
+    def after(name):
+        return lambda tensor: calls.append(("after", name, tensor.grad.clone()))
+    leaves = [("rnn.weight_hh_l0", rnn.weight_hh_l0), ("out.linear.weight", out.linear.weight),
+              ("x", x), ("h0", h0)]
+    for name, tensor in leaves:
+        tensor.register_hook(clamp(name))
+        if hasattr(tensor, "register_post_accumulate_grad_hook"):
+            tensor.register_post_accumulate_grad_hook(after(name))
+    return calls
+
+
+@pytest.mark.parametrize("fast_cells", [True, False], ids=["cells", "module"])
+@pytest.mark.parametrize("call", [dict(N=4), dict(method="planner:percent=20")],
+                         ids=["N=4", "planner"])
+def test_gradient_hooks_run_once_on_the_whole_gradient(call, fast_cells):
+    """Ran before with each hook called once per block, on a part of the gradient: 300 %
+    off for a clamp, with no word."""
+    torch.manual_seed(0)
+    rnn, out = nn.GRU(F, H, batch_first=True).double(), LinearHead().double()
+    x, y = fixed_batch(T=20)
+    x.requires_grad_()
+    h0 = torch.randn(1, x.shape[0], H, dtype=torch.float64, requires_grad=True)
+    calls = hooked_leaves(rnn, out, x, h0)
+    tensors = list(rnn.parameters()) + list(out.parameters()) + [x, h0]
+    def run(function):
+        calls.clear()
+        for t in tensors:
+            t.grad = torch.ones_like(t)  # an earlier micro-batch's: hooked before added
+        function()
+        return [t.grad.clone() for t in tensors], list(calls)
+    want, want_calls = run(lambda: vlrnn.PlainRNN(rnn, out, "SUM")(x, y, h0)[0].backward())
+    got, got_calls = run(lambda: vlrnn.VLRNN(rnn, out, "SUM", fast_cells=fast_cells)(
+        x, y, h0, **call))
+    assert max_rel_diff(got, want) < 1e-10
+    clamps = sorted(c for c in want_calls if isinstance(c, str))
+    assert sorted(c for c in got_calls if isinstance(c, str)) == clamps
+    assert len(clamps) == 4  # once each
+    seen = {c[1]: c[2] for c in got_calls if not isinstance(c, str)}
+    for name, grad in ((c[1], c[2]) for c in want_calls if not isinstance(c, str)):
+        assert max_rel_diff([seen[name]], [grad]) < 1e-10  # the accumulated .grad
+    # vlrnn.verify compares the methods' own gradients, the hooks held off and kept.
+    vlrnn.assert_exact(rnn, out, x, y, h0, fast_cells=fast_cells)
+    calls.clear()
+    vlrnn.PlainRNN(rnn, out, "SUM")(x, y, h0)[0].backward()
+    assert len([c for c in calls if isinstance(c, str)]) == 4
 
 
 def fixed_batch(T=12, B=3):
