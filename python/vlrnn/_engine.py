@@ -620,8 +620,9 @@ def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, h0):
 
 
 def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
-    """The rnn's gradients on the batch's first `steps` steps (of its parameters and its
-    entry state, for random weights on its outputs z and final state h), from one call and
+    """The rnn's gradients on the batch's first `steps` steps (of its parameters, its entry
+    state and x where the call asks for dL/dx, for random weights on its outputs z and
+    final state h), from one call and
     from two chained as the engine chains blocks, from one generator state: a diagnosis
     when they differ, else ''.
     NOTE [ Gradients cross the cut ]: the engine back-propagates each block from the
@@ -632,11 +633,15 @@ def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
     the whole sequence carries. Only gradients show it, so the check compares them too."""
     b, cut = call.batch, steps // 2
     device, dtype = b.inputs.device, b.inputs.dtype
-    x = b.inputs[:steps].detach()
     entry = h0 if h0 is not None else \
         [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
     parameters = [p for p in call.rnn_parameters if p.requires_grad]
     count = len(parameters)
+    # dL/dx too, where the call asks for it (an encoder before the rnn).
+    x, with_x = b.inputs[:steps].detach(), int(b.inputs.requires_grad)
+
+    def leaves(tensors):
+        return [t.detach().requires_grad_() for t in tensors]
 
     def run(x, state, lengths):
         with onednn_as_the_engine_runs_it():
@@ -658,32 +663,41 @@ def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
     # what the check looks for is where gradients flow, which no precision changes.
     with _rng_kept(device), torch.enable_grad(), torch.autocast(device.type, enabled=False):
         torch.manual_seed(seed)
-        start = [t.detach().requires_grad_() for t in entry]
-        outputs = run(x, start, lengths)
+        start = leaves(entry)
+        xs = leaves([x]) if with_x else [x]
+        outputs = run(xs[0], start, lengths)
         generator = torch.Generator().manual_seed(seed)
         weights = [torch.randn(o.shape, dtype=dtype, generator=generator).to(device)
                    for o in outputs]  # [steps, B, Z], then each state tensor's shape
-        whole = gradients(outputs, weights, parameters + start)
+        whole = gradients(outputs, weights, parameters + start + xs[:with_x])
 
         torch.manual_seed(seed)
-        start = [t.detach().requires_grad_() for t in entry]
-        first = run(x[:cut], start, lengths_within(0, cut))
-        middle = [t.detach().requires_grad_() for t in first[1:]]
-        second = run(x[cut:], middle, lengths_within(cut, steps))
-        later = gradients(second, [weights[0][cut:]] + weights[1:], parameters + middle)
-        earlier = gradients(first, [weights[0][:cut]] + later[count:], parameters + start)
-    chained = [a + b for a, b in zip(earlier[:count], later[:count])] + earlier[count:]
+        start = leaves(entry)
+        xs = [x[:cut], x[cut:]]
+        xs = leaves(xs) if with_x else xs
+        first = run(xs[0], start, lengths_within(0, cut))
+        middle = leaves(first[1:])
+        second = run(xs[1], middle, lengths_within(cut, steps))
+        later = gradients(second, [weights[0][cut:]] + weights[1:],
+                          parameters + middle + xs[1:1 + with_x])
+        earlier = gradients(first, [weights[0][:cut]] + later[count:count + len(middle)],
+                            parameters + start + xs[:with_x])
+    chained = [a + b for a, b in zip(earlier[:count], later[:count])] + \
+        earlier[count:count + len(start)]
+    if with_x:
+        chained.append(torch.cat([earlier[-1], later[-1]]))
     by = max((_relative(got.double(), want.double()) for got, want in zip(chained, whole)
               if want.abs().max() > 0 or got.abs().max() > 0), default=0.0)
     if not by > tolerance:
         return ""
     return (f"the rnn's gradients depend on where the sequence is cut into blocks, though its "
             f"outputs do not: on steps [0, {steps}), from one generator state, the gradients "
-            f"of its parameters and its entry state from one call and from two chained at step "
-            f"{cut} differ by {by:.2e} (relative). VLRNN back-propagates each block from its "
-            "exit state's gradient to its entry state's, so a module must let the gradient "
-            "through the state it is given (no h.detach() in forward: detach between calls, "
-            "outside the module, for truncated BPTT)")
+            f"of its parameters{', its entry state and x' if with_x else ' and its entry state'} "
+            f"from one call and from two chained at step {cut} differ by {by:.2e} (relative). VLRNN "
+            "back-propagates each block from its exit state's gradient to its entry state's "
+            "and x's, so a module must let the gradient through what it is given, whatever "
+            "step a call starts at (no h.detach() in forward: detach between calls, outside "
+            "the module, for truncated BPTT)")
 
 
 def _cut_dependence(call, steps, seed, found):

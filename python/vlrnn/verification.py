@@ -103,10 +103,15 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
         if methods is None:
             bidirectional = isinstance(call.model, _C.Bidirectional)
             methods = BIDIRECTIONAL_METHODS if bidirectional else DEFAULT_METHODS
+        args = call.engine_args()
+        if args["inputs"].requires_grad:
+            # The time-major inputs are a view of x, no leaf: the verifier would read no
+            # gradient from them, and compare zeros. A leaf of their own gets dL/dx.
+            args["inputs"] = args["inputs"].detach().requires_grad_()
         with gradient_hooks_held(call.grad_tensors):  # the methods' own gradients
             result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods),
                                seed=seed, label=type(rnn).__name__,
-                               head_label=type(out).__name__, **call.engine_args())
+                               head_label=type(out).__name__, **args)
     rows = [VerifyRow(**row) for row in result["rows"]]
     notes = call.observations()
     if notes:  # beside a failure, what the module was seen doing may be its cause

@@ -11,7 +11,8 @@ from torch.nn.utils.rnn import (PackedSequence, pack_padded_sequence, pack_seque
                                 pad_packed_sequence)
 
 import vlrnn
-from conftest import CellLoop, CrossEntropyHead, grads, max_rel_diff
+from conftest import CellLoop, CrossEntropyHead, FirstStepOfEachCallDetached, grads, \
+    max_rel_diff
 
 F, H, CLASSES = 3, 8, 4
 
@@ -360,6 +361,20 @@ def test_a_module_detaching_its_entry_state_is_refused(packed):
     x, y = batch()
     report = vlrnn.verify(DetachesItsState().double(), Head().double(), x.double(), y)
     assert not report.passed  # a wrong gradient, which the refusal prevents
+
+
+def test_a_module_cutting_the_gradient_of_its_first_input_step_is_refused_for_dl_dx():
+    """dL/dx (to an encoder before the rnn) ran before 76 % off, and no word: the module
+    takes no gradient into the first step of each call, so blocks lose one per cut."""
+    x, y = batch()
+    x.requires_grad_()
+    with pytest.raises(ValueError, match=r"the rnn's gradients depend on where the sequence "
+                                         r"is cut.*its entry state and x from one call"):
+        vlrnn.VLRNN(FirstStepOfEachCallDetached(F, H), Head(), "MEAN", N=3)(x, y)
+    # Where no dL/dx is asked for, its gradients are exact: it runs.
+    torch.manual_seed(0)
+    rnn, out = FirstStepOfEachCallDetached(F, H).double(), Head().double()
+    assert_exact_as_one_call(rnn, out, x.detach().double(), y, N=3)
 
 
 def test_a_stop_gradient_inside_the_step_is_exact_and_runs():

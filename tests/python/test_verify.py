@@ -1,11 +1,14 @@
 """vlrnn.verify returns the rows `vlrnn verify` prints, and catches a module that breaks the
 contract (with the plain-words diagnosis)."""
+import warnings
+
 import pytest
 import torch
 from torch import nn
 
 import vlrnn
-from conftest import F, H, CLASSES, MlpHead, make_batch, make_rnn
+from conftest import F, H, CLASSES, FirstStepOfEachCallDetached, MlpHead, make_batch, \
+    make_rnn
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
@@ -126,3 +129,18 @@ def test_a_bridge_misreading_a_repacked_output_is_caught_and_its_cause_named(mon
     fixed = vlrnn.verify(RepackingCellLoop().double(), LinearHead().double(), x, y,
                          methods=["vlrnn:num_blocks=2", "vlrnn:num_blocks=7"])
     assert fixed.passed and any(cause in note for note in fixed.notes)
+
+
+def test_the_gradient_of_x_is_compared():
+    """Passed before: the verifier read dL/dx from the time-major view of x, no leaf, so it
+    compared zeros with zeros (and warned 12 times that .grad of a non-leaf was read)."""
+    rnn, out = FirstStepOfEachCallDetached(F, H).double(), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=20)
+    x.requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to say about a well-formed call
+        report = vlrnn.verify(rnn, out, x, y, methods=["vlrnn:num_blocks=4"])
+    (row,) = report
+    assert not row.passed and row.worst == "grad inputs" and row.max_rel > 0.1
+    # Where x needs no gradient, nothing differs.
+    assert vlrnn.verify(rnn, out, x.detach(), y, methods=["vlrnn:num_blocks=4"]).passed
