@@ -23,7 +23,8 @@ from . import _C
 from ._compat import warn_caller
 from ._data_parallel import DataParallel, unwrapped
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
-    cut_dependence, gradients_as_one_backward, inexact_parts, reduction_of, warn_if_thread_pools_fight
+    cut_dependence, gradient_hooks_held, gradients_as_one_backward, inexact_parts, \
+    reduction_of, warn_if_thread_pools_fight
 from ._progress import progress_args
 from ._sequences import batch_from, from_time_major, pack_like, resets_from
 
@@ -351,7 +352,8 @@ class VLRNN(PlainRNN):
             if data_parallel is not None:
                 data_parallel.scale_gradients(call.grad_tensors, share)
         if data_parallel is not None:
-            data_parallel.reduce()
+            with gradient_hooks_held(call.grad_tensors):  # they ran, once, above
+                data_parallel.reduce()
         self.last_counters = result["counters"]
         loss_seq = from_time_major(result["step_losses"], call.batch)
         return result["loss"], loss_seq, call.final_state(result["final_state"])

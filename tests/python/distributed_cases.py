@@ -161,11 +161,16 @@ def _rank_result(case, rank):
         ddp.register_comm_hook(state, _counting_hook)
         wrapped.append(ddp)
     model = vlrnn.VLRNN(*wrapped, case.loss_scaling, method=case.method)
+    hooks = {"calls": 0}  # a gradient hook on every parameter: once per iteration each
+    def count(gradient):
+        hooks["calls"] += 1
+    for p in list(rnn.parameters()) + list(out.parameters()):
+        p.register_hook(count)
     for iteration in range(2):
         if not case.accumulate:
             for p in list(rnn.parameters()) + list(out.parameters()):
                 p.grad = None
-        state["all_reduces"] = 0
+        state["all_reduces"] = hooks["calls"] = 0
         x_r, y_r, h0_arg, h0_leaves = batch_of(case, x, y, h0, rows)
         with contextlib.ExitStack() as stack:
             if case.accumulate == "no_sync" and iteration == 0:
@@ -173,11 +178,13 @@ def _rank_result(case, rank):
                     stack.enter_context(ddp.no_sync())
             loss = model(x_r, y_r, h0_arg, grad_h=grad_h_of(case, rows))[0]
     result = {"loss": loss.item(), "rows": rows, "all_reduces": state["all_reduces"],
-              "counters": model.last_counters, "grads": gradients(rnn, out, h0_leaves)}
-    state["all_reduces"] = 0  # one plain DDP iteration: DDP's own count per backward
+              "counters": model.last_counters, "grads": gradients(rnn, out, h0_leaves),
+              "hook_calls": hooks["calls"]}
+    state["all_reduces"] = hooks["calls"] = 0  # one plain DDP iteration: DDP's own counts
     x_r, y_r, h0_arg, _ = batch_of(case, x, y, h0, rows)
     vlrnn.PlainRNN(*wrapped, case.loss_scaling)(x_r, y_r, h0_arg)[0].backward()
     result["plain_all_reduces"] = state["all_reduces"]
+    result["plain_hook_calls"] = hooks["calls"]
     return result
 
 

@@ -53,6 +53,14 @@ def test_one_all_reduce_per_bucket_per_iteration(ranks, case):
         assert result["all_reduces"] == result["plain_all_reduces"] >= 1, result
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_gradient_hooks_run_once_per_iteration(ranks, case):
+    # As in one plain DDP backward: not once per block, nor again in the reduction's call.
+    for rank in ranks:
+        result = rank[case.name]
+        assert result["hook_calls"] == result["plain_hook_calls"] > 0, result
+
+
 def test_ranks_ran_different_block_counts(ranks):
     # The variable-length cases give the ranks different lengths (12 and 9 steps), so
     # different numbers of blocks of 3: they still met in every collective (no hang, the
