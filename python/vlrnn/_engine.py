@@ -660,8 +660,10 @@ def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
         return None if lengths is None else (lengths - low).clamp(min=0, max=high - low)
 
     # Autocast off: its lower precision sums the pieces' gradients in another order, and
-    # what the check looks for is where gradients flow, which no precision changes.
-    with _rng_kept(device), torch.enable_grad(), torch.autocast(device.type, enabled=False):
+    # what the check looks for is where gradients flow, which no precision changes. The
+    # parameters' hooks held: 2.x calls them on what torch.autograd.grad returns for them.
+    with _rng_kept(device), torch.enable_grad(), torch.autocast(device.type, enabled=False), \
+            gradient_hooks_held(parameters):
         torch.manual_seed(seed)
         start = leaves(entry)
         xs = leaves([x]) if with_x else [x]
