@@ -622,9 +622,8 @@ def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, h0):
 def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
     """The rnn's gradients on the batch's first `steps` steps (of its parameters, its entry
     state and x where the call asks for dL/dx, for random weights on its outputs z and
-    final state h), from one call and
-    from two chained as the engine chains blocks, from one generator state: a diagnosis
-    when they differ, else ''.
+    final state h), from one call and from two chained as the engine chains blocks, from
+    one generator state: a diagnosis when they differ, else ''.
     NOTE [ Gradients cross the cut ]: the engine back-propagates each block from the
     gradient of its exit state, and carries what reaches its entry state to the block
     before. Outputs that agree cut or whole do not make that exact: a module that detaches
@@ -692,14 +691,15 @@ def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
               if want.abs().max() > 0 or got.abs().max() > 0), default=0.0)
     if not by > tolerance:
         return ""
+    of = "its parameters, its entry state and x" if with_x else \
+        "its parameters and its entry state"
     return (f"the rnn's gradients depend on where the sequence is cut into blocks, though its "
             f"outputs do not: on steps [0, {steps}), from one generator state, the gradients "
-            f"of its parameters{', its entry state and x' if with_x else ' and its entry state'} "
-            f"from one call and from two chained at step {cut} differ by {by:.2e} (relative). VLRNN "
-            "back-propagates each block from its exit state's gradient to its entry state's "
-            "and x's, so a module must let the gradient through what it is given, whatever "
-            "step a call starts at (no h.detach() in forward: detach between calls, outside "
-            "the module, for truncated BPTT)")
+            f"of {of} from one call and from two chained at step {cut} differ by {by:.2e} "
+            "(relative). VLRNN back-propagates each block from its exit state's gradient to "
+            "its entry state's and x's, so a module must let the gradient through what it is "
+            "given, whatever step a call starts at (no h.detach() in forward: detach between "
+            "calls, outside the module, for truncated BPTT)")
 
 
 def _cut_dependence(call, steps, seed, found):
