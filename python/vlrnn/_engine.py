@@ -589,7 +589,7 @@ def _model_cut_dependence(call, steps, seed, lengths, h0):
     return found
 
 
-def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, h0):
+def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, entry):
     """The rnn on the batch's first `steps` steps from its entry state, once without
     gradients (as the engine's pass that stores states runs it) and once with (as a block
     is recomputed), from one generator state: a diagnosis when they differ, else ''.
@@ -599,8 +599,6 @@ def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, h0):
     path) would have its gradients taken at states its training function never reaches."""
     b = call.batch
     x = b.inputs[:steps].detach()
-    entry = h0 if h0 is not None else \
-        [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
     runs = []
     with _rng_kept(b.inputs.device):
         for mode in (torch.no_grad, torch.enable_grad):
@@ -619,7 +617,7 @@ def _grad_mode_diagnosis(call, steps, seed, tolerance, lengths, h0):
             "reaches; compute the same function in both modes (no inference-only fast path)")
 
 
-def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
+def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, entry):
     """The rnn's gradients on the batch's first `steps` steps (of its parameters, its entry
     state and x where the call asks for dL/dx, for random weights on its outputs z and
     final state h), from one call and from two chained as the engine chains blocks, from
@@ -632,8 +630,6 @@ def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0):
     the whole sequence carries. Only gradients show it, so the check compares them too."""
     b, cut = call.batch, steps // 2
     device, dtype = b.inputs.device, b.inputs.dtype
-    entry = h0 if h0 is not None else \
-        [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
     parameters = [p for p in call.rnn_parameters if p.requires_grad]
     count = len(parameters)
     # dL/dx too, where the call asks for it (an encoder before the rnn).
@@ -710,8 +706,11 @@ def _cut_dependence(call, steps, seed, found):
         h0 = None if call.engine_h0 is None else [t.detach() for t in call.engine_h0]
         found = _model_cut_dependence(call, steps, seed, lengths, h0)
         if not found["diagnosis"]:
+            # The entry state both checks start from: h0, or zeros as the engine starts.
+            entry = h0 if h0 is not None else \
+                [b.inputs.new_zeros(shape) for shape in call.layout.shapes_for(b.batch_size)]
             found["diagnosis"] = _grad_mode_diagnosis(call, steps, seed, tolerance, lengths,
-                                                      h0) or \
-                _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, h0)
+                                                      entry) or \
+                _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, entry)
     diagnosis = found["diagnosis"] or _head_cut_dependence(call, steps, seed, tolerance)
     return {"diagnosis": diagnosis, "warning": found["warning"]}
