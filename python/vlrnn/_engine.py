@@ -387,6 +387,10 @@ class EngineCall:
                              "its rnn batch-first (x [B, T, F]); construct it with "
                              "batch_first=True")
         self.batch = batch_from(x, y)
+        # The probes and checks see y as data, the engine a leaf of it (engine_targets_for).
+        self._graphs_to_enter = []  # [(the caller's tensor, the engine's leaf of it)]
+        self.engine_targets = self.engine_targets_for(self.batch)
+        self.batch = self.batch._replace(targets=self.batch.targets.detach())
         self.resets = resets_from(resets, self.batch)  # [T, B] bool, or None
         check_features(rnn, self.batch)
         check_parameters((("rnn", rnn), ("out", out)), self.batch)
@@ -419,14 +423,16 @@ class EngineCall:
         self.head = _C.PythonHead(self.head_function, z_size,
                                   [("out." + n, p) for n, p in out.named_parameters()])
         inputs = x.data if isinstance(x, PackedSequence) else x
-        self.grad_tensors = unique_tensors(parameters + _grad_leaves(inputs, *(self.h0 or [])))
+        targets = y.data if isinstance(y, PackedSequence) else y
+        self.grad_tensors = unique_tensors(
+            parameters + _grad_leaves(inputs, targets, *(self.h0 or [])))
         self.engine_h0 = self._engine_h0()
         self.engine_grad_h = self._engine_grad_h(grad_h)
 
     def _engine_h0(self):
         """h0 in the engine model's layout. Converted, it is a view of the caller's h0;
         the engine gets it as new leaves instead (their .grad is what the verifier compares),
-        and accumulate_h0_grad() carries their gradients back to the caller's tensors."""
+        and carry_gradients_back() carries their gradients back to the caller's tensors."""
         if self.h0 is None or self.engine is None:
             return self.h0
         with torch.no_grad():
@@ -446,24 +452,39 @@ class EngineCall:
             tensors = list(self.engine.to_engine(tuple(tensors)))
         return tensors
 
-    def accumulate_h0_grad(self):
+    def engine_targets_for(self, batch):
+        """The targets the engine is given for `batch` (this call's, or a stream's later
+        chunk): batch.targets itself, or when they require grad (an encoder's output the rnn
+        learns to predict), a leaf of their own. NOTE [ Targets with a graph ] (in
+        vlrnn/methods/gradient_method.h): the engine enters y's graph once per compute(); a
+        stream must enter it once for all its chunks, and the probes and first-call checks
+        not at all. So the engine gathers dL/dy in leaves, and carry_gradients_back() takes
+        it into y's graph, in one backward with a computed h0's."""
+        targets = batch.targets
+        if not targets.requires_grad:
+            return targets
+        leaf = targets.detach().requires_grad_()
+        self._graphs_to_enter.append((targets, leaf))
+        return leaf
+
+    def carry_gradients_back(self):
         """After the engine ran: dL/dh0 of the engine's leaves to the caller's h0, into .grad
-        of a leaf, and back through the graph of an h0 computed from other tensors (a learned
-        initial state), as autograd would carry it had the engine taken h0 itself."""
-        if self.h0 is None or self.engine is None:
-            return
-        if not any(t.grad is not None for t in self.engine_h0):
-            return
-        grads = self.engine.from_engine([t.grad if t.grad is not None else torch.zeros_like(t)
-                                         for t in self.engine_h0])
-        computed = []
-        for tensor, grad in zip(self.h0, grads):
-            if tensor.is_leaf and tensor.requires_grad:
-                tensor.grad = grad if tensor.grad is None else tensor.grad + grad
-            elif tensor.requires_grad:
-                computed.append((tensor, grad))
-        if computed:
-            torch.autograd.backward([t for t, _ in computed], [g for _, g in computed])
+        of a leaf, and with dL/dy (engine_targets_for) back through the graph of what was
+        computed from other tensors (a learned initial state, an encoder's targets)
+        in one backward, as autograd would carry them had the engine taken them itself."""
+        pending = [(tensor, leaf.grad) for tensor, leaf in self._graphs_to_enter
+                   if leaf.grad is not None]
+        if self.h0 is not None and self.engine is not None and \
+                any(t.grad is not None for t in self.engine_h0):
+            grads = self.engine.from_engine([t.grad if t.grad is not None
+                                             else torch.zeros_like(t) for t in self.engine_h0])
+            for tensor, grad in zip(self.h0, grads):
+                if tensor.is_leaf and tensor.requires_grad:
+                    tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+                elif tensor.requires_grad:
+                    pending.append((tensor, grad))
+        if pending:
+            torch.autograd.backward([t for t, _ in pending], [g for _, g in pending])
 
     @property
     def calls_user_code(self):
@@ -477,8 +498,9 @@ class EngineCall:
 
     def engine_args(self):
         b = self.batch
-        return dict(model=self.model, head=self.head, inputs=b.inputs, targets=b.targets,
-                    lengths=b.lengths, h0=self.engine_h0, resets=self.resets)
+        return dict(model=self.model, head=self.head, inputs=b.inputs,
+                    targets=self.engine_targets, lengths=b.lengths, h0=self.engine_h0,
+                    resets=self.resets)
 
     def final_state(self, tensors):
         if self.engine is not None:

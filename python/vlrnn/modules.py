@@ -348,7 +348,7 @@ class VLRNN(PlainRNN):
             result = _C.compute(method, reduction=reduction,
                                 **progress_args(spec, self.progress), **call.engine_args(),
                                 final_state_grad=call.engine_grad_h)
-            call.accumulate_h0_grad()
+            call.carry_gradients_back()
             if data_parallel is not None:
                 data_parallel.scale_gradients(call.grad_tensors, share)
         if data_parallel is not None:

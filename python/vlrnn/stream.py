@@ -77,7 +77,7 @@ class Stream:
         self.last_counters = None  # steps run by finish(): forward, no-grad, backward
         self._call = None      # the first chunk's EngineCall: the modules as the engine's
         self._engine = None    # _C.OnlineStream
-        self._inputs = []      # the pushed x that are leaves requiring grad
+        self._inputs = []      # the pushed x and y that are leaves requiring grad
         self._finished = False
 
     @property
@@ -104,6 +104,7 @@ class Stream:
                             "sequence runs the whole stream (no PackedSequence)")
         if self._call is None:
             batch = self._start(x, y)
+            targets = self._call.engine_targets
         else:
             batch = batch_from(x, y)
             first = self._call.batch.inputs  # [n, B, F]
@@ -112,10 +113,12 @@ class Stream:
                 raise ValueError(f"x: expected [B, n, F] = [{first.shape[1]}, n, {first.shape[2]}] "
                                  f"{first.dtype} on {first.device} as the first chunk, got "
                                  f"{list(x.shape)} {x.dtype} on {x.device}")
-        if x.is_leaf and x.requires_grad and all(x is not t for t in self._inputs):
-            self._inputs.append(x)
+            targets = self._call.engine_targets_for(batch)
+        for t in (x, y):
+            if t.is_leaf and t.requires_grad and all(t is not u for u in self._inputs):
+                self._inputs.append(t)
         with autocast_cache_off():
-            self._engine.push(batch.inputs, batch.targets)
+            self._engine.push(batch.inputs, targets)
 
     def finish(self, grad_h=None):
         """(loss, loss_seq, h) of the whole stream, its gradients accumulated into .grad.
@@ -134,7 +137,7 @@ class Stream:
                                        if all(t is not u for u in call.grad_tensors)]
         with gradients_as_one_backward(tensors), autocast_cache_off():
             result = self._engine.finish(final_state_grad=engine_grad_h)
-            call.accumulate_h0_grad()
+            call.carry_gradients_back()
         self.last_counters = result["counters"]
         return result["loss"], result["step_losses"].transpose(0, 1), \
             call.final_state(result["final_state"])

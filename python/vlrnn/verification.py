@@ -108,6 +108,8 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
             # The time-major inputs are a view of x, no leaf: the verifier would read no
             # gradient from them, and compare zeros. A leaf of their own gets dL/dx.
             args["inputs"] = args["inputs"].detach().requires_grad_()
+        # dL/dy is the head's at each step, on z, which the gradients compared depend on.
+        args["targets"] = args["targets"].detach()
         with gradient_hooks_held(call.grad_tensors):  # the methods' own gradients
             result = _C.verify(reduction=reduction_of(loss_scaling), methods=list(methods),
                                seed=seed, label=type(rnn).__name__,

@@ -99,6 +99,18 @@ class MlpHead(vlrnn.OutputModule):
         return -torch.distributions.Categorical(logits=self.ffwd(z)).log_prob(y)
 
 
+class TargetHead(vlrnn.OutputModule):
+    """A head predicting a target y [B, Tb, O] that may carry a graph (an encoder's output):
+    squared error."""
+
+    def __init__(self, n_hidden, n_target):
+        super().__init__()
+        self.linear = nn.Linear(n_hidden, n_target)
+
+    def forward(self, z, y):
+        return ((self.linear(z) - y) ** 2).sum(-1)
+
+
 def make_rnn(kind, dtype=torch.float64, dropout=0.0):
     if kind == "gru":
         return GRU(F, H, batch_first=True).to(dtype)

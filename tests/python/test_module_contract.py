@@ -1,8 +1,8 @@
 """What a user's module may return, and what the package checks of it: a PackedSequence is
 read through its own indices, a weight the rnn and the head share gets its gradient once,
 so does one parametrized under parametrize.cached(), gradient hooks run once on the whole
-gradient, and a module that changes its inputs
-in place, returns its state in another dtype, or starts from another state than zeros when
+gradient, targets an encoder computes get theirs once, and a module that changes its
+inputs in place, returns its state in another dtype, or starts from another state than zeros when
 given none, is refused with an error naming it."""
 import pytest
 import torch
@@ -12,7 +12,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pack_sequen
     pad_packed_sequence
 
 import vlrnn
-from conftest import CellLoop, CrossEntropyHead, grads, max_rel_diff
+from conftest import CellLoop, CrossEntropyHead, TargetHead, grads, max_rel_diff
 
 F, H, CLASSES = 3, 4, 5
 LENGTHS = [40, 17, 33, 1, 40]  # ties: a module packing its own output may order them otherwise
@@ -296,6 +296,43 @@ def test_gradient_hooks_run_once_on_the_whole_gradient(call, fast_cells):
     calls.clear()
     vlrnn.PlainRNN(rnn, out, "SUM")(x, y, h0)[0].backward()
     assert len([c for c in calls if isinstance(c, str)]) == 4
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+@pytest.mark.parametrize("call", [dict(N=4), dict(method="planner:percent=20"),
+                                  dict(method="full")], ids=["N=4", "planner", "full"])
+def test_targets_an_encoder_computes_get_their_gradient_once(call, packed):
+    """Raised before ('Trying to backward through the graph a second time': each block's
+    backward entered y's graph), or with a graph holding no saved tensor, ran each upstream
+    hook once per block: a clamp on the parts, with no word."""
+    torch.manual_seed(0)
+    rnn, out = nn.GRU(F, H, batch_first=True).double(), TargetHead(H, F).double()
+    encoder = nn.Linear(F, F).double()  # its backward needs its saved input
+    g = torch.Generator().manual_seed(0)
+    raw = torch.randn(len(LENGTHS), max(LENGTHS), F, dtype=torch.float64, generator=g)
+    lengths = torch.tensor(LENGTHS)
+    leaf = raw[:, :, :1].clone().requires_grad_()  # a target of the caller's own, a leaf
+    calls = []
+    encoder.weight.register_hook(lambda grad: calls.append("weight") or grad.clamp(-0.1, 0.1))
+    leaf.register_hook(lambda grad: calls.append("leaf") or grad.clamp(-0.01, 0.01))
+    tensors = [*rnn.parameters(), *out.parameters(), *encoder.parameters(), leaf]
+
+    def run(function):
+        calls.clear()
+        for t in tensors:
+            t.grad = torch.ones_like(t)  # an earlier micro-batch's
+        y = torch.cat([encoder(raw)[:, :, 1:], leaf], 2)  # [B, T, F]
+        x = raw
+        if packed:
+            x = pack_padded_sequence(raw, lengths, batch_first=True, enforce_sorted=False)
+            y = pack_padded_sequence(y, lengths, batch_first=True, enforce_sorted=False)
+        function(x, y)
+        return [t.grad.clone() for t in tensors], sorted(calls)
+
+    want, want_calls = run(lambda x, y: vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward())
+    got, got_calls = run(lambda x, y: vlrnn.VLRNN(rnn, out, "SUM")(x, y, **call))
+    assert max_rel_diff(got, want) < 1e-10
+    assert got_calls == want_calls == ["leaf", "weight"]
 
 
 def fixed_batch(T=12, B=3):

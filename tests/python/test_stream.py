@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import vlrnn
-from conftest import CLASSES, F, H, MlpHead, grads, make_batch, make_rnn, max_rel_diff
+from conftest import CLASSES, F, H, MlpHead, TargetHead, grads, make_batch, make_rnn, \
+    max_rel_diff
 from test_methods import StepDropoutCell
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
@@ -99,6 +100,28 @@ def test_grad_h_reaches_the_stream():
     zero_grads(*params)
     vlrnn.Stream(rnn, out, "SUM", slots=2).run(chunked(x, y, [4, 4, 4]), grad_h=grad_h)
     assert max_rel_diff(grads([rnn, out]), g_ref) < 1e-10
+
+
+def test_targets_an_encoder_computes_get_their_gradient_once():
+    """Each chunk's targets computed by an encoder, trained with the rnn: raised before
+    ('Trying to backward through the graph a second time')."""
+    rnn, out = make_rnn("gru"), TargetHead(H, F).double()
+    encoder = torch.nn.Linear(F, F).double()  # its backward needs its saved input
+    calls = []
+    encoder.weight.register_hook(lambda grad: calls.append(1) or grad.clamp(-0.1, 0.1))
+    x, _ = make_batch(False, steps=12)
+    params = [*rnn.parameters(), *out.parameters(), *encoder.parameters()]
+    zero_grads(*params)
+    plain(rnn, out, x, encoder(x), None, "SUM", seed=0)
+    g_ref = [p.grad.clone() for p in params]
+    assert len(calls) == 1
+    zero_grads(*params)
+    stream = vlrnn.Stream(rnn, out, "SUM", slots=2)
+    for xc in x.split([5, 4, 3], dim=1):
+        stream.push(xc, encoder(xc))
+    stream.finish()
+    assert max_rel_diff([p.grad for p in params], g_ref) < 1e-10
+    assert len(calls) == 2  # once each
 
 
 def test_states_stay_within_the_slots_whatever_the_length():

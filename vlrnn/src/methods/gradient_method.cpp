@@ -133,6 +133,12 @@ GradientResult GradientMethod::compute(const Workload& workload) {
     caller_h0 = checked.h0;
     checked.h0 = caller_h0.detached_leaves();
   }
+  // NOTE [ Targets with a graph ] (gradient_method.h): the same, for the targets.
+  torch::Tensor caller_targets;
+  if (checked.batch.targets.requires_grad()) {
+    caller_targets = checked.batch.targets;
+    checked.batch.targets = caller_targets.detach().requires_grad_(true);
+  }
   // NOTE [ Generators on failure ]: a method that throws midway (a model error in its third
   // block, an out-of-memory) has drawn or restored generator states partway through; put
   // them back where the call found them, so a caller that catches the error and goes on
@@ -145,16 +151,19 @@ GradientResult GradientMethod::compute(const Workload& workload) {
     on_entry.restore();
     throw;
   }
-  if (!caller_h0.empty()) {
-    std::vector<torch::Tensor> roots, grads;
-    for (size_t i = 0; i < caller_h0.size(); ++i) {
-      if (caller_h0[i].requires_grad() && checked.h0[i].grad().defined()) {
-        roots.push_back(caller_h0[i]);
-        grads.push_back(checked.h0[i].grad());
-      }
+  // One backward into the caller's graphs, however many blocks reached the leaves.
+  std::vector<torch::Tensor> roots, grads;
+  for (size_t i = 0; i < caller_h0.size(); ++i) {
+    if (caller_h0[i].requires_grad() && checked.h0[i].grad().defined()) {
+      roots.push_back(caller_h0[i]);
+      grads.push_back(checked.h0[i].grad());
     }
-    if (!roots.empty()) torch::autograd::backward(roots, grads);
   }
+  if (caller_targets.defined() && checked.batch.targets.grad().defined()) {
+    roots.push_back(caller_targets);
+    grads.push_back(checked.batch.targets.grad());
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, grads);
   if (checked.batch.from_packed) {
     result.packed_step_losses = torch::nn::utils::rnn::pack_padded_sequence(
         result.step_losses, checked.batch.lengths, /*batch_first=*/false,

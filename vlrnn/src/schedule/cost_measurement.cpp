@@ -833,6 +833,7 @@ SideEffectGuard::SideEffectGuard(const Workload& workload)
   for (const auto& p : workload.head.parameters()) tensors.push_back(p);
   for (const auto& h : workload.h0) tensors.push_back(h);
   tensors.push_back(workload.batch.inputs);
+  tensors.push_back(workload.batch.targets);  // NOTE [ Targets with a graph ]: a leaf
   for (const auto& t : tensors) {
     if (!t.defined() || !t.requires_grad() || !t.is_leaf()) continue;
     saved_.emplace_back(t, t.grad().defined() ? t.grad().clone() : torch::Tensor());

@@ -2,7 +2,8 @@
 // The one interface every way of computing gradients implements (full BPTT, VLRNN,
 // checkpointing, truncated BPTT, ...). The public compute() validates the workload, then
 // calls the method's compute_impl(). It accumulates dL/dθ into the parameters' .grad()
-// (and into h_0's and the inputs' when they require grad) and returns the detached loss.
+// (and into h_0's, the inputs' and the targets' when they require grad) and returns the
+// detached loss.
 
 #include "vlrnn/core/loss.h"
 #include "vlrnn/core/output_module.h"
@@ -82,6 +83,15 @@ class GradientMethod {
 // to T), so its seed reaches that step. A bidirectional model's final state is each layer's
 // forward direction after its last step and backward direction after step 0: both parts
 // are seeded. Truncated BPTT adds the seed to its last window only.
+
+// NOTE [ Targets with a graph ]
+// Targets may carry a graph: an encoder's output that the rnn learns to predict, trained with
+// it. A method back-propagates the head block by block, and each block's backward would enter
+// that graph apart: a node it shares (validated()'s masking of the padding, the caller's
+// encoder) is passed a second time, which raises once its saved tensors are freed, and a hook
+// upstream sees each block's part. So compute() gives the method the targets as a leaf, whose
+// gradient gathers dL/dy over the blocks, and takes it into the caller's graph in one backward
+// at the end, as one loss.backward() of full BPTT would.
 
 // Throws an error naming the argument when `workload` is inconsistent; returns it with
 // h0 filled in with zeros when it was absent.

@@ -27,9 +27,9 @@ struct CostMeasureOptions {
   int64_t repeats = 3;      // timed runs per phase (median)
 };
 
-// Leaves the gradients of the workload's leaves (parameters, h0, inputs) and the generators
-// as they were when it was made: calibration and plan checks run gradient steps of their
-// own inside a caller's (NOTE [ Preparing is not the step ]).
+// Leaves the gradients of the workload's leaves (parameters, h0, inputs, targets) and the
+// generators as they were when it was made: calibration and plan checks run gradient steps of
+// their own inside a caller's (NOTE [ Preparing is not the step ]).
 class SideEffectGuard {
  public:
   explicit SideEffectGuard(const Workload& workload);

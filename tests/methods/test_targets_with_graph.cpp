@@ -1,0 +1,97 @@
+// Targets with a graph (NOTE [ Targets with a graph ] in vlrnn/methods/gradient_method.h):
+// targets an encoder computes from a parameter get their gradient through every exact method
+// as chain rule gives it from full BPTT's dL/dy, with variable lengths (the padding's masking
+// is a node every block shares), the encoder's graph back-propagated once.
+// Float64, 1e-10 relative. Shapes: T = 9 steps, B = 3 sequences, F = 3 features, H = 4
+// hidden, O = 2 target features.
+#include "test_util.h"
+
+#include "vlrnn/registry/bidirectional.h"
+
+namespace vlrnn::targets_test {
+namespace {
+
+using testing::expect_close;
+using testing::Named;
+
+constexpr int64_t kSteps = 9, kBatch = 3, kFeatures = 3, kHidden = 4, kOut = 2;
+
+struct Problem {
+  std::shared_ptr<RecurrentModule> model;
+  std::shared_ptr<OutputModule> head;
+  torch::Tensor x, lengths, raw, encoder;  // [T, B, F], [B], [T, B, O], [O]
+  int hook_calls = 0;
+
+  Problem() {
+    torch::manual_seed(11);
+    model = make_model({"gru", kFeatures, kHidden, 1});
+    model->to(torch::kFloat64);
+    head = make_head("mse", model->output_size(), kOut);
+    head->to(torch::kFloat64);
+    x = torch::randn({kSteps, kBatch, kFeatures}, torch::kFloat64);
+    lengths = torch::tensor(std::vector<int64_t>{9, 9, 6}, torch::kLong);
+    raw = torch::randn({kSteps, kBatch, kOut}, torch::kFloat64);
+    encoder = torch::randn({kOut}, torch::kFloat64).requires_grad_(true);
+    encoder.register_hook([this](const torch::Tensor& grad) {
+      ++hook_calls;
+      return grad;
+    });
+  }
+
+  // The encoder's targets: tanh keeps its result for the backward, which a second pass
+  // through it would find freed.
+  torch::Tensor targets() const { return torch::tanh(raw * encoder); }  // [T, B, O]
+
+  Named gradients() const {
+    Named out;
+    for (const auto& p : model->named_parameters()) {
+      out["model." + p.key()] = p.value().grad().clone();
+    }
+    for (const auto& p : head->named_parameters()) {
+      out["head." + p.key()] = p.value().grad().clone();
+    }
+    out["encoder"] = encoder.grad().clone();
+    return out;
+  }
+
+  // `method` with the encoder's targets (SUM).
+  Named computed_by(GradientMethod& method) {
+    testing::clear_grads(*model, *head, {encoder});
+    method.compute(Workload{*model, *head, SequenceBatch{x, targets(), lengths}, {},
+                            Reduction::kSum});
+    return gradients();
+  }
+
+  // Full BPTT on the targets as data, then chain rule by hand: dL/dy into the encoder.
+  Named by_chain_rule() {
+    testing::clear_grads(*model, *head, {encoder});
+    const auto y = targets();
+    const auto y_leaf = y.detach().requires_grad_(true);
+    make_method("full")->compute(Workload{*model, *head, SequenceBatch{x, y_leaf, lengths}, {},
+                                          Reduction::kSum});
+    torch::autograd::backward({y}, {y_leaf.grad()});
+    return gradients();
+  }
+};
+
+TEST(TargetsWithGraph, EveryExactMethodEqualsFullBpttAndChainRule) {
+  const std::vector<std::string> specs = {
+      "full", "vlrnn:block_length=1", "vlrnn:block_length=4", "checkpoint:segments=3",
+      "revolve:slots=2", "planner:percent=20", "online:slots=2"};
+  for (const auto& name : method_names()) {
+    if (!make_method(name)->is_exact() || !handles_left_to_right(name)) continue;
+    bool listed = false;
+    for (const auto& spec : specs) listed = listed || spec.rfind(name, 0) == 0;
+    if (!listed) ADD_FAILURE() << "method " << name << " has no case here";
+  }
+  Problem p;
+  const Named reference = p.by_chain_rule();
+  for (const auto& spec : specs) {
+    p.hook_calls = 0;
+    expect_close(p.computed_by(*make_method_from_spec(spec)), reference, 1e-10, spec);
+    EXPECT_EQ(p.hook_calls, 1) << spec << ": the encoder's graph back-propagated once";
+  }
+}
+
+}  // namespace
+}  // namespace vlrnn::targets_test
