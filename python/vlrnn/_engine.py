@@ -270,6 +270,23 @@ def _hooked(gradient, hooks):
     return gradient
 
 
+# NOTE [ A graph from outside, entered per block ]: the engine back-propagates block by
+# block, so a tensor with a graph that the modules take from outside the call (a context
+# vector an encoder computed, held as an attribute) has that graph entered once per block:
+# the second pass raises autograd's 'backward through the graph a second time', which names
+# neither the tensor nor a way out. x, h0 and y may carry graphs: the engine gathers their
+# gradients and enters each graph once.
+GRAPH_FREED = "Trying to backward through the graph a second time"
+GRAPH_ENTERED_TWICE = (
+    "rnn / out: a backward entered a graph a second time, after its saved tensors were "
+    "freed. Most likely the modules use a tensor with a graph from outside the call (a "
+    "context an encoder computed, held as an attribute): VLRNN back-propagates block by "
+    "block, and each block enters that graph. Pass it in x instead (x = torch.cat([x, "
+    "context.unsqueeze(1).expand(-1, T, -1)], 2): dL/dx enters x's graph once), or compute "
+    "it inside rnn from its parameters. Or x, h0 or y carry a graph that an earlier "
+    "backward() freed: compute them again for each call")
+
+
 @contextlib.contextmanager
 def gradients_as_one_backward(tensors):
     """Runs the body (the engine's backward, block by block) and leaves each .grad of
@@ -291,9 +308,11 @@ def gradients_as_one_backward(tensors):
         for t, pre, _ in hooked:
             if pre and t.grad is not None:
                 t.grad = _hooked(t.grad, pre)
-    except BaseException:
+    except BaseException as error:
         for t, old in kept:
             t.grad = old
+        if isinstance(error, RuntimeError) and GRAPH_FREED in str(error):
+            raise ValueError(GRAPH_ENTERED_TWICE) from error
         raise
     reached = {id(t) for t, _ in kept if t.grad is not None}
     for t, old in kept:

@@ -1,9 +1,10 @@
 """What a user's module may return, and what the package checks of it: a PackedSequence is
 read through its own indices, a weight the rnn and the head share gets its gradient once,
 so does one parametrized under parametrize.cached(), gradient hooks run once on the whole
-gradient, targets an encoder computes get theirs once, and a module that changes its
-inputs in place, returns its state in another dtype, or starts from another state than zeros when
-given none, is refused with an error naming it."""
+gradient, targets an encoder computes get theirs once, a context with a graph from outside
+the call is named, and a module that changes its inputs in place, returns its state in
+another dtype, or starts from another state than zeros when given none, is refused with an
+error naming it."""
 import pytest
 import torch
 from torch import nn
@@ -333,6 +334,48 @@ def test_targets_an_encoder_computes_get_their_gradient_once(call, packed):
     got, got_calls = run(lambda x, y: vlrnn.VLRNN(rnn, out, "SUM")(x, y, **call))
     assert max_rel_diff(got, want) < 1e-10
     assert got_calls == want_calls == ["leaf", "weight"]
+
+
+class Conditioned(nn.Module):
+    """A GRU conditioned on a per-sequence context [B, C] held as an attribute, or, with
+    none, taking it as x's last C features."""
+
+    def __init__(self, context_size):
+        super().__init__()
+        self.gru = nn.GRU(F + context_size, H, batch_first=True)
+        self.context = None
+
+    def forward(self, x, h):
+        if self.context is not None:
+            x = torch.cat([x, self.context.unsqueeze(1).expand(-1, x.shape[1], -1)], 2)
+        return self.gru(x, h)
+
+
+def test_a_context_with_a_graph_from_outside_the_call_is_named():
+    """Raised before autograd's 'Trying to backward through the graph a second time', which
+    names neither the cause nor a way out. The way the message gives is exact."""
+    torch.manual_seed(0)
+    rnn, out, encoder = Conditioned(2).double(), LinearHead().double(), nn.Linear(5, 2).double()
+    x, y = fixed_batch()
+    info = torch.randn(x.shape[0], 5, dtype=torch.float64)
+    rnn.context = torch.tanh(encoder(info))  # tanh keeps its result for the backward
+    with pytest.raises(ValueError, match=r"a tensor with a graph from outside the call.*"
+                                         r"Pass it in x instead"):
+        vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, N=3)
+    assert all(p.grad is None for p in [*rnn.parameters(), *out.parameters()])
+    rnn.context = None
+    tensors = [*rnn.parameters(), *out.parameters(), *encoder.parameters()]
+
+    def gradients(function):
+        for t in tensors:
+            t.grad = None
+        context = torch.tanh(encoder(info)).unsqueeze(1).expand(-1, x.shape[1], -1)
+        function(torch.cat([x, context], 2))
+        return [t.grad.clone() for t in tensors]
+
+    want = gradients(lambda xc: vlrnn.PlainRNN(rnn, out, "SUM")(xc, y)[0].backward())
+    got = gradients(lambda xc: vlrnn.VLRNN(rnn, out, "SUM")(xc, y, None, N=3))
+    assert max_rel_diff(got, want) < 1e-10
 
 
 def fixed_batch(T=12, B=3):
