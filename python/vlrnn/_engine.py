@@ -724,7 +724,10 @@ def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, entry):
         earlier[count:count + len(start)]
     if with_x:
         chained.append(torch.cat([earlier[-1], later[-1]]))
-    by = max((_relative(got.double(), want.double()) for got, want in zip(chained, whole)
+    # Dense: an embedding's sparse=True gradient has no abs().max().
+    pairs = [(got.to_dense().double(), want.to_dense().double())
+             for got, want in zip(chained, whole)]
+    by = max((_relative(got, want) for got, want in pairs
               if want.abs().max() > 0 or got.abs().max() > 0), default=0.0)
     if not by > tolerance:
         return ""

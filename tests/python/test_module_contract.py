@@ -2,9 +2,9 @@
 read through its own indices, a weight the rnn and the head share gets its gradient once,
 so does one parametrized under parametrize.cached(), gradient hooks run once on the whole
 gradient, targets an encoder computes get theirs once, a context with a graph from outside
-the call is named, and a module that changes its inputs in place, returns its state in
-another dtype, or starts from another state than zeros when given none, is refused with an
-error naming it."""
+the call is named, sparse gradients are exact, and a module that changes its inputs in
+place, returns its state in another dtype, or starts from another state than zeros when
+given none, is refused with an error naming it."""
 import pytest
 import torch
 from torch import nn
@@ -376,6 +376,54 @@ def test_a_context_with_a_graph_from_outside_the_call_is_named():
     want = gradients(lambda xc: vlrnn.PlainRNN(rnn, out, "SUM")(xc, y)[0].backward())
     got = gradients(lambda xc: vlrnn.VLRNN(rnn, out, "SUM")(xc, y, None, N=3))
     assert max_rel_diff(got, want) < 1e-10
+
+
+class EmbeddedTokens(nn.Module):
+    """A GRU on token embeddings (x's first feature holds the token) plus x's other
+    features, the embedding's gradient sparse."""
+
+    def __init__(self, tokens=5):
+        super().__init__()
+        self.embedding = nn.Embedding(tokens, F - 1, sparse=True)
+        self.gru = nn.GRU(F - 1, H, batch_first=True)
+
+    def forward(self, x, h):
+        return self.gru(self.embedding(x[..., 0].long()) + x[..., 1:], h)
+
+
+class EmbeddedTargetHead(nn.Module):
+    """A score against the target's embedding (sparse gradient), as negative sampling does."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(CLASSES, H, sparse=True)
+
+    def forward(self, z, y):
+        return nn.functional.softplus(-(z * self.embedding(y)).sum(-1))
+
+
+def test_sparse_gradients_are_exact_and_verified():
+    """Raised before NotImplementedError ('aten::max' on SparseCPU), from the first-call
+    check and from vlrnn.verify's comparison."""
+    torch.manual_seed(0)
+    rnn, out = EmbeddedTokens().double(), EmbeddedTargetHead().double()
+    g = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.randint(0, 5, (3, 12, 1), generator=g).double(),
+                   torch.randn(3, 12, F - 1, dtype=torch.float64, generator=g)], 2)
+    y = torch.randint(0, CLASSES, (3, 12), generator=g)
+    modules = nn.ModuleList([rnn, out])
+
+    def gradients(function):
+        modules.zero_grad(set_to_none=True)
+        vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward()  # an earlier micro-batch's
+        function()
+        assert rnn.embedding.weight.grad.is_sparse and out.embedding.weight.grad.is_sparse
+        return [p.grad.to_dense() for p in modules.parameters()]
+
+    want = gradients(lambda: vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward())
+    got = gradients(lambda: vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, N=4))
+    assert max_rel_diff(got, want) < 1e-10
+    vlrnn.assert_exact(rnn, out, x, y)
 
 
 def fixed_batch(T=12, B=3):

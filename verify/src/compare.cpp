@@ -10,8 +10,11 @@ void clear_grad(const torch::Tensor& t) {
   if (t.defined() && t.is_leaf() && t.grad().defined()) t.mutable_grad() = torch::Tensor();
 }
 
+// Dense, to compare: an embedding's sparse=True gradient is sparse, whose comparison ops
+// (abs, max) LibTorch does not have.
 torch::Tensor grad_or_zeros(const torch::Tensor& t) {
-  return t.grad().defined() ? t.grad().detach().clone() : torch::zeros_like(t).detach();
+  if (!t.grad().defined()) return torch::zeros_like(t).detach();
+  return t.grad().is_sparse() ? t.grad().detach().to_dense() : t.grad().detach().clone();
 }
 
 }  // namespace
