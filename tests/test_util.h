@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the tests.
 
+#include "vlrnn/registry/bidirectional.h"
 #include "vlrnn/schedule/schedule.h"
 #include "vlrnn/vlrnn.h"
 
@@ -59,6 +60,21 @@ inline double rel_diff(const torch::Tensor& got, const torch::Tensor& ref) {
   const double scale = ref.abs().max().item<double>();
   const double diff = (got.to(ref.scalar_type()) - ref).abs().max().item<double>();
   return scale > 0 ? diff / scale : diff;
+}
+
+// Fails naming each exact left-to-right method of the registry, full BPTT aside, that no
+// spec of `specs` ("name" or "name:options") runs: a test of every exact method keeps up
+// with the registry as methods are added.
+inline void expect_every_exact_method_in(const std::vector<std::string>& specs,
+                                         const std::string& what) {
+  for (const auto& name : method_names()) {
+    if (name == "full" || !make_method(name)->is_exact() || !handles_left_to_right(name)) continue;
+    bool listed = false;
+    for (const auto& spec : specs) {
+      listed = listed || spec == name || spec.rfind(name + ":", 0) == 0;
+    }
+    if (!listed) ADD_FAILURE() << "method " << name << " has no " << what << " case here";
+  }
 }
 
 // Named tensors: outputs and gradients of one run.

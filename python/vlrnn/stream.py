@@ -77,7 +77,7 @@ class Stream:
         self.last_counters = None  # steps run by finish(): forward, no-grad, backward
         self._call = None      # the first chunk's EngineCall: the modules as the engine's
         self._engine = None    # _C.OnlineStream
-        self._inputs = []      # the pushed x and y that are leaves requiring grad
+        self._leaves = []      # the pushed x and y that are leaves requiring grad
         self._finished = False
 
     @property
@@ -115,8 +115,8 @@ class Stream:
                                  f"{list(x.shape)} {x.dtype} on {x.device}")
             targets = self._call.engine_targets_for(batch)
         for t in (x, y):
-            if t.is_leaf and t.requires_grad and all(t is not u for u in self._inputs):
-                self._inputs.append(t)
+            if t.is_leaf and t.requires_grad and all(t is not u for u in self._leaves):
+                self._leaves.append(t)
         with autocast_cache_off():
             self._engine.push(batch.inputs, targets)
 
@@ -133,7 +133,7 @@ class Stream:
         call = self._call
         engine_grad_h = call._engine_grad_h(grad_h)
         self._finished = True
-        tensors = call.grad_tensors + [t for t in self._inputs
+        tensors = call.grad_tensors + [t for t in self._leaves
                                        if all(t is not u for u in call.grad_tensors)]
         with gradients_as_one_backward(tensors), autocast_cache_off():
             result = self._engine.finish(final_state_grad=engine_grad_h)

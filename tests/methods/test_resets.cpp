@@ -154,12 +154,7 @@ TEST(Resets, EveryExactMethodEqualsFullBptt) {
       "vlrnn:block_length=1", "vlrnn:block_length=2", "vlrnn:block_length=4", "vlrnn:block_length=20",
       "checkpoint:segments=3", "checkpoint:segments=2,head_inside=0", "revolve:slots=2",
       "planner:percent=1", "planner:percent=90", "online:slots=1", "online:slots=3"};
-  for (const auto& name : method_names()) {
-    if (name == "full" || !make_method(name)->is_exact() || !handles_left_to_right(name)) continue;
-    bool listed = false;
-    for (const auto& spec : specs) listed = listed || spec.rfind(name + ":", 0) == 0;
-    if (!listed) ADD_FAILURE() << "method " << name << " has no resets case here";
-  }
+  testing::expect_every_exact_method_in(specs, "resets");
   Problem p("lstm", 2, /*dropout=*/0.3);
   p.model->train();
   auto full = make_method("full");

@@ -6,8 +6,6 @@
 // hidden, O = 2 target features.
 #include "test_util.h"
 
-#include "vlrnn/registry/bidirectional.h"
-
 namespace vlrnn::targets_test {
 namespace {
 
@@ -78,12 +76,7 @@ TEST(TargetsWithGraph, EveryExactMethodEqualsFullBpttAndChainRule) {
   const std::vector<std::string> specs = {
       "full", "vlrnn:block_length=1", "vlrnn:block_length=4", "checkpoint:segments=3",
       "revolve:slots=2", "planner:percent=20", "online:slots=2"};
-  for (const auto& name : method_names()) {
-    if (!make_method(name)->is_exact() || !handles_left_to_right(name)) continue;
-    bool listed = false;
-    for (const auto& spec : specs) listed = listed || spec.rfind(name, 0) == 0;
-    if (!listed) ADD_FAILURE() << "method " << name << " has no case here";
-  }
+  testing::expect_every_exact_method_in(specs, "targets-with-a-graph");
   Problem p;
   const Named reference = p.by_chain_rule();
   for (const auto& spec : specs) {
