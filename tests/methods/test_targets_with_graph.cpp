@@ -1,7 +1,8 @@
 // Targets with a graph (NOTE [ Targets with a graph ] in vlrnn/methods/gradient_method.h):
 // targets an encoder computes from a parameter get their gradient through every exact method
 // as chain rule gives it from full BPTT's dL/dy, with variable lengths (the padding's masking
-// is a node every block shares), the encoder's graph back-propagated once.
+// is a node every block shares), the encoder's graph back-propagated once, also when the
+// method was prepared first.
 // Float64, 1e-10 relative. Shapes: T = 9 steps, B = 3 sequences, F = 3 features, H = 4
 // hidden, O = 2 target features.
 #include "test_util.h"
@@ -52,11 +53,14 @@ struct Problem {
     return out;
   }
 
-  // `method` with the encoder's targets (SUM).
-  Named computed_by(GradientMethod& method) {
+  // `method` with the encoder's targets (SUM); `prepared`: prepare() first, on the same
+  // workload, as a driver that measures its steps does.
+  Named computed_by(GradientMethod& method, bool prepared = false) {
     testing::clear_grads(*model, *head, {encoder});
-    method.compute(Workload{*model, *head, SequenceBatch{x, targets(), lengths}, {},
-                            Reduction::kSum});
+    const Workload workload{*model, *head, SequenceBatch{x, targets(), lengths}, {},
+                            Reduction::kSum};
+    if (prepared) method.prepare(workload);
+    method.compute(workload);
     return gradients();
   }
 
@@ -82,6 +86,19 @@ TEST(TargetsWithGraph, EveryExactMethodEqualsFullBpttAndChainRule) {
   for (const auto& spec : specs) {
     p.hook_calls = 0;
     expect_close(p.computed_by(*make_method_from_spec(spec)), reference, 1e-10, spec);
+    EXPECT_EQ(p.hook_calls, 1) << spec << ": the encoder's graph back-propagated once";
+  }
+}
+
+// Preparing (the planner's calibration and plan check) runs gradient steps of its own on the
+// workload: they leave the caller's graph to the step, which enters it once.
+TEST(TargetsWithGraph, PreparingFirstLeavesTheGraphToTheStep) {
+  Problem p;
+  const Named reference = p.by_chain_rule();
+  for (const std::string spec : {"planner:percent=20", "planner:percent=90", "vlrnn"}) {
+    p.hook_calls = 0;
+    expect_close(p.computed_by(*make_method_from_spec(spec), /*prepared=*/true), reference,
+                 1e-10, spec);
     EXPECT_EQ(p.hook_calls, 1) << spec << ": the encoder's graph back-propagated once";
   }
 }

@@ -113,8 +113,53 @@ Workload validated(const Workload& workload) {
 // step's peak would differ from a warm one's).
 GradientMethod::GradientMethod() { onednn_lstm_inference_agrees(); }
 
+namespace {
+
+// The caller's tensors a method would reach once per block, which it is given as leaves
+// instead (NOTE [ Resets ]; NOTE [ Targets with a graph ] in gradient_method.h).
+struct CallerGraphs {
+  State h0;               // the caller's h0 under resets, when it requires grad
+  torch::Tensor targets;  // the caller's targets, when they require grad
+
+  // Puts leaves in `checked` in place of those tensors, and keeps the caller's.
+  static CallerGraphs cut_from(Workload& checked) {
+    CallerGraphs caller;
+    if (checked.batch.has_resets() && checked.h0.requires_grad()) {
+      caller.h0 = checked.h0;
+      checked.h0 = caller.h0.detached_leaves();
+    }
+    if (checked.batch.targets.requires_grad()) {
+      caller.targets = checked.batch.targets;
+      checked.batch.targets = caller.targets.detach().requires_grad_(true);
+    }
+    return caller;
+  }
+
+  // One backward into the caller's graphs, with what the method gathered in the leaves of
+  // `checked`, however many blocks reached them.
+  void backward_from(const Workload& checked) const {
+    std::vector<torch::Tensor> roots, grads;
+    for (size_t i = 0; i < h0.size(); ++i) {
+      if (h0[i].requires_grad() && checked.h0[i].grad().defined()) {
+        roots.push_back(h0[i]);
+        grads.push_back(checked.h0[i].grad());
+      }
+    }
+    if (targets.defined() && checked.batch.targets.grad().defined()) {
+      roots.push_back(targets);
+      grads.push_back(checked.batch.targets.grad());
+    }
+    if (!roots.empty()) torch::autograd::backward(roots, grads);
+  }
+};
+
+}  // namespace
+
 void GradientMethod::prepare(const Workload& workload) {
-  const Workload checked = validated(workload);
+  Workload checked = validated(workload);
+  // Preparing runs gradient steps of its own (the planner's calibration and plan check):
+  // they must not enter the caller's graphs, which the real step enters once.
+  CallerGraphs::cut_from(checked);
   const OneDnnLstmGuard exact_lstm(checked.batch.inputs);  // NOTE [ oneDNN's LSTM inference, checked ]
   const RngCopy on_entry = RngCopy::take(checked.batch.inputs.device());
   prepare_impl(checked);
@@ -127,18 +172,9 @@ GradientResult GradientMethod::compute(const Workload& workload) {
   // NOTE [ Resets ]: h0 starts every segment, so with resets the blocks reach it many times,
   // and a caller's h0 computed from parameters (a learned initial state) would see its graph
   // back-propagated once per block. The method gets leaves in its place instead; their
-  // gradient, summed over the segments, goes back into the caller's h0 once at the end.
-  State caller_h0;
-  if (checked.batch.has_resets() && checked.h0.requires_grad()) {
-    caller_h0 = checked.h0;
-    checked.h0 = caller_h0.detached_leaves();
-  }
-  // NOTE [ Targets with a graph ] (gradient_method.h): the same, for the targets.
-  torch::Tensor caller_targets;
-  if (checked.batch.targets.requires_grad()) {
-    caller_targets = checked.batch.targets;
-    checked.batch.targets = caller_targets.detach().requires_grad_(true);
-  }
+  // gradient, summed over the segments, goes back into the caller's h0 once at the end. The
+  // same for targets with a graph (NOTE [ Targets with a graph ] in gradient_method.h).
+  const CallerGraphs caller = CallerGraphs::cut_from(checked);
   // NOTE [ Generators on failure ]: a method that throws midway (a model error in its third
   // block, an out-of-memory) has drawn or restored generator states partway through; put
   // them back where the call found them, so a caller that catches the error and goes on
@@ -151,19 +187,7 @@ GradientResult GradientMethod::compute(const Workload& workload) {
     on_entry.restore();
     throw;
   }
-  // One backward into the caller's graphs, however many blocks reached the leaves.
-  std::vector<torch::Tensor> roots, grads;
-  for (size_t i = 0; i < caller_h0.size(); ++i) {
-    if (caller_h0[i].requires_grad() && checked.h0[i].grad().defined()) {
-      roots.push_back(caller_h0[i]);
-      grads.push_back(checked.h0[i].grad());
-    }
-  }
-  if (caller_targets.defined() && checked.batch.targets.grad().defined()) {
-    roots.push_back(caller_targets);
-    grads.push_back(checked.batch.targets.grad());
-  }
-  if (!roots.empty()) torch::autograd::backward(roots, grads);
+  caller.backward_from(checked);
   if (checked.batch.from_packed) {
     result.packed_step_losses = torch::nn::utils::rnn::pack_padded_sequence(
         result.step_losses, checked.batch.lengths, /*batch_first=*/false,
