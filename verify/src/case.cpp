@@ -16,6 +16,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace vlrnn::verify {
 
@@ -93,19 +96,23 @@ State random_state(const VerifyCase& spec, const RecurrentModule& model, bool re
   return State(std::move(tensors));
 }
 
-}  // namespace
 
-VerifyOutcome verify_against_full(GradientMethod& method, const Workload& workload,
-                                  uint64_t seed) {
+// Full BPTT on `workload` from generator state `seed`: what every method is compared with.
+// Each method's run starts from the same generator state, so a model that draws random
+// numbers (dropout) sees the same draws in every method.
+GradientSnapshot reference_snapshot(const Workload& workload, uint64_t seed) {
   const ExactFloat32 exact_float32;  // NOTE [ Float32 without TF32 ]
+  auto reference_method = make_method("full");
+  torch::manual_seed(seed);
+  return run_and_snapshot(*reference_method, workload);
+}
+
+VerifyOutcome compare_with_reference(GradientMethod& method, const Workload& workload,
+                                     uint64_t seed, const GradientSnapshot& reference) {
+  const ExactFloat32 exact_float32;
   VerifyOutcome outcome;
   outcome.tolerance = tolerance_for(workload.batch.inputs.scalar_type());
   outcome.exact = method.is_exact();
-  auto reference_method = make_method("full");
-  // Both runs start from the same generator state, so a model that draws random numbers
-  // (dropout) sees the same draws in every method.
-  torch::manual_seed(seed);
-  const auto reference = run_and_snapshot(*reference_method, workload);
   torch::manual_seed(seed);
   const auto got = run_and_snapshot(method, workload);
   outcome.diff = compare(got, reference);
@@ -115,6 +122,70 @@ VerifyOutcome verify_against_full(GradientMethod& method, const Workload& worklo
     outcome.diagnosis = cut_dependence(validated(workload), seed);
   }
   return outcome;
+}
+
+// NOTE [ One reference per case ]: the matrix verifies some 30 method specs on the same few
+// hundred cases, and full BPTT on a case is one computation whatever it is compared with:
+// the case's seed fixes the weights, data, h0 and generator state. Running it again for
+// every spec was about a third of the matrix's time. So run_case keeps each case's
+// reference, keyed by every field of the case but its method (reference_key), and computes
+// it when the key is new. A case whose model is wrapped (the verifier's own mutation tests)
+// is computed afresh: the wrapper is not part of the key. The store is bounded in bytes
+// (references of long sequences are large), and emptied when full.
+std::string reference_key(const VerifyCase& c) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|lengths", c.model,
+                                c.model_label, c.num_layers, c.dropout, c.head, c.reduction,
+                                c10::toString(c.dtype), c.h0_with_grad, c.inputs_with_grad,
+                                c.time_steps, c.batch, c.input_size, c.hidden_size, c.seed,
+                                c.device.str());
+  for (int64_t length : c.lengths) key += fmt::format(" {}", length);
+  key += "|resets";
+  for (const auto& starts : c.segment_starts) {
+    key += " /";
+    for (int64_t start : starts) key += fmt::format(" {}", start);
+  }
+  return key;
+}
+
+class ReferenceStore {
+ public:
+  static constexpr int64_t kMaxBytes = int64_t(256) << 20;
+
+  template <typename Compute>
+  std::shared_ptr<const GradientSnapshot> get(const std::string& key, Compute compute) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      const auto found = snapshots_.find(key);
+      if (found != snapshots_.end()) return found->second;
+    }
+    auto snapshot = std::make_shared<const GradientSnapshot>(compute());
+    int64_t bytes = 0;
+    for (const auto& named : snapshot->tensors) bytes += int64_t(named.second.nbytes());
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (bytes_ + bytes > kMaxBytes) {
+      snapshots_.clear();
+      bytes_ = 0;
+    }
+    if (snapshots_.emplace(key, snapshot).second) bytes_ += bytes;
+    return snapshot;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const GradientSnapshot>> snapshots_;
+  int64_t bytes_ = 0;
+};
+
+ReferenceStore& reference_store() {
+  static ReferenceStore store;
+  return store;
+}
+
+}  // namespace
+
+VerifyOutcome verify_against_full(GradientMethod& method, const Workload& workload,
+                                  uint64_t seed) {
+  return compare_with_reference(method, workload, seed, reference_snapshot(workload, seed));
 }
 
 namespace {
@@ -160,7 +231,15 @@ VerifyOutcome run_case(const VerifyCase& spec, const CaseInjection& injection) {
     const BuiltCase built = build_case(spec, injection);
     auto method = injection.make_method ? injection.make_method(spec)
                                         : make_method_from_spec(spec.method);
-    outcome = verify_against_full(*method, built.workload(spec), spec.seed + 1);
+    const Workload workload = built.workload(spec);
+    const uint64_t seed = spec.seed + 1;
+    if (injection.wrap_model) {
+      outcome = verify_against_full(*method, workload, seed);
+    } else {  // NOTE [ One reference per case ]
+      const auto reference = reference_store().get(
+          reference_key(spec), [&] { return reference_snapshot(workload, seed); });
+      outcome = compare_with_reference(*method, workload, seed, *reference);
+    }
   } catch (const std::exception& e) {
     outcome.error = measure::short_message(e);
     outcome.passed = false;
