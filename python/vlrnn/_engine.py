@@ -406,9 +406,10 @@ class EngineCall:
                              "its rnn batch-first (x [B, T, F]); construct it with "
                              "batch_first=True")
         self.batch = batch_from(x, y)
-        # The probes and checks see y as data, the engine a leaf of it (engine_targets_for).
+        # The probes and checks see y as data, the engine leaves of x and y (engine_leaf_for).
         self._graphs_to_enter = []  # [(the caller's tensor, the engine's leaf of it)]
-        self.engine_targets = self.engine_targets_for(self.batch)
+        self.engine_inputs = self.engine_leaf_for(self.batch.inputs)
+        self.engine_targets = self.engine_leaf_for(self.batch.targets)
         self.batch = self.batch._replace(targets=self.batch.targets.detach())
         self.resets = resets_from(resets, self.batch)  # [T, B] bool, or None
         check_features(rnn, self.batch)
@@ -471,25 +472,25 @@ class EngineCall:
             tensors = list(self.engine.to_engine(tuple(tensors)))
         return tensors
 
-    def engine_targets_for(self, batch):
-        """The targets the engine is given for `batch` (this call's, or a stream's later
-        chunk): batch.targets itself, or when they require grad (an encoder's output the rnn
-        learns to predict), a leaf of their own. NOTE [ Targets with a graph ] (in
-        vlrnn/methods/gradient_method.h): the engine enters y's graph once per compute(); a
-        stream must enter it once for all its chunks, and the probes and first-call checks
-        not at all. So the engine gathers dL/dy in leaves, and carry_gradients_back() takes
-        it into y's graph, in one backward with a computed h0's."""
-        targets = batch.targets
-        if not targets.requires_grad:
-            return targets
-        leaf = targets.detach().requires_grad_()
-        self._graphs_to_enter.append((targets, leaf))
+    def engine_leaf_for(self, tensor):
+        """x or y (time-major, of this call or of a stream's later chunk) as the engine is
+        given it: the tensor itself, or when it requires grad, a leaf of its own. NOTE
+        [ Targets with a graph ] (in vlrnn/methods/gradient_method.h): the engine would enter
+        y's graph once per compute() and x's once more, and x and y may share one (next-step
+        prediction in an encoder's space: x = e[:, :-1], y = e[:, 1:]); a stream must enter
+        them once for all its chunks, and the probes and first-call checks not at all. So
+        the engine gathers dL/dx and dL/dy in leaves, and carry_gradients_back() takes them
+        into the caller's graphs in one backward, with a computed h0's."""
+        if not tensor.requires_grad:
+            return tensor
+        leaf = tensor.detach().requires_grad_()
+        self._graphs_to_enter.append((tensor, leaf))
         return leaf
 
     def carry_gradients_back(self):
         """After the engine ran: dL/dh0 of the engine's leaves to the caller's h0, into .grad
-        of a leaf, and with dL/dy (engine_targets_for) back through the graph of what was
-        computed from other tensors (a learned initial state, an encoder's targets)
+        of a leaf, and with dL/dx and dL/dy (engine_leaf_for) back through the graph of what
+        was computed from other tensors (a learned initial state, an encoder's x and y)
         in one backward, as autograd would carry them had the engine taken them itself."""
         pending = [(tensor, leaf.grad) for tensor, leaf in self._graphs_to_enter
                    if leaf.grad is not None]
@@ -517,7 +518,7 @@ class EngineCall:
 
     def engine_args(self):
         b = self.batch
-        return dict(model=self.model, head=self.head, inputs=b.inputs,
+        return dict(model=self.model, head=self.head, inputs=self.engine_inputs,
                     targets=self.engine_targets, lengths=b.lengths, h0=self.engine_h0,
                     resets=self.resets)
 

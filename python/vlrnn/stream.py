@@ -104,7 +104,7 @@ class Stream:
                             "sequence runs the whole stream (no PackedSequence)")
         if self._call is None:
             batch = self._start(x, y)
-            targets = self._call.engine_targets
+            inputs, targets = self._call.engine_inputs, self._call.engine_targets
         else:
             batch = batch_from(x, y)
             first = self._call.batch.inputs  # [n, B, F]
@@ -113,12 +113,13 @@ class Stream:
                 raise ValueError(f"x: expected [B, n, F] = [{first.shape[1]}, n, {first.shape[2]}] "
                                  f"{first.dtype} on {first.device} as the first chunk, got "
                                  f"{list(x.shape)} {x.dtype} on {x.device}")
-            targets = self._call.engine_targets_for(batch)
+            inputs = self._call.engine_leaf_for(batch.inputs)
+            targets = self._call.engine_leaf_for(batch.targets)
         for t in (x, y):
             if t.is_leaf and t.requires_grad and all(t is not u for u in self._leaves):
                 self._leaves.append(t)
         with autocast_cache_off():
-            self._engine.push(batch.inputs, targets)
+            self._engine.push(inputs, targets)
 
     def finish(self, grad_h=None):
         """(loss, loss_seq, h) of the whole stream, its gradients accumulated into .grad.

@@ -103,11 +103,7 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
         if methods is None:
             bidirectional = isinstance(call.model, _C.Bidirectional)
             methods = BIDIRECTIONAL_METHODS if bidirectional else DEFAULT_METHODS
-        args = call.engine_args()
-        if args["inputs"].requires_grad:
-            # The time-major inputs are a view of x, no leaf: the verifier would read no
-            # gradient from them, and compare zeros. A leaf of their own gets dL/dx.
-            args["inputs"] = args["inputs"].detach().requires_grad_()
+        args = call.engine_args()  # x as a leaf of its own, when it requires grad: dL/dx
         # dL/dy is the head's at each step, on z, which the gradients compared depend on.
         args["targets"] = args["targets"].detach()
         with gradient_hooks_held(call.grad_tensors):  # the methods' own gradients

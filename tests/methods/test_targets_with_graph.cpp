@@ -103,5 +103,42 @@ TEST(TargetsWithGraph, PreparingFirstLeavesTheGraphToTheStep) {
   }
 }
 
+// Next-step prediction in an encoder's space: x = e[:-1] and y = e[1:] of one encoder output
+// e, whose graph the method enters once for both (x's leaf and y's, one backward).
+TEST(TargetsWithGraph, InputsAndTargetsFromOneEncoderEnterItOnce) {
+  Problem p;
+  const auto raw_sequence = torch::randn({kSteps + 1, kBatch, kFeatures}, torch::kFloat64);
+  auto encoded = [&] { return torch::tanh(raw_sequence * p.encoder.narrow(0, 0, 1)); };
+  // x [T, B, F], y [T, B, O] (O <= F) of one e [T + 1, B, F].
+  auto split = [](const torch::Tensor& e) {
+    return std::make_pair(e.narrow(0, 0, kSteps), e.narrow(0, 1, kSteps).narrow(2, 0, kOut));
+  };
+  auto computed_by = [&](GradientMethod& method, bool prepared) {
+    testing::clear_grads(*p.model, *p.head, {p.encoder});
+    const auto [x, y] = split(encoded());
+    const Workload workload{*p.model, *p.head, SequenceBatch{x, y, p.lengths}, {},
+                            Reduction::kSum};
+    if (prepared) method.prepare(workload);
+    method.compute(workload);
+    return p.gradients();
+  };
+  // Full BPTT on leaves, then chain rule by hand: dL/dx and dL/dy into the encoder.
+  testing::clear_grads(*p.model, *p.head, {p.encoder});
+  const auto [x, y] = split(encoded());
+  const auto x_leaf = x.detach().requires_grad_(true), y_leaf = y.detach().requires_grad_(true);
+  make_method("full")->compute(Workload{*p.model, *p.head, SequenceBatch{x_leaf, y_leaf, p.lengths},
+                                        {}, Reduction::kSum});
+  torch::autograd::backward({x, y}, {x_leaf.grad(), y_leaf.grad()});
+  const Named reference = p.gradients();
+  for (const std::string spec : {"full", "vlrnn:block_length=4", "checkpoint:segments=3",
+                                 "planner:percent=20"}) {
+    for (const bool prepared : {false, true}) {
+      p.hook_calls = 0;
+      expect_close(computed_by(*make_method_from_spec(spec), prepared), reference, 1e-10, spec);
+      EXPECT_EQ(p.hook_calls, 1) << spec << ": the encoder's graph back-propagated once";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vlrnn::targets_test

@@ -299,6 +299,22 @@ def test_gradient_hooks_run_once_on_the_whole_gradient(call, fast_cells):
     assert len([c for c in calls if isinstance(c, str)]) == 4
 
 
+def gradients_after(function, make_xy, packed, tensors, calls):
+    """(the gradients of `tensors`, the hook `calls` sorted) after function(x, y) on
+    (x, y) = make_xy() (batch-first; packed with LENGTHS when `packed`), each .grad preset
+    as an earlier micro-batch's would be."""
+    calls.clear()
+    for t in tensors:
+        t.grad = torch.ones_like(t)
+    x, y = make_xy()
+    if packed:
+        lengths = torch.tensor(LENGTHS)
+        x = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        y = pack_padded_sequence(y, lengths, batch_first=True, enforce_sorted=False)
+    function(x, y)
+    return [t.grad.clone() for t in tensors], sorted(calls)
+
+
 @pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
 @pytest.mark.parametrize("call", [dict(N=4), dict(method="planner:percent=20"),
                                   dict(method="full")], ids=["N=4", "planner", "full"])
@@ -311,7 +327,6 @@ def test_targets_an_encoder_computes_get_their_gradient_once(call, packed):
     encoder = nn.Linear(F, F).double()  # its backward needs its saved input
     g = torch.Generator().manual_seed(0)
     raw = torch.randn(len(LENGTHS), max(LENGTHS), F, dtype=torch.float64, generator=g)
-    lengths = torch.tensor(LENGTHS)
     leaf = raw[:, :, :1].clone().requires_grad_()  # a target of the caller's own, a leaf
     calls = []
     encoder.weight.register_hook(lambda grad: calls.append("weight") or grad.clamp(-0.1, 0.1))
@@ -319,21 +334,45 @@ def test_targets_an_encoder_computes_get_their_gradient_once(call, packed):
     tensors = [*rnn.parameters(), *out.parameters(), *encoder.parameters(), leaf]
 
     def run(function):
-        calls.clear()
-        for t in tensors:
-            t.grad = torch.ones_like(t)  # an earlier micro-batch's
-        y = torch.cat([encoder(raw)[:, :, 1:], leaf], 2)  # [B, T, F]
-        x = raw
-        if packed:
-            x = pack_padded_sequence(raw, lengths, batch_first=True, enforce_sorted=False)
-            y = pack_padded_sequence(y, lengths, batch_first=True, enforce_sorted=False)
-        function(x, y)
-        return [t.grad.clone() for t in tensors], sorted(calls)
+        return gradients_after(  # y: [B, T, F]
+            function, lambda: (raw, torch.cat([encoder(raw)[:, :, 1:], leaf], 2)), packed,
+            tensors, calls)
 
     want, want_calls = run(lambda x, y: vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward())
     got, got_calls = run(lambda x, y: vlrnn.VLRNN(rnn, out, "SUM")(x, y, **call))
     assert max_rel_diff(got, want) < 1e-10
     assert got_calls == want_calls == ["leaf", "weight"]
+
+
+@pytest.mark.parametrize("fast_cells", [True, False], ids=["cells", "module"])
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+@pytest.mark.parametrize("call", [dict(N=4), dict(method="planner:percent=20"),
+                                  dict(method="full")], ids=["N=4", "planner", "full"])
+def test_x_and_y_from_one_encoder_enter_its_graph_once(call, packed, fast_cells):
+    """Next-step prediction in an encoder's space: x = e[:, :-1], y = e[:, 1:] of one
+    encoder output e. Raised before ('Trying to backward through the graph a second time',
+    then a ValueError that blamed a context): the engine entered x's graph, then y's."""
+    torch.manual_seed(0)
+    rnn, out = nn.LSTM(F, H, batch_first=True).double(), TargetHead(H, F).double()
+    encoder = nn.Linear(F, F).double()  # tanh on it: both save tensors for their backward
+    g = torch.Generator().manual_seed(0)
+    raw = torch.randn(len(LENGTHS), max(LENGTHS) + 1, F, dtype=torch.float64, generator=g)
+    calls = []
+    encoder.weight.register_hook(lambda grad: calls.append("weight") or grad.clamp(-0.1, 0.1))
+    tensors = [*rnn.parameters(), *out.parameters(), *encoder.parameters()]
+
+    def next_steps():
+        e = torch.tanh(encoder(raw))  # [B, T + 1, F]
+        return e[:, :-1], e[:, 1:]
+
+    def run(function):
+        return gradients_after(function, next_steps, packed, tensors, calls)
+
+    want, want_calls = run(lambda x, y: vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward())
+    got, got_calls = run(lambda x, y: vlrnn.VLRNN(rnn, out, "SUM", fast_cells=fast_cells)(
+        x, y, **call))
+    assert max_rel_diff(got, want) < 1e-10
+    assert got_calls == want_calls == ["weight"]
 
 
 class Conditioned(nn.Module):

@@ -124,6 +124,29 @@ def test_targets_an_encoder_computes_get_their_gradient_once():
     assert len(calls) == 2  # once each
 
 
+def test_x_and_y_from_one_encoder_enter_its_graph_once():
+    """Next-step prediction in an encoder's space, chunk by chunk: x = e[:, a:b] and
+    y = e[:, a + 1:b + 1] of one encoder output e, shared by neighbouring chunks too."""
+    rnn, out = make_rnn("gru"), TargetHead(H, F).double()
+    encoder = torch.nn.Linear(F, F).double()
+    calls = []
+    encoder.weight.register_hook(lambda grad: calls.append(1) or grad.clamp(-0.1, 0.1))
+    raw, _ = make_batch(False, steps=13)
+    params = [*rnn.parameters(), *out.parameters(), *encoder.parameters()]
+    zero_grads(*params)
+    e = torch.tanh(encoder(raw))  # [B, 13, F]
+    plain(rnn, out, e[:, :-1], e[:, 1:], None, "SUM", seed=0)
+    g_ref = [p.grad.clone() for p in params]
+    zero_grads(*params)
+    e = torch.tanh(encoder(raw))
+    stream = vlrnn.Stream(rnn, out, "SUM", slots=2)
+    for a, b in ((0, 5), (5, 9), (9, 12)):
+        stream.push(e[:, a:b], e[:, a + 1:b + 1])
+    stream.finish()
+    assert max_rel_diff([p.grad for p in params], g_ref) < 1e-10
+    assert len(calls) == 2  # once each
+
+
 def test_states_stay_within_the_slots_whatever_the_length():
     rnn, out = make_rnn("gru"), MlpHead(H, CLASSES).double()
     x, y = make_batch(False, steps=300)

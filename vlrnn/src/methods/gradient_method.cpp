@@ -115,15 +115,24 @@ GradientMethod::GradientMethod() { onednn_lstm_inference_agrees(); }
 
 namespace {
 
-// The caller's tensors a method would reach once per block, which it is given as leaves
-// instead (NOTE [ Resets ]; NOTE [ Targets with a graph ] in gradient_method.h).
+// The caller's tensors whose graphs the method would enter apart, which it is given as
+// leaves instead (NOTE [ Resets ]; NOTE [ Targets with a graph ] in gradient_method.h).
 struct CallerGraphs {
   State h0;               // the caller's h0 under resets, when it requires grad
   torch::Tensor targets;  // the caller's targets, when they require grad
+  torch::Tensor inputs;   // the caller's inputs, when they require grad and have a graph
 
   // Puts leaves in `checked` in place of those tensors, and keeps the caller's.
   static CallerGraphs cut_from(Workload& checked) {
     CallerGraphs caller;
+    // A method enters x's graph once, at its end; but x and y (or h0) may share one, as
+    // next-step prediction in an encoder's space does (x = e[:-1], y = e[1:]), and two
+    // backwards would pass the encoder twice. A leaf x needs no cut: its backward is its
+    // accumulation.
+    if (checked.batch.inputs.requires_grad() && !checked.batch.inputs.is_leaf()) {
+      caller.inputs = checked.batch.inputs;
+      checked.batch.inputs = caller.inputs.detach().requires_grad_(true);
+    }
     if (checked.batch.has_resets() && checked.h0.requires_grad()) {
       caller.h0 = checked.h0;
       checked.h0 = caller.h0.detached_leaves();
@@ -148,6 +157,10 @@ struct CallerGraphs {
     if (targets.defined() && checked.batch.targets.grad().defined()) {
       roots.push_back(targets);
       grads.push_back(checked.batch.targets.grad());
+    }
+    if (inputs.defined() && checked.batch.inputs.grad().defined()) {
+      roots.push_back(inputs);
+      grads.push_back(checked.batch.inputs.grad());
     }
     if (!roots.empty()) torch::autograd::backward(roots, grads);
   }

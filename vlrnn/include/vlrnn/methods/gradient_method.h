@@ -91,7 +91,9 @@ class GradientMethod {
 // encoder) is passed a second time, which raises once its saved tensors are freed, and a hook
 // upstream sees each block's part. So compute() gives the method the targets as a leaf, whose
 // gradient gathers dL/dy over the blocks, and takes it into the caller's graph in one backward
-// at the end, as one loss.backward() of full BPTT would.
+// at the end, as one loss.backward() of full BPTT would. Inputs with a graph get a leaf too,
+// taken back in the same backward: x and y may come from one encoder (next-step prediction
+// in its space), which two backwards would pass twice.
 
 // Throws an error naming the argument when `workload` is inconsistent; returns it with
 // h0 filled in with zeros when it was absent.
