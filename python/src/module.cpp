@@ -315,6 +315,10 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("name", &GradientMethod::name)
       .def("describe", &GradientMethod::describe)
       .def("is_exact", &GradientMethod::is_exact);
+  m.def("set_interrupt_lost", [](bool lost) { return interrupt_lost().exchange(lost); },
+        py::arg("lost"),
+        "Sets whether a Ctrl-C was lost in a finalizer (the next callback then raises "
+        "KeyboardInterrupt); returns what it was");
   m.def("handles_bidirectional", &handles_bidirectional, py::arg("name"),
         "Whether the method `name` computes gradients for a bidirectional model");
   m.def("handles_left_to_right", &handles_left_to_right, py::arg("name"),

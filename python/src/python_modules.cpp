@@ -10,6 +10,10 @@ namespace {
 // before calling back into Python (NOTE [ Python modules in the engine ]).
 void raise_pending_signals() {
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  if (interrupt_lost().exchange(false)) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
 }
 
 // Calls a Python function, noting a KeyboardInterrupt on its way out (interrupted()).
@@ -26,6 +30,11 @@ py::object call_python(const py::function& function, py::args args) {
 }  // namespace
 
 std::atomic<bool>& interrupted() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+std::atomic<bool>& interrupt_lost() {
   static std::atomic<bool> flag{false};
   return flag;
 }

@@ -98,6 +98,11 @@ class PythonProgress : public ProgressSink {
 // results (the verifier's error rows) checks it and stops instead.
 std::atomic<bool>& interrupted();
 
+// Set when a Ctrl-C's KeyboardInterrupt was raised inside a finalizer and handed to
+// sys.unraisablehook (NOTE [ A Ctrl-C inside a finalizer ] in python/vlrnn/_engine.py): the
+// next callback raises it instead of calling Python.
+std::atomic<bool>& interrupt_lost();
+
 // Registers `parameters` in `module` under their Python names (NOTE above).
 void register_python_parameters(torch::nn::Module& module, const NamedTensors& parameters);
 

@@ -3,6 +3,7 @@
 Shapes: T = steps, B = batch, F = input features, Z = the module's output features.
 """
 import contextlib
+import sys
 
 import torch
 from torch.nn.utils.rnn import PackedSequence
@@ -70,6 +71,37 @@ def autocast_cache_off():
         yield
     finally:
         torch.set_autocast_cache_enabled(enabled)
+
+
+@contextlib.contextmanager
+def interrupts_kept():
+    """Runs the body (a VLRNN call) so that no Ctrl-C is lost in a finalizer.
+    NOTE [ A Ctrl-C inside a finalizer ]: CPython raises a pending Ctrl-C's KeyboardInterrupt
+    at the next bytecode it runs, and when that belongs to a finalizer (a __del__ or a weakref
+    callback, run by the garbage collector or by a last reference going) the exception is
+    'ignored': handed to sys.unraisablehook, and the Ctrl-C is gone. A call of many minutes
+    then runs to its end. While the body runs, a hook notes such an interrupt, and the
+    engine's next call back into Python raises it (within a block, or a progress interval:
+    0.25 s); one the engine did not meet raises when the body ends. (Arming the signal again
+    from the hook would not do: its handler runs at once, in the hook, as 'ignored' again.)"""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type,
+                                                          KeyboardInterrupt):
+            _C.set_interrupt_lost(True)
+        else:
+            previous(unraisable)
+
+    _C.set_interrupt_lost(False)
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        if sys.unraisablehook is hook:  # unless something else replaced it meanwhile
+            sys.unraisablehook = previous
+    if _C.set_interrupt_lost(False):
+        raise KeyboardInterrupt
 
 
 def _first_step(batch):

@@ -24,7 +24,7 @@ from ._compat import warn_caller
 from ._data_parallel import DataParallel, unwrapped
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
     cut_dependence, gradient_hooks_held, gradients_as_one_backward, inexact_parts, \
-    reduction_of, warn_if_thread_pools_fight
+    interrupts_kept, reduction_of, warn_if_thread_pools_fight
 from ._progress import progress_args
 from ._sequences import batch_from, from_time_major, pack_like, resets_from
 
@@ -319,7 +319,7 @@ class VLRNN(PlainRNN):
             # pass without a graph, as the original computes it there.
             with torch.no_grad():
                 return super().forward(x, y, h0, resets)
-        with autocast_cache_off():
+        with autocast_cache_off(), interrupts_kept():
             return self._compute(spec, x, y, h0, grad_h, resets)
 
     def _compute(self, spec, x, y, h0, grad_h=None, resets=None):

@@ -8,7 +8,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
 from ._engine import EngineCall, autocast_cache_off, check_module, cut_dependence, \
-    gradients_as_one_backward, inexact_parts, reduction_of
+    gradients_as_one_backward, inexact_parts, interrupts_kept, reduction_of
 from ._sequences import batch_from
 
 
@@ -118,7 +118,7 @@ class Stream:
         for t in (x, y):
             if t.is_leaf and t.requires_grad and all(t is not u for u in self._leaves):
                 self._leaves.append(t)
-        with autocast_cache_off():
+        with autocast_cache_off(), interrupts_kept():
             self._engine.push(inputs, targets)
 
     def finish(self, grad_h=None):
@@ -136,7 +136,7 @@ class Stream:
         self._finished = True
         tensors = call.grad_tensors + [t for t in self._leaves
                                        if all(t is not u for u in call.grad_tensors)]
-        with gradients_as_one_backward(tensors), autocast_cache_off():
+        with gradients_as_one_backward(tensors), autocast_cache_off(), interrupts_kept():
             result = self._engine.finish(final_state_grad=engine_grad_h)
             call.carry_gradients_back()
         self.last_counters = result["counters"]

@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 from . import _C
 from ._compat import warn_caller
-from ._engine import EngineCall, autocast_cache_off, gradient_hooks_held, reduction_of
+from ._engine import EngineCall, autocast_cache_off, gradient_hooks_held, interrupts_kept, \
+    reduction_of
 
 # Blocks of every size class (2 and 7 blocks, one step), checkpointing, revolve and the
 # planner; every one exact.
@@ -98,7 +99,7 @@ def verify(rnn, out, x, y, h0=None, methods=None, loss_scaling="MEAN", seed=1234
                         f"['vlrnn:num_blocks=4', 'checkpoint'], got {methods!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TypeError(f"seed: expected a non-negative int, got {seed!r}")
-    with autocast_cache_off():
+    with autocast_cache_off(), interrupts_kept():
         call = EngineCall(rnn, out, x, y, h0, fast_cells, resets=resets)
         if methods is None:
             bidirectional = isinstance(call.model, _C.Bidirectional)
