@@ -172,6 +172,16 @@ class Slow(nn.Module):
         return self.gru(x, h)
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own Ctrl-C handler for the test, whatever started it: a shell that starts
+    a command in the background may leave SIGINT ignored (it is, under
+    scripts/test_debian13.sh started with &), and then no Ctrl-C reaches any program."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class InterruptedInAFinalizer(nn.Module):
     """A GRU whose third block drops an object whose finalizer gets the Ctrl-C: the signal
     arrives, and the next bytecode CPython runs is the finalizer's."""
@@ -196,7 +206,7 @@ class Finalized:
             pass
 
 
-def test_ctrl_c_raised_inside_a_finalizer_still_interrupts():
+def test_ctrl_c_raised_inside_a_finalizer_still_interrupts(ctrl_c_raises):
     """NOTE [ A Ctrl-C inside a finalizer ]: CPython hands a KeyboardInterrupt raised in a
     finalizer to sys.unraisablehook, and the call ran to its end before (DID NOT RAISE)."""
     rnn, out = InterruptedInAFinalizer(), MlpHead(H, CLASSES).double()
@@ -212,7 +222,7 @@ def test_ctrl_c_raised_inside_a_finalizer_still_interrupts():
         assert p.grad is None
 
 
-def test_ctrl_c_raises_keyboard_interrupt_promptly():
+def test_ctrl_c_raises_keyboard_interrupt_promptly(ctrl_c_raises):
     rnn, out = Slow(), MlpHead(H, CLASSES).double()
     x, y = make_batch(False, steps=2000)  # 2000 one-step blocks: ~200 s uninterrupted
     # The earlier tests' garbage, collected during the call, may get the Ctrl-C in a
