@@ -53,27 +53,39 @@ struct Problem {
     return out;
   }
 
-  // `method` with the encoder's targets (SUM); `prepared`: prepare() first, on the same
-  // workload, as a driver that measures its steps does.
-  Named computed_by(GradientMethod& method, bool prepared = false) {
+  // `method` on `inputs` and `y` (SUM); `prepared`: prepare() first, on the same workload,
+  // as a driver that measures its steps does.
+  Named computed_by(GradientMethod& method, const torch::Tensor& inputs, const torch::Tensor& y,
+                    bool prepared = false) {
     testing::clear_grads(*model, *head, {encoder});
-    const Workload workload{*model, *head, SequenceBatch{x, targets(), lengths}, {},
+    const Workload workload{*model, *head, SequenceBatch{inputs, y, lengths}, {},
                             Reduction::kSum};
     if (prepared) method.prepare(workload);
     method.compute(workload);
     return gradients();
   }
+  // ... with the encoder's targets.
+  Named computed_by(GradientMethod& method, bool prepared = false) {
+    return computed_by(method, x, targets(), prepared);
+  }
 
-  // Full BPTT on the targets as data, then chain rule by hand: dL/dy into the encoder.
-  Named by_chain_rule() {
+  // Full BPTT on `inputs` and `y` as data, then chain rule by hand: dL/dx (when x requires
+  // grad) and dL/dy into the encoder.
+  Named by_chain_rule(const torch::Tensor& inputs, const torch::Tensor& y) {
     testing::clear_grads(*model, *head, {encoder});
-    const auto y = targets();
+    const auto x_leaf = inputs.requires_grad() ? inputs.detach().requires_grad_(true) : inputs;
     const auto y_leaf = y.detach().requires_grad_(true);
-    make_method("full")->compute(Workload{*model, *head, SequenceBatch{x, y_leaf, lengths}, {},
-                                          Reduction::kSum});
-    torch::autograd::backward({y}, {y_leaf.grad()});
+    make_method("full")->compute(Workload{*model, *head, SequenceBatch{x_leaf, y_leaf, lengths},
+                                          {}, Reduction::kSum});
+    std::vector<torch::Tensor> roots{y}, grads{y_leaf.grad()};
+    if (inputs.requires_grad()) {
+      roots.push_back(inputs);
+      grads.push_back(x_leaf.grad());
+    }
+    torch::autograd::backward(roots, grads);
     return gradients();
   }
+  Named by_chain_rule() { return by_chain_rule(x, targets()); }
 };
 
 TEST(TargetsWithGraph, EveryExactMethodEqualsFullBpttAndChainRule) {
@@ -113,28 +125,15 @@ TEST(TargetsWithGraph, InputsAndTargetsFromOneEncoderEnterItOnce) {
   auto split = [](const torch::Tensor& e) {
     return std::make_pair(e.narrow(0, 0, kSteps), e.narrow(0, 1, kSteps).narrow(2, 0, kOut));
   };
-  auto computed_by = [&](GradientMethod& method, bool prepared) {
-    testing::clear_grads(*p.model, *p.head, {p.encoder});
-    const auto [x, y] = split(encoded());
-    const Workload workload{*p.model, *p.head, SequenceBatch{x, y, p.lengths}, {},
-                            Reduction::kSum};
-    if (prepared) method.prepare(workload);
-    method.compute(workload);
-    return p.gradients();
-  };
-  // Full BPTT on leaves, then chain rule by hand: dL/dx and dL/dy into the encoder.
-  testing::clear_grads(*p.model, *p.head, {p.encoder});
   const auto [x, y] = split(encoded());
-  const auto x_leaf = x.detach().requires_grad_(true), y_leaf = y.detach().requires_grad_(true);
-  make_method("full")->compute(Workload{*p.model, *p.head, SequenceBatch{x_leaf, y_leaf, p.lengths},
-                                        {}, Reduction::kSum});
-  torch::autograd::backward({x, y}, {x_leaf.grad(), y_leaf.grad()});
-  const Named reference = p.gradients();
+  const Named reference = p.by_chain_rule(x, y);
   for (const std::string spec : {"full", "vlrnn:block_length=4", "checkpoint:segments=3",
                                  "planner:percent=20"}) {
     for (const bool prepared : {false, true}) {
       p.hook_calls = 0;
-      expect_close(computed_by(*make_method_from_spec(spec), prepared), reference, 1e-10, spec);
+      const auto [x_again, y_again] = split(encoded());  // a graph of its own each time
+      expect_close(p.computed_by(*make_method_from_spec(spec), x_again, y_again, prepared),
+                   reference, 1e-10, spec);
       EXPECT_EQ(p.hook_calls, 1) << spec << ": the encoder's graph back-propagated once";
     }
   }

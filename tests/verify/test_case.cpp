@@ -61,7 +61,6 @@ TEST(VerifyCase, ACaseRunsOnItsDeviceOrSaysWhyNot) {
   EXPECT_TRUE(on_cpu.passed) << on_cpu.error << " max rel " << on_cpu.diff.max_rel;
 }
 
-
 // run_case keeps each case's full-BPTT reference (NOTE [ One reference per case ]). A case
 // that differs from an earlier one in any field but its method is another computation: with
 // the earlier case's reference it would fail (other values) or error (other tensors).

@@ -96,7 +96,6 @@ State random_state(const VerifyCase& spec, const RecurrentModule& model, bool re
   return State(std::move(tensors));
 }
 
-
 // Full BPTT on `workload` from generator state `seed`: what every method is compared with.
 // Each method's run starts from the same generator state, so a model that draws random
 // numbers (dropout) sees the same draws in every method.

@@ -186,7 +186,8 @@ GradientResult GradientMethod::compute(const Workload& workload) {
   // and a caller's h0 computed from parameters (a learned initial state) would see its graph
   // back-propagated once per block. The method gets leaves in its place instead; their
   // gradient, summed over the segments, goes back into the caller's h0 once at the end. The
-  // same for targets with a graph (NOTE [ Targets with a graph ] in gradient_method.h).
+  // same for targets, and inputs with a graph (NOTE [ Targets with a graph ] in
+  // gradient_method.h).
   const CallerGraphs caller = CallerGraphs::cut_from(checked);
   // NOTE [ Generators on failure ]: a method that throws midway (a model error in its third
   // block, an out-of-memory) has drawn or restored generator states partway through; put
