@@ -337,6 +337,35 @@ TEST(CostModelCache, PricesABatchOfOtherStepsWithoutMeasuring) {
   EXPECT_EQ(cost_model_cache_misses(), misses + 2);
 }
 
+// A mean is the sum divided once: both reductions share one key, and a model measured under
+// either holds the same bytes, field by field (each file's lines but the key and the seconds).
+TEST(CostModelCache, BothReductionsShareOneModel) {
+  TemporaryDir dir("vlrnn-cost-models");
+  torch::manual_seed(3);
+  const CacheProblem problem(4, 23, {23, 9});
+  auto workload_with = [&](Reduction reduction) {
+    auto workload = problem.workload();
+    workload.reduction = reduction;
+    return workload;
+  };
+  const auto mean = workload_with(Reduction::kMean), sum = workload_with(Reduction::kSum);
+  EXPECT_EQ(cost_model_key(mean), cost_model_key(sum));
+  auto bytes_of = [&](const Workload& workload, const std::string& key) {
+    EXPECT_TRUE(store_cost_model(dir.path, key, measure_cost_model(workload)));
+    std::istringstream text(text_of(cost_model_file(dir.path, key)));
+    std::string kept;
+    for (std::string line; std::getline(text, line);) {
+      if (line.rfind("key ", 0) != 0 && line.find("seconds") == std::string::npos) {
+        kept += line + "\n";
+      }
+    }
+    return kept;
+  };
+  const auto mean_bytes = bytes_of(mean, "mean"), sum_bytes = bytes_of(sum, "sum");
+  EXPECT_NE(mean_bytes.find("step.tape_bytes"), std::string::npos) << mean_bytes;
+  EXPECT_EQ(mean_bytes, sum_bytes);
+}
+
 // A corrupt file for the workload's key: measured again, and the file rewritten whole.
 TEST(CostModelCache, ACorruptFileIsMeasuredAgainAndRewritten) {
   TemporaryDir dir("vlrnn-cost-models");

@@ -5,8 +5,8 @@
 // NOTE [ Cost models on disk ]
 // A cost model depends on what the workload is (the cost-model signature: sizes, dtype,
 // device, whether it has lengths, which tensors want gradients, the model's and the head's
-// structure; not the lengths nor T: NOTE [ Other batches of the workload ] in cost_model.cpp)
-// and on where it runs (host, CPU, LibTorch's threads and version): both are the key. A file
+// structure; not the lengths nor T: NOTE [ Other batches of the workload ] in cost_model.cpp;
+// nor the reduction) and on where it runs (host, CPU, LibTorch's threads and version): both are the key. A file
 // per key holds the model as text, field by field, the whole key on its second line (the file
 // name is a hash of the key, and two keys may share one). A file that is not exactly such a
 // model for this key, or fails CostModel::check(), is measured again and rewritten: never an
