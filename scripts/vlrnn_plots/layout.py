@@ -1,5 +1,5 @@
 """Where a figure's pieces go, so that every text stays on the canvas and no legend covers
-data (tests/scripts/test_figure_layout.py checks both on every figure plot.py draws).
+data (tests/scripts/figure_layout.py checks both on every figure plot.py draws).
 
 `arrange` runs last, from common.save:
   - the footer sits at the bottom, wrapped to the canvas, and the axes are laid out above it

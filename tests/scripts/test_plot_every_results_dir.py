@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ctest plot.every_results_dir: scripts/plot.py draws every committed result folder.
+"""ctest plot.every_results_dir: scripts/plot.py draws every committed result folder, and
+every figure it draws keeps its text on the canvas and its legends off the data.
 
     /usr/bin/python3 tests/scripts/test_plot_every_results_dir.py SOURCE_DIR
 
@@ -11,24 +12,24 @@ the same set of figures as the folder has committed (a committed figure plot.py 
 draws, or one it draws that was not committed, is stale). Every folder must pass the results
 schema (scripts/results_schema.py: plot.py reads it with no fallback for older key names). Then
 draws two made-up copies of the committed sweep and budget folders, one from a dirty tree and
-one from code of unknown state, whose footers say so. Also checks that docs/results.md's table
-of committed result sets names each folder with the command its meta.json records, and the
-spread and interval helpers against hand-computed values.
+one from code of unknown state, whose footers say so, and the two targets of the layout checks
+(tests/scripts/figure_layout.py), which check every figure drawn as it is saved: one drawing
+serves both. The layout checks must first catch a figure made wrong on purpose. Also checks
+that docs/results.md's table of committed result sets names each folder with the command its
+meta.json records, and the spread and interval helpers against hand-computed values.
 """
 import concurrent.futures
-import contextlib
-import io
 import json
+import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
-import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
 import results_schema  # noqa: E402  where a folder's records are
+import figure_layout  # noqa: E402  tests/scripts/: the checks of every figure drawn
 
 
 def check_stats(scripts):
@@ -122,31 +123,38 @@ def copy_of(results, folder, scratch):
     return copy
 
 
-def run_plot(target):
-    """`python3 scripts/plot.py TARGET` as plot.py's main(), in this process (a process per
-    target spent most of its time importing matplotlib): (exit code, stdout, stderr), as a
-    process of its own would end: SystemExit's code, or an exception's traceback and 1."""
-    import plot  # noqa: E402  scripts/plot.py, imported once per process
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = plot.main(["plot.py", target])
-        except SystemExit as stop:  # as the interpreter ends on it
-            if stop.code is None or isinstance(stop.code, int):
-                code = stop.code or 0
-            else:
-                print(stop.code, file=sys.stderr)
-                code = 1
-        except Exception:
-            traceback.print_exc()
-            code = 1
-    return code, out.getvalue(), err.getvalue()
+def drawing_targets(source, results, folders, scratch):
+    """(name, path) of what is drawn: copies of the committed folders and of the made-up
+    ones, the compare sample and the made-up planner sweep."""
+    made_up = other_tree_states(results, scratch)
+    targets = [(f, copy_of(results, f, scratch)) for f in folders]
+    targets += [(f, copy_of(scratch, f, scratch)) for f in made_up]
+    sample = os.path.join(scratch, "compare.json")
+    shutil.copy(os.path.join(source, "tests", "scripts", "data", "compare.json"), sample)
+    targets.append(("compare.json", sample))
+    targets.append((figure_layout.PLANNER_SWEEP, figure_layout.planner_sweep(source, scratch)))
+    return targets
 
 
-def plot_copy(copy):
-    """run_plot() on `copy`, timed: (exit code, stdout, stderr, seconds)."""
-    start = time.time()
-    return (*run_plot(copy), time.time() - start)
+def folder_problems(results, folder, copy):
+    """What is wrong with the figures plot.py wrote into `copy` for result folder `folder`."""
+    figures = os.path.join(copy, "figures")
+    drawn = sorted(f[:-4] for f in os.listdir(figures) if f.endswith(".png")) \
+        if os.path.isdir(figures) else []
+    problems = [] if drawn else ["no figure written"]
+    for name in drawn:
+        for ext in ("png", "pdf"):
+            path = os.path.join(figures, f"{name}.{ext}")
+            if not os.path.exists(path) or os.path.getsize(path) == 0:
+                problems.append(f"{name}.{ext} missing or empty")
+    committed_dir = os.path.join(results, folder, "figures")
+    if os.path.isdir(committed_dir):
+        committed = sorted(f[:-4] for f in os.listdir(committed_dir) if f.endswith(".png"))
+        if committed != drawn:
+            problems.append(f"committed figures {committed} differ from those plot.py "
+                            f"draws now {drawn}: regenerate them with "
+                            f"`python3 scripts/plot.py results/{folder}`")
+    return problems
 
 
 def main(source):
@@ -156,39 +164,32 @@ def main(source):
     folders = result_folders(results)
     assert folders, f"no result folders under {results}"
     failures = check_results_table(source, results, folders) + check_schema(scripts, results, folders)
-    with tempfile.TemporaryDirectory() as scratch, \
-            concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
-        made_up = other_tree_states(results, scratch)
-        copies = [(f, copy_of(results, f, scratch)) for f in folders]
-        copies += [(f, copy_of(scratch, f, scratch)) for f in made_up]
-        jobs = [(folder, copy, pool.submit(plot_copy, copy)) for folder, copy in copies]
-        for folder, copy, job in jobs:
-            code, stdout, stderr, seconds = job.result()
-            figures = os.path.join(copy, "figures")
-            drawn = sorted(f[:-4] for f in os.listdir(figures) if f.endswith(".png")) \
-                if os.path.isdir(figures) else []
-            print(f"{folder}: exit {code}, {len(drawn)} figures, {seconds:.1f} s")
-            problems = []
-            if code != 0:
-                problems.append(f"plot.py exited {code}:\n{stdout}{stderr}")
-            if not drawn:
-                problems.append("no figure written")
-            for name in drawn:
-                for ext in ("png", "pdf"):
-                    path = os.path.join(figures, f"{name}.{ext}")
-                    if not os.path.exists(path) or os.path.getsize(path) == 0:
-                        problems.append(f"{name}.{ext} missing or empty")
-            committed_dir = os.path.join(results, folder, "figures")
-            if os.path.isdir(committed_dir):
-                committed = sorted(f[:-4] for f in os.listdir(committed_dir) if f.endswith(".png"))
-                if committed != drawn:
-                    problems.append(f"committed figures {committed} differ from those plot.py "
-                                    f"draws now {drawn}: regenerate them with "
-                                    f"`python3 scripts/plot.py results/{folder}`")
-            failures += [f"{folder}: {p}" for p in problems]
+    checked = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        failures += figure_layout.checks_catch_a_bad_figure(scratch)
+        targets = drawing_targets(source, results, folders, scratch)
+        # fork: each worker imports plot.py once and draws its share of the targets.
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
+            jobs = [(name, path, pool.submit(figure_layout.draw_and_check, path))
+                    for name, path in targets]
+            for name, path, job in jobs:
+                _, code, output, figures, problems, labels, seconds = job.result()
+                checked += len(figures)
+                print(f"{name}: exit {code}, {len(figures)} figures checked, "
+                      f"{len(problems)} layout problems, {seconds:.1f} s")
+                if code != 0:
+                    problems.append(f"plot.py exited {code}:\n{output}")
+                elif not figures:
+                    problems.append(f"plot.py drew no figure:\n{output}")
+                if name == figure_layout.PLANNER_SWEEP:
+                    problems += figure_layout.check_planner_sweep(labels)
+                elif os.path.isdir(path):
+                    problems += folder_problems(results, name, path)
+                failures += [f"{name}: {p}" for p in problems]
     for failure in failures:
         print("FAILED " + failure)
-    print(f"{len(folders)} result folders, {len(failures)} failures")
+    print(f"{len(folders)} result folders, {checked} figures checked, {len(failures)} failures")
     return 1 if failures else 0
 
 

@@ -1,15 +1,8 @@
-#!/usr/bin/env python3
-"""ctest plot.figure_layout: every figure plot.py draws keeps its text on the canvas and its
-legends off the data.
+"""The figure checks of ctest plot.every_results_dir (tests/scripts/test_plot_every_results_dir.py):
+every figure plot.py draws keeps its text on the canvas and its legends off the data.
 
-    /usr/bin/python3 tests/scripts/test_figure_layout.py SOURCE_DIR
-
-Draws every committed result folder under results/ (copies of results.jsonl and meta.json:
-the committed figures are never rewritten), the `vlrnn compare --json` sample
-tests/scripts/data/compare.json and a made-up sweep from a dirty tree whose planner spec is
-displayed under two names (it must still be one legend entry), in this process (two at a time), PNG only.
-Each figure is checked while it is saved, with the renderer that draws the PNG, so what is
-checked is what the file shows:
+Each figure is checked while its PNG is saved, with the renderer that draws it, so what is
+checked is what the file shows (the PDF has the same layout):
   - every text drawn (suptitle, titles, axis labels, tick labels, annotations, legend
     entries, footer) lies inside the canvas;
   - no legend covers a data point: a line's vertices and points every few pixels along its
@@ -17,21 +10,21 @@ checked is what the file shows:
     and fill_between bands are not data points);
   - no legend covers another text (an axis label, an annotation).
 The checks wrap matplotlib's own Figure.savefig, Figure.draw and Text.draw, so they need
-nothing from the plotting code and judge any version of it.
+nothing from the plotting code and judge any version of it. Besides the committed folders,
+two targets of their own: the `vlrnn compare --json` sample tests/scripts/data/compare.json
+and a made-up sweep from a dirty tree whose planner spec is displayed under two names (it
+must still be one legend entry).
 """
-import concurrent.futures
+import contextlib
+import io
 import json
 import math
-import multiprocessing
 import os
-import shutil
 import sys
-import tempfile
 import time
+import traceback
 
-os.environ["VLRNN_PLOT_FORMATS"] = "png"  # one draw per figure; the PDF has the same layout
-
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
@@ -40,9 +33,6 @@ from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_plot_every_results_dir import copy_of, result_folders, run_plot  # noqa: E402
 
 PLANNER_SWEEP = "made-up-planner-sweep"
 # Tolerances in pixels of the saved PNG: antialiasing reaches half a pixel past an extent.
@@ -67,7 +57,9 @@ _original_text_draw = Text.draw
 
 
 def _savefig(fig, fname, *args, **kwargs):
-    _saving["name"] = os.path.basename(str(fname))
+    # The PNG's save is checked: its renderer works in the pixels the slack is set in.
+    name = os.path.basename(str(fname))
+    _saving["name"] = name if name.endswith(".png") else None
     try:
         return _original_savefig(fig, fname, *args, **kwargs)
     finally:
@@ -243,6 +235,27 @@ def check_figure(fig, renderer):
 # ---------------------------------------------------------------------------------------
 # Drawing every kind of figure.
 
+def run_plot(target):
+    """`python3 scripts/plot.py TARGET` as plot.py's main(), in this process (a process per
+    target spent most of its time importing matplotlib): (exit code, stdout, stderr), as a
+    process of its own would end: SystemExit's code, or an exception's traceback and 1."""
+    import plot  # noqa: E402  scripts/plot.py, imported once per process
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = plot.main(["plot.py", target])
+        except SystemExit as stop:  # as the interpreter ends on it
+            if stop.code is None or isinstance(stop.code, int):
+                code = stop.code or 0
+            else:
+                print(stop.code, file=sys.stderr)
+                code = 1
+        except Exception:
+            traceback.print_exc()
+            code = 1
+    return code, out.getvalue(), err.getvalue()
+
+
 def draw_and_check(target):
     """Runs plot.py on `target` in this process; (target, exit code, output, figures
     checked, problems, {figure: legend labels}, seconds)."""
@@ -288,6 +301,25 @@ def planner_sweep(source, scratch):
     return folder
 
 
+def checks_catch_a_bad_figure(scratch):
+    """The checks themselves: a figure with a legend over its line and a title off the canvas
+    must be reported for both (a check that passes everything would pass every folder).
+    Returns what is wrong with the checks, empty when they catch both."""
+    import matplotlib.pyplot as plt
+    install_hooks()
+    _problems.clear()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1], [0, 1], label="diagonal")
+    ax.legend(loc="center")  # on the line's middle
+    fig.text(1.2, 0.5, "past the right edge")
+    fig.savefig(os.path.join(scratch, "bad.png"))
+    plt.close(fig)
+    found = " | ".join(_problems)
+    wanted = ("covers", "past the right")
+    return [f"the layout checks missed a figure with '{w}' (they reported: {found or 'nothing'})"
+            for w in wanted if w not in found]
+
+
 def check_planner_sweep(legend_labels):
     labels = legend_labels.get("memory_vs_T.png", [])
     planners = [label for label in labels if label.startswith("planner")]
@@ -295,50 +327,3 @@ def check_planner_sweep(legend_labels):
         return [f"memory_vs_T.png: expected one legend entry for the spec planner:percent=30 "
                 f"(its display name changes with T), got {len(planners)}: {planners}"]
     return []
-
-
-def copy_targets(source, scratch):
-    """Copies of every committed result folder and of the compare sample; their paths."""
-    results = os.path.join(source, "results")
-    targets = []
-    for folder in result_folders(results):
-        targets.append(copy_of(results, folder, scratch))
-    sample = os.path.join(source, "tests", "scripts", "data", "compare.json")
-    shutil.copy(sample, os.path.join(scratch, "compare.json"))
-    targets.append(os.path.join(scratch, "compare.json"))
-    targets.append(planner_sweep(source, scratch))
-    return targets
-
-
-def main(source):
-    failures, checked = [], 0
-    start = time.time()
-    with tempfile.TemporaryDirectory() as scratch:
-        targets = copy_targets(source, scratch)
-        # fork: each worker imports plot.py once and draws its share of the targets.
-        context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
-            jobs = [pool.submit(draw_and_check, t) for t in targets]
-            for job in jobs:
-                target, code, output, figures, problems, labels, seconds = job.result()
-                if os.path.basename(target) == PLANNER_SWEEP:
-                    problems += check_planner_sweep(labels)
-                name = os.path.basename(target)
-                checked += len(figures)
-                print(f"{name}: exit {code}, {len(figures)} figures checked, "
-                      f"{len(problems)} problems, {seconds:.1f} s")
-                if code != 0:
-                    failures.append(f"{name}: plot.py exited {code}:\n{output}")
-                elif not figures:
-                    failures.append(f"{name}: plot.py drew no figure:\n{output}")
-                failures += [f"{name}/{p}" for p in problems]
-    for failure in failures:
-        print("FAILED " + failure)
-    print(f"{len(targets)} targets, {checked} figures checked, {len(failures)} failures, "
-          f"{time.time() - start:.1f} s")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else
-                  os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
