@@ -96,7 +96,7 @@ endforeach()
 
 # The planner's two matrix variants plan the same workloads, so they share cost models
 # (NOTE [ Cost models on disk ]): run one after the other, the second reads from the build's
-# cost-model folder what the first measured (about 370 models) instead of measuring again.
+# cost-model folder what the first measured (184 models) instead of measuring again.
 set(planner_first "Methods/MatrixAgainstFull.EveryCase/planner_percent_1")
 set(planner_second "Methods/MatrixAgainstFull.EveryCase/planner_percent_90")
 list(FIND slow_cases "${planner_first}" first_at)

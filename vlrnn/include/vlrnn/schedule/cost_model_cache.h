@@ -26,7 +26,7 @@ namespace vlrnn::schedule {
 
 constexpr int64_t kCostModelFormat = 13;
 // About 4 KB a file: 4 MB at most. A process that cycles through more workloads than this
-// (the verification matrix plans about 370) would find none of them again: least recently
+// (the verification matrix plans 184) would find none of them again: least recently
 // used evicts each one before its next use.
 constexpr size_t kMaxCostModelFiles = 1024;
 
