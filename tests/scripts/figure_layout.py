@@ -257,15 +257,15 @@ def run_plot(target):
 
 
 def draw_and_check(target):
-    """Runs plot.py on `target` in this process; (target, exit code, output, figures
-    checked, problems, {figure: legend labels}, seconds)."""
+    """Runs plot.py on `target` in this process; (exit code, output, figures checked,
+    problems, {figure: legend labels}, seconds)."""
     install_hooks()
     _problems.clear()
     _checked.clear()
     _legend_labels.clear()
     start = time.time()
     code, stdout, stderr = run_plot(target)
-    return (target, code, stdout + stderr, list(_checked), list(_problems),
+    return (code, stdout + stderr, list(_checked), list(_problems),
             dict(_legend_labels), time.time() - start)
 
 
