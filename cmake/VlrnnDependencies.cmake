@@ -11,9 +11,15 @@ endif()
 find_package(Torch QUIET)
 if(NOT Torch_FOUND AND _vlrnn_torch_prefix)
   list(APPEND CMAKE_PREFIX_PATH ${_vlrnn_torch_prefix})
-  find_package(Torch REQUIRED)
-elseif(NOT Torch_FOUND)
-  find_package(Torch REQUIRED)
+  find_package(Torch QUIET)
+endif()
+if(NOT Torch_FOUND)
+  # CMake's own message names config files; a newcomer needs the package that provides them.
+  message(FATAL_ERROR "VLRNN needs LibTorch, and found none"
+          " (Torch_DIR: '${Torch_DIR}', CMAKE_PREFIX_PATH: '${CMAKE_PREFIX_PATH}').\n"
+          "On Debian: scripts/install_deps.sh (it installs libtorch-dev and the rest).\n"
+          "With a pip torch: -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
+          "print(torch.utils.cmake_prefix_path)')\"")
 endif()
 message(STATUS "VLRNN: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
 # A LibTorch built with CUDA says so in one of these, depending on its version: its CUDA
