@@ -9,13 +9,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 generator=()  # as scripts/build.sh chooses (a machine may have ninja and no make)
 if command -v ninja > /dev/null 2>&1; then generator=(-G Ninja); fi
-if cmake -S "$source_dir" -B "$work" "${generator[@]}" -DCMAKE_DISABLE_FIND_PACKAGE_Torch=TRUE \
-     > "$work.log" 2>&1; then
-  cat "$work.log"; rm -f "$work.log"
+if out=$(cmake -S "$source_dir" -B "$work" "${generator[@]}" \
+               -DCMAKE_DISABLE_FIND_PACKAGE_Torch=TRUE 2>&1); then
+  echo "$out"
   echo "FAIL: configuring without LibTorch succeeded"
   exit 1
 fi
-out=$(tr -s ' \n' ' ' < "$work.log"); rm -f "$work.log"  # CMake wraps its message's lines
+out=$(tr -s ' \n' ' ' <<< "$out")  # CMake wraps its message's lines
 for hint in "VLRNN needs LibTorch" "scripts/install_deps.sh" "torch.utils.cmake_prefix_path"; do
   if [[ $out != *"$hint"* ]]; then
     echo "$out"

@@ -2,8 +2,8 @@
 # Runs README.md's "Quick start" as a newcomer would, line by line, from the README itself
 # (so the two cannot drift): in a scratch folder that sees the checkout's scripts/ and
 # examples/ and the build under test as build/. The install-and-build line is the one
-# skipped: scripts/test.sh runs both before ctest. Each other line must exit 0, and what the quick
-# start promises must exist afterwards (the verify verdict, cmp.json, the figure).
+# skipped: scripts/test.sh runs both before ctest. Each other line must exit 0, and what the
+# quick start promises must exist afterwards (the verify verdict, cmp.json, the figure).
 # Skips (exit 77) when no python3 can import torch.
 # Usage: test_quick_start.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
