@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles every library header alone, in a clang build of its own (build-headers/), to find
 # the missing includes that unity builds hide (NOTE [ Every header on its own ] in
-# cmake/VlrnnHeadersAlone.cmake). About 3 minutes on 2 cores; extra arguments go to cmake.
+# cmake/VlrnnHeadersAlone.cmake). About 1.5 minutes on 2 cores; extra arguments go to cmake.
 # VLRNN_SKIP_HEADERS=1 skips it (scripts/test_debian13.sh: the headers are the same on both
 # releases).
 set -euo pipefail
