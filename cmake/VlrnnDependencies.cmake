@@ -83,29 +83,37 @@ if(VLRNN_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
 
-# vlrnn_use_torch_pch(<target> [<owner>])
+# vlrnn_use_torch_pch(<target>)
 # Precompiling <torch/torch.h> once turns a 13 s compile of every file into a few seconds.
-# With an owner, the target reuses the owner's precompiled header instead of building its
-# own (one ~1 min compile less per target). GCC accepts a PCH only when -fPIC/-fPIE match,
-# so the owner must be of the same kind: the PIC libraries share vlrnn_core's, the
-# executables the first executable's.
+# vlrnn_core builds the one precompiled header and every other target reuses it (each
+# header precompiled again cost about 45 s of a 2-core build's CPU). GCC accepts a PCH
+# only when -fPIC/-fPIE and the definitions match, so every target that reuses it is
+# compiled -fPIC, executables too (their code links into a PIE all the same), and must see
+# fmt's FMT_SHARED, as vlrnn_core does. A PCH GCC refuses is no error, only -Winvalid-pch's
+# warning and a slow build.
 function(vlrnn_use_torch_pch target)
   if(NOT VLRNN_PCH)
     return()
   endif()
-  if(ARGC GREATER 1 AND NOT "${ARGV1}" STREQUAL "${target}")
-    target_precompile_headers(${target} REUSE_FROM ${ARGV1})
-  else()
+  if(target STREQUAL "vlrnn_core")
     target_precompile_headers(${target} PRIVATE <torch/torch.h> <fmt/format.h>)
+    return()
   endif()
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    target_compile_options(${target} PRIVATE -fPIC)  # the property would give -fPIE
+  else()
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM vlrnn_core)
 endfunction()
 
 # vlrnn_compile_as_glue(<target>)
 # NOTE [ Glue compiled for build time ]: the tests spend nothing measurable at run time in
 # their own code (the work is the engine's), but -O3 makes each test file a third slower to
 # compile, and they are a third of the build. In optimised builds they get -Og instead:
-# still optimised, so GCC accepts the -O3 precompiled header they reuse from the `vlrnn`
-# tool. Not the other way round: the PCH stays the tool's, at the build type's flags (an -O3
+# still optimised, so GCC accepts the -O3 precompiled header they reuse from vlrnn_core.
+# Not the other way round: the PCH stays the engine's, at the build type's flags (an -O3
 # benchmark reusing an -Og PCH crashed GCC 12's IPA pass). Everything that is timed (the
 # engine's layers, vlrnn_experiments' runner, the tool, the benchmarks) keeps the build
 # type's flags. GCC 13 and later on x86 also compare two target options that -O2 turns on
