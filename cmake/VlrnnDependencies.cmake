@@ -88,9 +88,9 @@ endif()
 # vlrnn_core builds the one precompiled header and every other target reuses it (each
 # header precompiled again cost about 45 s of a 2-core build's CPU). GCC accepts a PCH
 # only when -fPIC/-fPIE and the definitions match, so every target that reuses it is
-# compiled -fPIC, executables too (their code links into a PIE all the same), and must see
-# fmt's FMT_SHARED, as vlrnn_core does. A PCH GCC refuses is no error, only -Winvalid-pch's
-# warning and a slow build.
+# compiled -fPIC, executables too (their code links into a PIE all the same), and links fmt
+# as vlrnn_core does, for its definitions (FMT_SHARED), even where it calls no fmt. A PCH
+# GCC refuses is no error, only -Winvalid-pch's warning and a slow build.
 function(vlrnn_use_torch_pch target)
   if(NOT VLRNN_PCH)
     return()
@@ -105,6 +105,7 @@ function(vlrnn_use_torch_pch target)
   else()
     set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   endif()
+  target_link_libraries(${target} PRIVATE ${VLRNN_FMT_LINK})
   target_precompile_headers(${target} REUSE_FROM vlrnn_core)
 endfunction()
 
