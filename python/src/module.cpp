@@ -65,7 +65,7 @@ Workload workload_from(RecurrentModule& model, OutputModule& head, const torch::
                        const torch::Tensor& targets, const py::object& lengths,
                        const py::object& h0, const std::string& reduction,
                        const py::object& final_state_grad = py::none(),
-                       const py::object& resets = py::none()) {
+                       const py::object& resets = py::none(), double loss_scale = 1.0) {
   SequenceBatch batch;
   batch.inputs = inputs;
   batch.targets = targets;
@@ -73,6 +73,7 @@ Workload workload_from(RecurrentModule& model, OutputModule& head, const torch::
   if (!resets.is_none()) batch.resets = resets.cast<torch::Tensor>();
   Workload workload{model, head, batch, state_from(h0), Reduction::kMean};
   workload.final_state_grad = state_from(final_state_grad);
+  workload.loss_scale = loss_scale;
   workload.reduction = input_error([&] { return reduction_from_string(reduction); });
   input_error([&] { return validated(workload); });
   return workload;
@@ -88,9 +89,10 @@ py::dict compute(GradientMethod& method, RecurrentModule& model, OutputModule& h
                  const torch::Tensor& inputs, const torch::Tensor& targets,
                  const py::object& lengths, const py::object& h0, const std::string& reduction,
                  const py::object& progress, double progress_interval,
-                 const py::object& final_state_grad, const py::object& resets) {
+                 const py::object& final_state_grad, const py::object& resets,
+                 double loss_scale) {
   const Workload workload = workload_from(model, head, inputs, targets, lengths, h0, reduction,
-                                          final_state_grad, resets);
+                                          final_state_grad, resets, loss_scale);
   GradientResult result;
   {
     std::optional<PythonProgress> sink;
@@ -330,7 +332,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("inputs"), py::arg("targets"), py::arg("lengths"), py::arg("h0"),
         py::arg("reduction"), py::arg("progress") = py::none(),
         py::arg("progress_interval") = 0.25, py::arg("final_state_grad") = py::none(),
-        py::arg("resets") = py::none(),
+        py::arg("resets") = py::none(), py::arg("loss_scale") = 1.0,
         "Runs a gradient method (a registry spec) on time-major inputs [T, B, F]; "
         "accumulates .grad and returns the detached loss, per-step losses [T, B], the final "
         "state and the step counters. progress: None, or a callable told the schedule's "
@@ -338,7 +340,8 @@ PYBIND11_MODULE(_C, m) {
         "[ Progress of a long call ]). final_state_grad: None, or dL/d(final state) from a "
         "later consumer, in the engine's state layout, back-propagated with the loss. resets: "
         "None, or a [T, B] bool mask, true where a sequence starts a new segment from its "
-        "initial state (NOTE [ Resets ]).");
+        "initial state (NOTE [ Resets ]). loss_scale: the gradients are loss_scale times "
+        "the loss's, the loss returned unscaled (NOTE [ Loss scale ]).");
   m.def("verify", &verify_methods, warnings_in_python, py::arg("model"), py::arg("head"),
         py::arg("inputs"),
         py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),

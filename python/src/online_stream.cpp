@@ -51,12 +51,12 @@ void bind_online_stream(py::module_& m) {
            },
            warnings_in_python, py::arg("inputs"), py::arg("targets"))
       .def("finish",
-           [](StreamOnModules& self, const py::object& final_state_grad) {
+           [](StreamOnModules& self, const py::object& final_state_grad, double loss_scale) {
              const State seed = state_or_empty(final_state_grad);
              GradientResult result;
              {
                py::gil_scoped_release release;
-               result = self.stream->finish(seed);
+               result = self.stream->finish(seed, loss_scale);
              }
              py::dict counters;
              counters["forward_with_grad"] = result.counters.forward_with_grad;
@@ -69,7 +69,8 @@ void bind_online_stream(py::module_& m) {
              out["counters"] = counters;
              return out;
            },
-           warnings_in_python, py::arg("final_state_grad") = py::none())
+           warnings_in_python, py::arg("final_state_grad") = py::none(),
+           py::arg("loss_scale") = 1.0)
       .def_property_readonly("steps",
                              [](const StreamOnModules& self) { return self.stream->steps(); })
       .def_property_readonly("slots",

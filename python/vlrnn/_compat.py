@@ -31,6 +31,15 @@ def autocast_dtype():
                 else torch.get_autocast_gpu_dtype())
 
 
+def grad_scaler_types():
+    """The classes of torch's mixed-precision loss scaler: torch.amp.GradScaler (2.3+, for
+    any device; torch.cuda.amp's is its subclass there) and torch.cuda.amp.GradScaler (1.13
+    to 2.2, CUDA only)."""
+    types = [getattr(getattr(torch, "amp", None), "GradScaler", None),
+             torch.cuda.amp.GradScaler]
+    return tuple(t for t in types if t is not None)
+
+
 @contextlib.contextmanager
 def parametrize_cache_per_call():
     """Runs the body (one call of a user's module) with torch.nn.utils.parametrize.cached()'s

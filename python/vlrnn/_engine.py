@@ -11,8 +11,8 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
-from ._compat import add_note, gradient_hook_dicts, parametrize_cache_per_call, \
-    warn_caller
+from ._compat import add_note, grad_scaler_types, gradient_hook_dicts, \
+    parametrize_cache_per_call, warn_caller
 from ._sequences import batch_from, check_on_device_of, resets_from
 from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model
 
@@ -39,6 +39,22 @@ def reduction_of(loss_scaling, name="loss_scaling"):
     if loss_scaling not in REDUCTIONS:
         raise ValueError(f"{name}: expected 'MEAN' or 'SUM', got {loss_scaling!r}")
     return REDUCTIONS[loss_scaling]
+
+
+def loss_scale_of(grad_scaler, device):
+    """The factor a torch GradScaler multiplies this iteration's loss by (1.0 for None, or
+    a disabled one): the engine's loss_scale (NOTE [ Loss scale ] in
+    vlrnn/methods/gradient_method.h). Asking through scaler.scale(), as a loop's
+    scaler.scale(loss) would, also makes the scaler's scale on `device`, which its step()
+    needs."""
+    if grad_scaler is None:
+        return 1.0
+    if not isinstance(grad_scaler, grad_scaler_types()):
+        raise TypeError("grad_scaler: expected None or a torch.amp.GradScaler (torch.cuda.amp's "
+                        f"on 1.13), got {type(grad_scaler).__name__}")
+    if not grad_scaler.is_enabled():
+        return 1.0
+    return float(grad_scaler.scale(torch.ones(1, dtype=torch.float32, device=device)))
 
 
 def check_module(module, name):

@@ -24,7 +24,7 @@ from ._compat import warn_caller
 from ._data_parallel import DataParallel, unwrapped
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
     cut_dependence, gradient_hooks_held, gradients_as_one_backward, inexact_parts, \
-    interrupts_kept, reduction_of, warn_if_thread_pools_fight
+    interrupts_kept, loss_scale_of, reduction_of, warn_if_thread_pools_fight
 from ._progress import progress_args
 from ._sequences import batch_from, from_time_major, pack_like, resets_from
 
@@ -286,7 +286,8 @@ class VLRNN(PlainRNN):
         base = "bivlrnn" if bidirectional else "vlrnn"
         return f"{base}:num_blocks={N}" if N is not None else base
 
-    def forward(self, x, y, h0=None, N=None, method=None, grad_h=None, resets=None):
+    def forward(self, x, y, h0=None, N=None, method=None, grad_h=None, resets=None,
+                grad_scaler=None):
         """(loss, loss_seq, h): the gradients computed and accumulated into .grad.
 
         x: batch-first [B, T, F], or a PackedSequence; y: targets [B, T, ...], or a
@@ -307,6 +308,12 @@ class VLRNN(PlainRNN):
         (examples/python/packed_episodes.py); a bidirectional rnn's backward direction
         restarts at each segment's end (gradients only: its evaluation under no_grad goes
         through PlainRNN, which refuses it).
+        grad_scaler: None, or the torch.amp.GradScaler of a mixed-precision loop (float16
+        under torch.autocast): the gradients come out multiplied by its scale, as
+        scaler.scale(loss).backward() leaves them, so scaler.step(optimizer) and
+        scaler.update() follow as usual. Without it, scaler.step() would divide unscaled
+        gradients by the scale. grad_h is taken as given: the next call's h0.grad, already
+        scaled.
 
         Returns loss, the scalar loss detached (its gradients are already in .grad: do not
         call loss.backward()); loss_seq, the per-step losses [B, T] (packed as x when x is
@@ -320,15 +327,16 @@ class VLRNN(PlainRNN):
             with torch.no_grad():
                 return super().forward(x, y, h0, resets)
         with autocast_cache_off(), interrupts_kept():
-            return self._compute(spec, x, y, h0, grad_h, resets)
+            return self._compute(spec, x, y, h0, grad_h, resets, grad_scaler)
 
-    def _compute(self, spec, x, y, h0, grad_h=None, resets=None):
+    def _compute(self, spec, x, y, h0, grad_h=None, resets=None, grad_scaler=None):
         # Under DistributedDataParallel the engine runs the wrapped modules, and DDP
         # all-reduces once, after the last block (NOTE [ One all-reduce per iteration ]).
         data_parallel = DataParallel.of(self.rnn, self.out)
         reduction = reduction_of(self.loss_scaling)
         call = EngineCall(unwrapped(self.rnn), unwrapped(self.out), x, y, h0,
                           self.fast_cells, grad_h, resets)
+        loss_scale = loss_scale_of(grad_scaler, call.batch.inputs.device)
         share = 1.0
         if data_parallel is not None:
             share = data_parallel.share(call.batch.batch_size, reduction,
@@ -347,7 +355,7 @@ class VLRNN(PlainRNN):
         with gradients_as_one_backward(call.grad_tensors):
             result = _C.compute(method, reduction=reduction,
                                 **progress_args(spec, self.progress), **call.engine_args(),
-                                final_state_grad=call.engine_grad_h)
+                                final_state_grad=call.engine_grad_h, loss_scale=loss_scale)
             call.carry_gradients_back()
             if data_parallel is not None:
                 data_parallel.scale_gradients(call.grad_tensors, share)

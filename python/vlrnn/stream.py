@@ -8,7 +8,7 @@ from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
 from ._engine import EngineCall, autocast_cache_off, check_module, cut_dependence, \
-    gradients_as_one_backward, inexact_parts, interrupts_kept, reduction_of
+    gradients_as_one_backward, inexact_parts, interrupts_kept, loss_scale_of, reduction_of
 from ._sequences import batch_from
 
 
@@ -121,36 +121,39 @@ class Stream:
         with autocast_cache_off(), interrupts_kept():
             self._engine.push(inputs, targets)
 
-    def finish(self, grad_h=None):
+    def finish(self, grad_h=None, grad_scaler=None):
         """(loss, loss_seq, h) of the whole stream, its gradients accumulated into .grad.
 
         loss: the scalar loss, detached (do not call loss.backward()); loss_seq: the per-step
         losses [B, T]; h: the final state in the rnn's layout. grad_h: None, or dL/dh from a
-        later consumer of the final state, in h's layout, back-propagated with the loss."""
+        later consumer of the final state, in h's layout, back-propagated with the loss.
+        grad_scaler: None, or a mixed-precision loop's torch.amp.GradScaler, as for
+        VLRNN's call: the gradients come out multiplied by its scale, grad_h taken as given."""
         if self._finished:
             raise RuntimeError("finish: the stream has finished already; start a new vlrnn.Stream")
         if self._engine is None:
             raise ValueError("finish: no chunk was pushed; push at least one (x, y) first")
         call = self._call
         engine_grad_h = call._engine_grad_h(grad_h)
+        loss_scale = loss_scale_of(grad_scaler, call.batch.inputs.device)
         self._finished = True
         tensors = call.grad_tensors + [t for t in self._leaves
                                        if all(t is not u for u in call.grad_tensors)]
         with gradients_as_one_backward(tensors), autocast_cache_off(), interrupts_kept():
-            result = self._engine.finish(final_state_grad=engine_grad_h)
+            result = self._engine.finish(final_state_grad=engine_grad_h, loss_scale=loss_scale)
             call.carry_gradients_back()
         self.last_counters = result["counters"]
         return result["loss"], result["step_losses"].transpose(0, 1), \
             call.final_state(result["final_state"])
 
-    def run(self, chunks, grad_h=None):
-        """Pushes every (x, y) of the iterable `chunks`, then finish(grad_h)."""
+    def run(self, chunks, grad_h=None, grad_scaler=None):
+        """Pushes every (x, y) of the iterable `chunks`, then finish(grad_h, grad_scaler)."""
         for index, chunk in enumerate(chunks):
             if not isinstance(chunk, (tuple, list)) or len(chunk) != 2:
                 raise TypeError(f"chunks[{index}]: expected an (x, y) pair, got "
                                 f"{type(chunk).__name__}")
             self.push(*chunk)
-        return self.finish(grad_h)
+        return self.finish(grad_h, grad_scaler)
 
     def _start(self, x, y):
         """The first chunk: the modules probed on it, checked for cut dependence, and the

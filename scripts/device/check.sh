@@ -13,7 +13,7 @@
 #      tails among them; the whole matrix, 6056 cases, takes 4.5 min on a CPU);
 #   4. cuda_probe.json: scripts/device/cuda_probe.py, each gradient method on CUDA modules
 #      against PlainRNN in float64, dropout and variable lengths included, and bfloat16's
-#      gradient error beside full BPTT's own;
+#      and float16's (autocast with a GradScaler) gradient error beside full BPTT's own;
 #   5. pytest.xml: the Python suite (tests/python) against that torch;
 #   6. pip_install (steps.log): scripts/test_pip_install.sh, `pip install
 #      --no-build-isolation .` into a fresh venv over the machine's torch (reusing step 2's

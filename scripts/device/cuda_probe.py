@@ -11,11 +11,14 @@ Then bfloat16 (torch.nn's modules, so cuDNN on a GPU), where no method can be ex
 model, full BPTT's and VLRNN's gradients in bfloat16, each against float64 full BPTT's, and
 against each other. VLRNN is as good as full BPTT there when its error is of the same size
 (it sums a weight's gradient block by block, full BPTT over all steps at once, each rounding
-to bfloat16). These rows report; they pass or fail nothing.
+to bfloat16). Then float16 under torch.autocast with a GradScaler, as mixed-precision loops
+train: full BPTT's scaler.scale(loss).backward() and VLRNN's grad_scaler=, the gradients
+unscaled, against float64 and each other. These rows report; they pass or fail nothing.
 Exit 0 when it ran, whatever the rows say: it reports, scripts/device/check.sh summarises.
 Shapes: B = batch, T = steps, F = input features, H = hidden, C = classes.
 """
 import argparse
+import copy
 import json
 import sys
 import time
@@ -121,18 +124,49 @@ def bf16_case(make, device):
             "vlrnn_vs_full": max_rel(blocks, full)}
 
 
-def bf16_rows(device):
+def fp16_case(make, device):
+    """{full, vlrnn}_vs_float64 and vlrnn_vs_full under float16 autocast with a GradScaler:
+    the largest relative errors of the unscaled gradients; scale: the scaler's."""
+    torch.manual_seed(0)
+    rnn, out = make().float().to(device), Head().float().to(device)
+    x, y = batch(False, device)
+    reference_modules = [copy.deepcopy(rnn).double(), copy.deepcopy(out).double()]
+    vlrnn.PlainRNN(*reference_modules, "MEAN")(x, y)[0].backward()
+    reference = gradients(reference_modules)
+    scale = 2.0 ** 16
+
+    def gradients_of(run):
+        for p in list(rnn.parameters()) + list(out.parameters()):
+            p.grad = None
+        scaler = torch.amp.GradScaler(device.type, init_scale=scale)
+        with torch.autocast(device.type, dtype=torch.float16):
+            run(scaler, x.float(), y)
+        return [g.double() / scale for g in gradients([rnn, out])]
+
+    def full(scaler, x, y):
+        scaler.scale(vlrnn.PlainRNN(rnn, out, "MEAN")(x, y)[0]).backward()
+
+    def blocks(scaler, x, y):
+        vlrnn.VLRNN(rnn, out, "MEAN", N=4)(x, y, grad_scaler=scaler)
+
+    full_grads, block_grads = gradients_of(full), gradients_of(blocks)
+    return {"scale": scale, "full_vs_float64": max_rel(full_grads, reference),
+            "vlrnn_vs_float64": max_rel(block_grads, reference),
+            "vlrnn_vs_full": max_rel(block_grads, full_grads)}
+
+
+def low_precision_rows(device, dtype, case):
     rows = []
     for name, make, _ in models()[:2]:  # torch.nn's, called as they are
-        row = {"device": str(device), "model": name, "dtype": "bfloat16"}
+        row = {"device": str(device), "model": name, "dtype": dtype}
         try:
-            row.update(bf16_case(make, device))
+            row.update(case(make, device))
             verdict = ", ".join(f"{k} {v:.1e}" for k, v in row.items()
                                 if k.endswith(("float64", "full")))
         except Exception as error:  # a row to report, not a crash of the probe
             row["error"] = f"{type(error).__name__}: {str(error).strip()[:200]}"
             verdict = row["error"]
-        print(f"{device} | {name} | bfloat16 | {verdict}", flush=True)
+        print(f"{device} | {name} | {dtype} | {verdict}", flush=True)
         rows.append(row)
     return rows
 
@@ -164,10 +198,11 @@ def main():
                            else row["error"])
                 print(f"{row['device']} | {name} | {row['batch']} | {row['method']} | "
                       f"{verdict}", flush=True)
-    bfloat16 = bf16_rows(device)
+    bfloat16 = low_precision_rows(device, "bfloat16", bf16_case)
+    float16 = low_precision_rows(device, "float16", fp16_case)
     with open(args.out, "w") as f:
         json.dump({"torch": torch.__version__, "device": str(device), "rows": rows,
-                   "bfloat16": bfloat16}, f, indent=1)
+                   "bfloat16": bfloat16, "float16": float16}, f, indent=1)
     passed = sum(r["passed"] for r in rows)
     print(f"cuda_probe: {passed} of {len(rows)} cases exact on {device}")
 

@@ -2,11 +2,14 @@
 // in vlrnn/methods/gradient_method.h) in every method: against autograd of the loss plus
 // <seed, final state> on the whole sequence, and a stream cut into calls of 1, 2 and 3 steps
 // (the state handed forward, dL/dh0 handed back as the previous call's seed) against one
-// call on the whole stream. Float64, SUM, 1e-10 relative.
+// call on the whole stream; a loss scale (NOTE [ Loss scale ]). Float64, SUM, 1e-10
+// relative.
 // Shapes: T = 7 steps, B = 4 sequences, F = 3 features, H = 4 hidden.
 #include "test_util.h"
 
 #include "vlrnn/core/bidirectional.h"
+
+#include <cmath>
 
 namespace vlrnn {
 namespace {
@@ -68,9 +71,9 @@ struct Stream {
     return State(std::move(out));
   }
 
-  // Reference: autograd of Σ valid step losses + Σ_i <seed_i, final state_i>, the model run
-  // once on the whole sequence.
-  Named reference() const {
+  // Reference: autograd of scale · Σ valid step losses + Σ_i <seed_i, final state_i>, the
+  // model run once on the whole sequence.
+  Named reference(double scale = 1.0) const {
     zero_grads();
     const State leaves = h0.detached_leaves();
     auto [z, final_state] = model->forward(x, leaves, lengths);  // z [T, B, Z]
@@ -79,19 +82,23 @@ struct Stream {
       losses = torch::where(torch::arange(kSteps).unsqueeze(1) < lengths.unsqueeze(0), losses,
                             torch::zeros_like(losses));
     }
-    auto loss = losses.sum();
+    auto loss = scale * losses.sum();
     for (size_t i = 0; i < seed.size(); ++i) loss = loss + (final_state[i] * seed[i]).sum();
     loss.backward();
     return gradients(grads_of(leaves));
   }
 
-  // `method` on the whole stream, seeded with `seed`.
-  Named whole(GradientMethod& method) const {
+  // `method` on the whole stream, seeded with `seed`, the loss scaled by `scale`; `result`
+  // (when given) gets what the method returned.
+  Named whole(GradientMethod& method, double scale = 1.0,
+              GradientResult* result = nullptr) const {
     zero_grads();
     const State leaves = h0.detached_leaves();
     Workload w{*model, *head, SequenceBatch{x, y, lengths}, leaves, Reduction::kSum};
     w.final_state_grad = seed;
-    method.compute(w);
+    w.loss_scale = scale;
+    auto returned = method.compute(w);
+    if (result != nullptr) *result = std::move(returned);
     return gradients(grads_of(leaves));
   }
 
@@ -159,6 +166,26 @@ TEST_P(FinalStateGrad, EqualsAutogradOfLossPlusSeededFinalState) {
     Stream s(kind, kind == "lstm" ? 2 : 1, lengths);
     auto method = make_method_from_spec(spec);
     expect_close(s.whole(*method), s.reference(), 1e-10, kind + " " + spec + " vs autograd");
+  }
+}
+
+// NOTE [ Loss scale ]: the loss's seeds are scaled, the caller's final_state_grad taken as
+// given, and the loss and per-step losses returned are those of scale 1. A scale that is not
+// a power of two, so that a missed or doubled factor cannot cancel.
+TEST_P(FinalStateGrad, LossScaleMultipliesTheLossNotTheSeed) {
+  const auto& [kind, spec] = GetParam();
+  constexpr double kScale = 384.0;
+  for (const auto& lengths : kLengthSets) {
+    SCOPED_TRACE(::testing::Message() << "lengths " << lengths.size());
+    Stream s(kind, kind == "lstm" ? 2 : 1, lengths);
+    auto method = make_method_from_spec(spec);
+    GradientResult unscaled, scaled;
+    s.whole(*method, 1.0, &unscaled);
+    expect_close(s.whole(*method, kScale, &scaled), s.reference(kScale), 1e-10,
+                 kind + " " + spec + " scaled vs autograd");
+    EXPECT_LE(testing::rel_diff(scaled.loss, unscaled.loss), 1e-12) << "the loss returned";
+    EXPECT_LE(testing::rel_diff(scaled.step_losses, unscaled.step_losses), 1e-12)
+        << "the per-step losses";
   }
 }
 
@@ -247,6 +274,17 @@ TEST(FinalStateGrad, BadSeedsAreRejected) {
                         {"final_state_grad[1]", "dtype", "Double", "Float"});
   w.final_state_grad = State({s.seed[0], torch::Tensor()});
   expect_error_mentions([&] { method->compute(w); }, {"final_state_grad[1]", "undefined"});
+}
+
+TEST(FinalStateGrad, BadLossScalesAreRejected) {
+  Stream s("gru", 1, {});
+  auto method = make_method_from_spec("vlrnn");
+  Workload w{*s.model, *s.head, SequenceBatch{s.x, s.y}, s.h0, Reduction::kSum};
+  for (const double scale : {0.0, -2.0, std::nan(""), double(INFINITY)}) {
+    w.loss_scale = scale;
+    expect_error_mentions([&] { method->compute(w); },
+                          {"loss_scale", "expected a finite number > 0"});
+  }
 }
 
 }  // namespace

@@ -75,3 +75,10 @@ def test_gradient_hook_dicts_hold_hooks_off_while_empty():
 
 def gradient_hook_dicts_are_empty(tensor):
     return all(len(d) == 0 for d in _compat.gradient_hook_dicts(tensor))
+
+
+def test_grad_scaler_types_are_the_scalers_this_torch_has():
+    types = _compat.grad_scaler_types()
+    assert torch.cuda.amp.GradScaler in types
+    amp = getattr(torch.amp, "GradScaler", None)
+    assert (amp in types) == (amp is not None)

@@ -102,6 +102,27 @@ def test_grad_h_reaches_the_stream():
     assert max_rel_diff(grads([rnn, out]), g_ref) < 1e-10
 
 
+@pytest.mark.skipif(not hasattr(getattr(torch, "amp", None), "GradScaler"),
+                    reason="torch.amp.GradScaler on the CPU needs torch 2.3+")
+def test_a_grad_scaler_scales_the_loss_not_grad_h():
+    # NOTE [ Loss scale ]: scale · loss + <grad_h, h>, the loss returned unscaled.
+    scale = 384.0
+    rnn, out = make_rnn("gru"), MlpHead(H, CLASSES).double()
+    x, y = make_batch(False, steps=12)
+    grad_h = torch.randn(1, x.shape[0], H, dtype=torch.float64)
+    params = [*rnn.parameters(), *out.parameters()]
+    zero_grads(*params)
+    loss_ref, _, h = vlrnn.PlainRNN(rnn, out, "MEAN")(x, y)
+    (scale * loss_ref + (h * grad_h).sum()).backward()
+    g_ref = grads([rnn, out])
+    zero_grads(*params)
+    scaler = torch.amp.GradScaler("cpu", init_scale=scale)
+    loss = vlrnn.Stream(rnn, out, "MEAN", slots=2).run(chunked(x, y, [5, 4, 3]), grad_h=grad_h,
+                                                       grad_scaler=scaler)[0]
+    assert max_rel_diff(grads([rnn, out]), g_ref) < 1e-10
+    assert abs(loss.item() - loss_ref.item()) <= 1e-10 * abs(loss_ref.item())
+
+
 def test_targets_an_encoder_computes_get_their_gradient_once():
     """Each chunk's targets computed by an encoder, trained with the rnn: raised before
     ('Trying to backward through the graph a second time')."""

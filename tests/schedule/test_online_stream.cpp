@@ -60,7 +60,8 @@ struct StreamProblem {
   }
 
   // Full BPTT on the whole stream, the generators seeded with `rng_seed` first.
-  Named reference(Reduction reduction, bool with_seed, uint64_t rng_seed = 9) const {
+  Named reference(Reduction reduction, bool with_seed, uint64_t rng_seed = 9,
+                  double loss_scale = 1.0) const {
     zero_grads();
     torch::manual_seed(rng_seed);
     SequenceBatch batch;
@@ -68,13 +69,14 @@ struct StreamProblem {
     batch.targets = y;
     Workload w{*model, *head, batch, h0, reduction};
     if (with_seed) w.final_state_grad = seed;
+    w.loss_scale = loss_scale;
     return outputs(make_method("full")->compute(w));
   }
 
   // The stream pushed in chunks of `sizes` steps (summing to T).
   std::pair<Named, OnlineStream> streamed(const std::vector<int64_t>& sizes, int64_t slots,
                                           Reduction reduction, bool with_seed,
-                                          uint64_t rng_seed = 9) const {
+                                          uint64_t rng_seed = 9, double loss_scale = 1.0) const {
     zero_grads();
     torch::manual_seed(rng_seed);
     OnlineStream stream(*model, *head, OnlineOptions{}.with_slots(slots), reduction, h0);
@@ -83,7 +85,7 @@ struct StreamProblem {
       stream.push(x.narrow(0, at, n), y.narrow(0, at, n));
       at += n;
     }
-    const auto result = stream.finish(with_seed ? seed : State{});
+    const auto result = stream.finish(with_seed ? seed : State{}, loss_scale);
     return {outputs(result), std::move(stream)};
   }
 };
@@ -112,6 +114,25 @@ TEST(OnlineStream, EqualsFullBpttOnTheWholeStream) {
         }
       }
     }
+  }
+}
+
+// NOTE [ Loss scale ]: finish() scales the loss's gradient, not the caller's seed, as
+// compute() does (full BPTT, checked against autograd in test_final_state_grad.cpp).
+TEST(OnlineStream, ALossScaleScalesTheLossNotTheSeed) {
+  const StreamProblem p(11, 0.25);
+  for (const auto& reduction : {Reduction::kSum, Reduction::kMean}) {
+    expect_close(p.streamed({4, 4, 3}, 2, reduction, true, 9, 384.0).first,
+                 p.reference(reduction, true, 9, 384.0), 1e-10,
+                 "loss scale 384, " + to_string(reduction));
+  }
+  const auto unscaled = p.streamed({4, 4, 3}, 2, Reduction::kSum, false).first;
+  const auto scaled = p.streamed({4, 4, 3}, 2, Reduction::kSum, false, 9, 384.0).first;
+  for (const auto& [name, value] : unscaled) {  // the loss and final state as they were
+    const bool gradient = name.rfind("model.", 0) == 0 || name.rfind("head.", 0) == 0 ||
+                          name.rfind("grad ", 0) == 0;
+    EXPECT_LE(testing::rel_diff(scaled.at(name), gradient ? 384.0 * value : value), 1e-10)
+        << name;
   }
 }
 

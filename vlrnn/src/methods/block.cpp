@@ -57,7 +57,13 @@ HeadLoss head_loss(const Workload& workload, const torch::Tensor& z, int64_t t0,
     // than trusting a zero weight, so the loss never sees them.
     losses = torch::where(weights > 0, losses, torch::zeros_like(losses));
   }
-  return {(weights * losses).sum(), losses.detach()};
+  auto loss = (weights * losses).sum();
+  if (workload.loss_scale != 1.0 && loss.requires_grad()) {
+    // NOTE [ Loss scale ] (gradient_method.h): whatever seeds this loss arrives scaled.
+    const double scale = workload.loss_scale;
+    loss.register_hook([scale](const torch::Tensor& grad) { return grad * scale; });
+  }
+  return {std::move(loss), losses.detach()};
 }
 
 namespace {

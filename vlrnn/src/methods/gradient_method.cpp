@@ -3,6 +3,8 @@
 
 #include "vlrnn/core/rng.h"
 
+#include <cmath>
+
 namespace vlrnn {
 
 namespace {
@@ -106,6 +108,8 @@ Workload validated(const Workload& workload) {
   }
   // NOTE [ Gradients across calls ] (gradient_method.h)
   if (!workload.final_state_grad.empty()) check_state(workload.final_state_grad, "final_state_grad");
+  TORCH_CHECK(std::isfinite(workload.loss_scale) && workload.loss_scale > 0.0,
+              "loss_scale: expected a finite number > 0, got ", workload.loss_scale);
   return out;
 }
 

@@ -196,25 +196,26 @@ SequenceBatch OnlineStream::batch_of(int64_t begin, int64_t end) const {
   return full_length_batch(torch::cat(inputs), torch::cat(targets));
 }
 
-GradientResult OnlineStream::finish(const State& final_state_grad) {
+GradientResult OnlineStream::finish(const State& final_state_grad, double loss_scale) {
   check_usable("finish");
   TORCH_CHECK(steps_ >= 1, "finish: no step was pushed; push at least one chunk first");
   check_generators("finish");
-  // The last step's workload checks final_state_grad as compute() checks it.
-  if (!final_state_grad.empty()) {
+  // The last step's workload checks final_state_grad and loss_scale as compute() checks them.
+  if (!final_state_grad.empty() || loss_scale != 1.0) {
     Workload last{model_, head_, batch_of(steps_ - 1, steps_), h0_, reduction_};
     last.final_state_grad = final_state_grad;
+    last.loss_scale = loss_scale;
     validated(last);
   }
   finished_ = true;
   GradientResult result;
-  failing_midway([&] { result = reverse_stream(final_state_grad); });
+  failing_midway([&] { result = reverse_stream(final_state_grad, loss_scale); });
   chunks_.clear();
   kept_.clear();
   return result;
 }
 
-GradientResult OnlineStream::reverse_stream(const State& final_state_grad) {
+GradientResult OnlineStream::reverse_stream(const State& final_state_grad, double loss_scale) {
   const int64_t T = steps_, B = chunks_.front().inputs.size(1);
   const auto device = chunks_.front().inputs.device();
   WeightedStreamHead weighted(head_, 1.0 / double(T * B));
@@ -232,6 +233,7 @@ GradientResult OnlineStream::reverse_stream(const State& final_state_grad) {
     const State entry = begin == 0 ? h0_ : from.state.detached_leaves();
     Workload interval{model_, head, batch_of(begin, end), entry, Reduction::kSum};
     interval.final_state_grad = delta;
+    interval.loss_scale = loss_scale;
     from.rng.restore();
     GradientResult part =
         schedule::execute_schedule(schedule::revolve_schedule(end - begin, slots), interval);

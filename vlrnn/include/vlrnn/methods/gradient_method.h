@@ -27,6 +27,9 @@ struct Workload {
   // stream cut into calls, each handing its h0's gradient to the one before, gets the
   // whole stream's gradients (NOTE [ Gradients across calls ]).
   State final_state_grad = {};
+  // The gradients are those of loss_scale · L + <final_state_grad, final state>: a
+  // mixed-precision loop's loss scale (NOTE [ Loss scale ]). The loss returned is L.
+  double loss_scale = 1.0;
 };
 
 // How many steps each phase ran (summed over all blocks / segments).
@@ -94,6 +97,18 @@ class GradientMethod {
 // at the end, as one loss.backward() of full BPTT would. Inputs with a graph get a leaf too,
 // taken back in the same backward: x and y may come from one encoder (next-step prediction
 // in its space), which two backwards would pass twice.
+
+// NOTE [ Loss scale ]
+// Mixed-precision training in float16 multiplies the loss by a scale S before backward()
+// (torch.amp.GradScaler), so that small gradients do not underflow on their way back, and
+// divides the parameters' gradients by S before the step. The engine computes the gradients
+// while it runs, so it is given S: head_loss() hooks each block's loss to multiply the
+// gradient it receives by S, so every seed from the loss is scaled before any float16 op
+// sees it, as (S · L).backward() would, and the loss returned stays L (scaling the step
+// weights instead would report S · L, which overflows in float16 where L does not).
+// final_state_grad is taken as given: in a stream cut into calls it is the next call's
+// dL/dh0, which that call's own scale has already multiplied, as backward() takes a
+// gradient it is handed.
 
 // Throws an error naming the argument when `workload` is inconsistent; returns it with
 // h0 filled in with zeros when it was absent.

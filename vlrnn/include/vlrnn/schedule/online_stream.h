@@ -55,8 +55,9 @@ class OnlineStream {
   void push(const torch::Tensor& inputs, const torch::Tensor& targets);
   // Ends the stream and back-propagates it (plus `final_state_grad`, dL/d(final state) from a
   // later consumer: NOTE [ Gradients across calls ]); accumulates into .grad and returns
-  // what GradientMethod::compute returns for the whole stream. Once.
-  GradientResult finish(const State& final_state_grad = {});
+  // what GradientMethod::compute returns for the whole stream. Once. `loss_scale`: the
+  // gradients are the loss's times it, as Workload::loss_scale (NOTE [ Loss scale ]).
+  GradientResult finish(const State& final_state_grad = {}, double loss_scale = 1.0);
 
   int64_t steps() const { return steps_; }
   // s; from a bytes budget, known once the first chunk shows the state's size (0 before).
@@ -84,7 +85,7 @@ class OnlineStream {
   // Runs `run`; when it throws, puts the generators back and marks the stream failed.
   void failing_midway(const std::function<void()>& run);
   // finish()'s reversal (NOTE [ The reversal, interval by interval ]).
-  GradientResult reverse_stream(const State& final_state_grad);
+  GradientResult reverse_stream(const State& final_state_grad, double loss_scale);
   void start(const torch::Tensor& inputs, const torch::Tensor& targets);
   void check_generators(const char* call) const;
   // Advances the working state without grad to stream step `position`.
