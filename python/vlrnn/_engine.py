@@ -11,7 +11,7 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
-from ._compat import add_note, grad_scaler_types, gradient_hook_dicts, \
+from ._compat import add_note, autocast_dtype, grad_scaler_types, gradient_hook_dicts, \
     parametrize_cache_per_call, warn_caller
 from ._sequences import batch_from, check_on_device_of, resets_from
 from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model
@@ -46,8 +46,14 @@ def loss_scale_of(grad_scaler, device):
     a disabled one): the engine's loss_scale (NOTE [ Loss scale ] in
     vlrnn/methods/gradient_method.h). Asking through scaler.scale(), as a loop's
     scaler.scale(loss) would, also makes the scaler's scale on `device`, which its step()
-    needs."""
+    needs. None under float16 autocast warns: a loop that forgot it has its gradients
+    divided by the scale in scaler.step(), with no other sign."""
     if grad_scaler is None:
+        if autocast_dtype() == torch.float16:
+            warn_caller("float16 under torch.autocast without grad_scaler=: these gradients "
+                        "are not scaled. If the loop steps through a torch.amp.GradScaler, "
+                        "pass it as grad_scaler=, or scaler.step() divides them by its scale",
+                        RuntimeWarning)
         return 1.0
     if not isinstance(grad_scaler, grad_scaler_types()):
         raise TypeError("grad_scaler: expected None or a torch.amp.GradScaler (torch.cuda.amp's "

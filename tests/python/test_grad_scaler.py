@@ -4,10 +4,13 @@ scaler.scale(loss).backward() leaves them, so that scaler.step() and scaler.upda
 scaler, in float64 to 1e-10; a scale of 384, not a power of two, so that a factor missed or
 applied twice cannot cancel. torch.amp.GradScaler runs on the CPU from 2.3 on; before, only
 a disabled scaler is possible here. The problems are test_grad_h.py's."""
+import warnings
+
 import pytest
 import torch
 
 import vlrnn
+from vlrnn import _compat
 from conftest import leaves, worst, zero
 from test_grad_h import gradients, problem  # the same modules and batches
 
@@ -103,3 +106,29 @@ def test_grad_scaler_must_be_a_grad_scaler():
     with pytest.raises(TypeError, match=r"grad_scaler: expected None or a "
                                         r"torch\.amp\.GradScaler .*got float"):
         vlrnn.VLRNN(rnn, out, "SUM")(x, y, grad_scaler=SCALE)
+
+
+def float16_autocast_on_the_cpu():
+    try:
+        with torch.autocast("cpu", dtype=torch.float16):
+            return _compat.autocast_dtype() == torch.float16
+    except (RuntimeError, AssertionError):
+        return False
+
+
+@pytest.mark.skipif(not CPU_SCALER or not float16_autocast_on_the_cpu(),
+                    reason="float16 autocast on the CPU needs torch 2.x")
+def test_float16_autocast_without_a_grad_scaler_warns_and_with_one_does_not():
+    rnn, out, x, y, _, _ = problem("nn.GRU", variable=False)
+    rnn.float(), out.float()
+    model = vlrnn.VLRNN(rnn, out, "SUM", N=3)
+    with torch.autocast("cpu", dtype=torch.float16):
+        with pytest.warns(RuntimeWarning, match="float16 under torch.autocast without "
+                                                "grad_scaler="):
+            model(x.float(), y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model(x.float(), y, grad_scaler=scaler())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(x.float(), y)  # no autocast: nothing to say
