@@ -39,7 +39,8 @@ fi
 
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-$sudo apt-get update -q
+apt_get="$(dirname "$0")/apt_get.sh"  # apt-get, waiting for another apt's lock
+$sudo "$apt_get" update -q
 # Each missing entry as the first of its names that this release's package lists know.
 chosen=()
 for entry in "${missing[@]}"; do
@@ -56,4 +57,4 @@ for entry in "${missing[@]}"; do
 done
 missing=("${chosen[@]}")
 echo "vlrnn: installing ${missing[*]}"
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+$sudo "$apt_get" install -y -q --no-install-recommends "${missing[@]}"

@@ -33,7 +33,8 @@ phase() {
 make_root() {
   [[ -x $root/usr/bin/apt-get ]] && return
   command -v debootstrap > /dev/null || {
-    $sudo apt-get update -q && $sudo apt-get install -y -q --no-install-recommends debootstrap
+    $sudo scripts/apt_get.sh update -q &&
+      $sudo scripts/apt_get.sh install -y -q --no-install-recommends debootstrap
   }
   $sudo rm -rf "$root.partial" "$root"  # a root without apt-get is an unfinished one
   $sudo debootstrap --variant=minbase trixie "$root.partial" "$mirror"

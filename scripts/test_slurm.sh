@@ -49,9 +49,10 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! comm
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made_policy=1
   fi
   installed=0
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends slurm-wlm munge >/dev/null ||
-    { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        slurm-wlm munge >/dev/null; } && installed=1
+  apt_get="$(dirname "$0")/apt_get.sh"  # apt-get, waiting for another apt's lock
+  "$apt_get" install -y --no-install-recommends slurm-wlm munge >/dev/null ||
+    { "$apt_get" update >/dev/null &&
+      "$apt_get" install -y --no-install-recommends slurm-wlm munge >/dev/null; } && installed=1
   ((made_policy)) && rm -f /usr/sbin/policy-rc.d
   ((installed)) || fail "apt-get install slurm-wlm munge failed; VLRNN_SKIP_SLURM=1 skips this test"
 fi
