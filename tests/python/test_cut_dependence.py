@@ -363,6 +363,22 @@ def test_a_module_detaching_its_entry_state_is_refused(packed):
     assert not report.passed  # a wrong gradient, which the refusal prevents
 
 
+class DetachesHalfItsState(nn.Module):
+    """Two GRUs side by side, the state one of each: the second detaches its own. The first
+    one's gradients cross the cut, the second one's stop there."""
+
+    def __init__(self):
+        super().__init__()
+        self.passing = nn.GRU(F, H // 2, batch_first=True)
+        self.stopping = nn.GRU(F, H // 2, batch_first=True)
+
+    def forward(self, x, h):
+        a, b = (None, None) if h is None else h
+        za, ha = self.passing(x, a)
+        zb, hb = self.stopping(x, None if b is None else b.detach())
+        return torch.cat([za, zb], -1), (ha, hb)
+
+
 def test_in_bfloat16_a_module_passing_its_state_runs_and_one_detaching_it_is_refused():
     """NOTE [ Half precision and the cut ]: bfloat16's rounding alone moved the chained
     gradients 1.8e-2 from one call's, and every torch.nn module was refused there."""
@@ -379,6 +395,10 @@ def test_in_bfloat16_a_module_passing_its_state_runs_and_one_detaching_it_is_ref
     with pytest.raises(ValueError, match=r"the rnn's gradients depend on where the sequence "
                                          r"is cut.*h\.detach\(\)"):
         vlrnn.VLRNN(DetachesItsState().to(torch.bfloat16), out, "MEAN", N=3)(x, y)
+    # Each tensor apart: the GRU whose gradient stops is refused beside one whose crosses.
+    with pytest.raises(ValueError, match=r"the rnn's gradients depend on where the sequence "
+                                         r"is cut"):
+        vlrnn.VLRNN(DetachesHalfItsState().to(torch.bfloat16), out, "MEAN", N=3)(x, y)
 
 
 def test_a_module_cutting_the_gradient_of_its_first_input_step_is_refused_for_dl_dx():
