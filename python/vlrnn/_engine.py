@@ -793,10 +793,10 @@ def _gradient_cut_diagnosis(call, steps, seed, tolerance, lengths, entry):
         stopped = gradients(first, [weights[0][:cut]] + [torch.zeros_like(t) for t in middle],
                             parameters + start + xs[:with_x]) if half else None
 
-    def joined(earlier):  # the whole sequence's gradients from the two calls' parts
-        out = [a + b for a, b in zip(earlier[:count], later[:count])] + \
-            earlier[count:count + len(start)]
-        return out + [torch.cat([earlier[-1], later[-1]])] if with_x else out
+    def joined(first_part):  # the whole sequence's gradients from the two calls' parts
+        out = [a + b for a, b in zip(first_part[:count], later[:count])] + \
+            first_part[count:count + len(start)]
+        return out + [torch.cat([first_part[-1], later[-1]])] if with_x else out
 
     def from_whole(got):  # per tensor: its relative distance from one call's gradient
         # Dense: an embedding's sparse=True gradient has no abs().max().
