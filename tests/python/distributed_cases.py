@@ -42,6 +42,7 @@ class Case(NamedTuple):
     # (the first iteration inside DDP's no_sync()): either way .grad ends at twice one's.
     accumulate: str = ""
     grad_h: bool = False      # also dL/dh_T of a later consumer, in the global loss's units
+    loss_scale: float = 1.0   # a GradScaler's scale (grad_scaler=): gradients of scale * loss
 
 
 class GRUModule(nn.Module):
@@ -80,6 +81,10 @@ def _cases():
     for scaling in ("MEAN", "SUM"):
         cases.append(Case(f"grad_h-{scaling}", "vlrnn:block_length=3", scaling, (4, 11, 7, 8, 6),
                           (3, 2), grad_h=True))
+    if hasattr(getattr(torch, "amp", None), "GradScaler"):  # on the CPU: 2.3+
+        # NOTE [ Loss scale ] with the ranks' shares of MEAN and a later consumer's grad_h.
+        cases.append(Case("grad_scaler-MEAN", "vlrnn:block_length=3", "MEAN", (4, 11, 7, 8, 6),
+                          (3, 2), grad_h=True, loss_scale=384.0))
     for accumulate in ("synced", "no_sync"):
         cases.append(Case(f"accumulate-{accumulate}", "vlrnn:block_length=4", "MEAN", (4, 11, 7, 8, 6),
                           (3, 2), accumulate=accumulate))
@@ -138,7 +143,9 @@ def reference(case):
     rows = list(range(len(case.lengths)))
     loss, _, h = vlrnn.PlainRNN(rnn, out, case.loss_scaling)(x, y, h0_arg)
     seed = grad_h_of(case, rows)
-    total = loss if seed is None else loss + sum((a * b).sum() for a, b in zip(h, seed))
+    total = case.loss_scale * loss
+    if seed is not None:  # taken as given, not scaled
+        total = total + sum((a * b).sum() for a, b in zip(h, seed))
     total.backward()
     return {"loss": loss.item(), "grads": gradients(rnn, out, h0_leaves)}
 
@@ -176,7 +183,9 @@ def _rank_result(case, rank):
             if case.accumulate == "no_sync" and iteration == 0:
                 for ddp in wrapped:
                     stack.enter_context(ddp.no_sync())
-            loss = model(x_r, y_r, h0_arg, grad_h=grad_h_of(case, rows))[0]
+            scaler = None if case.loss_scale == 1.0 else \
+                torch.amp.GradScaler("cpu", init_scale=case.loss_scale)
+            loss = model(x_r, y_r, h0_arg, grad_h=grad_h_of(case, rows), grad_scaler=scaler)[0]
     result = {"loss": loss.item(), "rows": rows, "all_reduces": state["all_reduces"],
               "counters": model.last_counters, "grads": gradients(rnn, out, h0_leaves),
               "hook_calls": hooks["calls"]}
