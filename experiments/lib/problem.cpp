@@ -161,16 +161,6 @@ torch::ScalarType parse_dtype(const std::string& name) {
   TORCH_CHECK(false, "dtype: expected \"float32\" or \"float64\", got \"", name, "\"");
 }
 
-std::string dtype_name(torch::ScalarType dtype) {
-  switch (dtype) {
-    case torch::kFloat32: return "float32";
-    case torch::kFloat64: return "float64";
-    case torch::kFloat16: return "float16";
-    case torch::kBFloat16: return "bfloat16";
-    default: return c10::toString(dtype);
-  }
-}
-
 torch::Device parse_device(const std::string& name, const std::string& argument) {
   c10::optional<torch::Device> parsed;
   try {

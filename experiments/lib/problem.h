@@ -4,6 +4,7 @@
 // [T, B, C] (mse).
 
 #include "vlrnn/measure/flops.h"
+#include "vlrnn/verify/compare.h"
 #include "vlrnn/vlrnn.h"
 
 #include <memory>
@@ -76,7 +77,7 @@ Problem make_problem(const ProblemSpec& spec);
 Problem make_problem_of_kind(const Problem& base, const std::string& kind);
 
 torch::ScalarType parse_dtype(const std::string& name);  // "float32" | "float64"
-std::string dtype_name(torch::ScalarType dtype);
+using verify::dtype_name;  // "float32" | "float64" | ...
 // "cpu" | "cuda" | "cuda:N"; throws, naming `argument` (a flag or a config key), when the
 // name is none of those or this build or machine cannot run it.
 torch::Device parse_device(const std::string& name, const std::string& argument = "device");

@@ -144,3 +144,17 @@ def test_the_gradient_of_x_is_compared():
     assert not row.passed and row.worst == "grad inputs" and row.max_rel > 0.1
     # Where x needs no gradient, nothing differs.
     assert vlrnn.verify(rnn, out, x.detach(), y, methods=["vlrnn:num_blocks=4"]).passed
+
+
+def test_a_bfloat16_model_verifies_to_its_rounding_and_a_wrong_one_fails():
+    # Before, every row failed against float32's 1e-5, labelled f32.
+    torch.manual_seed(0)
+    rnn, out = nn.GRU(F, H, batch_first=True).to(torch.bfloat16), \
+        MlpHead(H, CLASSES).to(torch.bfloat16)
+    x, y = make_batch(False, steps=20)
+    report = vlrnn.verify(rnn, out, x.to(torch.bfloat16), y)
+    assert report.passed, str(report)
+    assert all("/bf16/" in row.case and row.tolerance == 0.03125 for row in report)
+    wrong = vlrnn.verify(FirstStepOfEachCallDetached(F, H).to(torch.bfloat16), out,
+                         x.to(torch.bfloat16).requires_grad_(), y)
+    assert not wrong.passed

@@ -20,6 +20,17 @@ GradientSnapshot snapshot_of(std::vector<std::pair<std::string, torch::Tensor>> 
   return s;
 }
 
+// Exact in float64 and float32; to 4 ε below, where one rounding moves a result further.
+TEST(Compare, ToleranceAndNameFollowTheDtype) {
+  EXPECT_EQ(tolerance_for(torch::kFloat64), 1e-10);
+  EXPECT_EQ(tolerance_for(torch::kFloat32), 1e-5);
+  EXPECT_EQ(tolerance_for(torch::kBFloat16), 0.03125);
+  EXPECT_EQ(tolerance_for(torch::kFloat16), 0.00390625);
+  EXPECT_EQ(dtype_name(torch::kFloat64), "float64");
+  EXPECT_EQ(dtype_name(torch::kBFloat16), "bfloat16");
+  EXPECT_EQ(dtype_name(torch::kFloat16), "float16");
+}
+
 TEST(Compare, IdenticalSnapshotsDifferByZero) {
   auto a = torch::randn({4, 4}, torch::kFloat64);
   auto d = compare(snapshot_of({{"grad model.w", a}}), snapshot_of({{"grad model.w", a.clone()}}));

@@ -1,5 +1,6 @@
 #include "vlrnn/verify/case.h"
 
+#include "vlrnn/verify/compare.h"
 #include "vlrnn/verify/cut_dependence.h"
 
 #include "vlrnn/core/bidirectional.h"
@@ -22,6 +23,16 @@
 
 namespace vlrnn::verify {
 
+namespace {
+
+// The case name's dtype: f64, f32, bf16, f16.
+std::string short_dtype_name(torch::ScalarType dtype) {
+  const std::string name = dtype_name(dtype);  // float64, ..., bfloat16
+  return name.rfind("float", 0) == 0 ? "f" + name.substr(5) : name == "bfloat16" ? "bf16" : name;
+}
+
+}  // namespace
+
 std::string VerifyCase::name() const {
   std::string model_name = !model_label.empty() ? model_label
                            : model == "gru_lstm"  ? model
@@ -33,7 +44,7 @@ std::string VerifyCase::name() const {
                                                                                    : "/tail";
   }
   return fmt::format("{}/{}/{}/{}/h0={}{}/T={}{}{}{}", model_name, head, reduction,
-                     dtype == torch::kFloat64 ? "f64" : "f32", h0_with_grad ? "grad" : "none",
+                     short_dtype_name(dtype), h0_with_grad ? "grad" : "none",
                      inputs_with_grad ? "" : "/x=none", time_steps, lengths_mode,
                      segment_starts.empty() ? "" : "/resets",
                      device.is_cpu() ? "" : "/" + device.str());

@@ -87,7 +87,22 @@ Difference compare(const GradientSnapshot& got, const GradientSnapshot& referenc
 }
 
 double tolerance_for(torch::ScalarType dtype) {
-  return dtype == torch::kFloat64 ? 1e-10 : 1e-5;
+  switch (dtype) {
+    case torch::kFloat64: return 1e-10;
+    case torch::kBFloat16: return 4 * 0x1p-7;  // 4 ε
+    case torch::kFloat16: return 4 * 0x1p-10;
+    default: return 1e-5;
+  }
+}
+
+std::string dtype_name(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat32: return "float32";
+    case torch::kFloat64: return "float64";
+    case torch::kFloat16: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    default: return c10::toString(dtype);
+  }
 }
 
 }  // namespace vlrnn::verify

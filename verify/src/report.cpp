@@ -106,7 +106,7 @@ nlohmann::json outcome_to_json(const VerifyOutcome& o) {
           {"dropout", c.dropout},
           {"head", c.head},
           {"reduction", c.reduction},
-          {"dtype", c.dtype == torch::kFloat64 ? "float64" : "float32"},
+          {"dtype", dtype_name(c.dtype)},
           {"h0", c.h0_with_grad ? "grad" : "none"},
           {"inputs_grad", c.inputs_with_grad},
           {"time_steps", c.time_steps},
