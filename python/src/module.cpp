@@ -342,6 +342,11 @@ PYBIND11_MODULE(_C, m) {
         "None, or a [T, B] bool mask, true where a sequence starts a new segment from its "
         "initial state (NOTE [ Resets ]). loss_scale: the gradients are loss_scale times "
         "the loss's, the loss returned unscaled (NOTE [ Loss scale ]).");
+  m.def("tolerance_for",
+        [](const torch::Tensor& like) { return verify::tolerance_for(like.scalar_type()); },
+        py::arg("like"),
+        "The relative tolerance vlrnn verify holds a result of `like`'s dtype to (1e-10 in "
+        "float64, 1e-5 in float32, 4 eps in bfloat16 and float16)");
   m.def("verify", &verify_methods, warnings_in_python, py::arg("model"), py::arg("head"),
         py::arg("inputs"),
         py::arg("targets"), py::arg("lengths"), py::arg("h0"), py::arg("reduction"),

@@ -588,12 +588,10 @@ CUT_CHECK_STEPS = 32
 
 
 def _tolerance_for(dtype):
-    """Relative difference beyond which a check calls two results different, as vlrnn
-    verify holds gradients: 1e-10 in float64, 1e-5 in float32; in bfloat16 and float16,
-    where one rounding moves a result by more, 4 ε of the dtype (3.1e-2, 3.9e-3)."""
-    if dtype == torch.float64:
-        return 1e-10
-    return max(1e-5, 4 * torch.finfo(dtype).eps) if dtype.is_floating_point else 1e-5
+    """Relative difference beyond which a check calls two results different: the verifier's
+    own (verify::tolerance_for: 1e-10 in float64, 1e-5 in float32, 4 ε in bfloat16 and
+    float16, where one rounding moves a result by more)."""
+    return _C.tolerance_for(torch.empty(0, dtype=dtype))
 
 
 def _relative(got, want):

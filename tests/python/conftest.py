@@ -19,6 +19,9 @@ with warnings.catch_warnings():
 
 B, F, H, CLASSES, T = 5, 6, 8, 4, 30
 
+# torch.amp.GradScaler, which scales on the CPU too (2.3+; before, torch.cuda.amp's only).
+CPU_GRAD_SCALER = hasattr(getattr(torch, "amp", None), "GradScaler")
+
 
 class GRU(nn.GRU, vlrnn.RNNModule):
     pass

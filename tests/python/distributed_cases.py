@@ -25,6 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.nn.utils.rnn import pack_padded_sequence
 
 import vlrnn
+from conftest import CPU_GRAD_SCALER
 
 F, H, D = 3, 5, 2
 DTYPE = torch.float64
@@ -81,7 +82,7 @@ def _cases():
     for scaling in ("MEAN", "SUM"):
         cases.append(Case(f"grad_h-{scaling}", "vlrnn:block_length=3", scaling, (4, 11, 7, 8, 6),
                           (3, 2), grad_h=True))
-    if hasattr(getattr(torch, "amp", None), "GradScaler"):  # on the CPU: 2.3+
+    if CPU_GRAD_SCALER:
         # NOTE [ Loss scale ] with the ranks' shares of MEAN and a later consumer's grad_h.
         cases.append(Case("grad_scaler-MEAN", "vlrnn:block_length=3", "MEAN", (4, 11, 7, 8, 6),
                           (3, 2), grad_h=True, loss_scale=384.0))

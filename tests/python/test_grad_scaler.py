@@ -11,17 +11,16 @@ import torch
 
 import vlrnn
 from vlrnn import _compat
-from conftest import leaves, worst, zero
+from conftest import CPU_GRAD_SCALER, leaves, worst, zero
 from test_grad_h import gradients, problem  # the same modules and batches
 
 SCALE = 384.0
-CPU_SCALER = hasattr(getattr(torch, "amp", None), "GradScaler")
-needs_cpu_scaler = pytest.mark.skipif(not CPU_SCALER,
+needs_cpu_scaler = pytest.mark.skipif(not CPU_GRAD_SCALER,
                                       reason="torch.amp.GradScaler on the CPU needs torch 2.3+")
 
 
 def scaler(enabled=True):
-    if CPU_SCALER:
+    if CPU_GRAD_SCALER:
         return torch.amp.GradScaler("cpu", init_scale=SCALE, enabled=enabled)
     return torch.cuda.amp.GradScaler(init_scale=SCALE, enabled=enabled)
 
@@ -116,7 +115,7 @@ def float16_autocast_on_the_cpu():
         return False
 
 
-@pytest.mark.skipif(not CPU_SCALER or not float16_autocast_on_the_cpu(),
+@pytest.mark.skipif(not CPU_GRAD_SCALER or not float16_autocast_on_the_cpu(),
                     reason="float16 autocast on the CPU needs torch 2.x")
 def test_float16_autocast_without_a_grad_scaler_warns_and_with_one_does_not():
     rnn, out, x, y, _, _ = problem("nn.GRU", variable=False)

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import vlrnn
-from conftest import CLASSES, F, H, MlpHead, TargetHead, grads, make_batch, make_rnn, \
-    max_rel_diff
+from conftest import CLASSES, CPU_GRAD_SCALER, F, H, MlpHead, TargetHead, grads, make_batch, \
+    make_rnn, max_rel_diff
 from test_methods import StepDropoutCell
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
@@ -102,7 +102,7 @@ def test_grad_h_reaches_the_stream():
     assert max_rel_diff(grads([rnn, out]), g_ref) < 1e-10
 
 
-@pytest.mark.skipif(not hasattr(getattr(torch, "amp", None), "GradScaler"),
+@pytest.mark.skipif(not CPU_GRAD_SCALER,
                     reason="torch.amp.GradScaler on the CPU needs torch 2.3+")
 def test_a_grad_scaler_scales_the_loss_not_grad_h():
     # NOTE [ Loss scale ]: scale · loss + <grad_h, h>, the loss returned unscaled.
