@@ -33,11 +33,11 @@ def autocast_dtype():
 
 def grad_scaler_types():
     """The classes of torch's mixed-precision loss scaler: torch.amp.GradScaler (2.3+, for
-    any device; torch.cuda.amp's is its subclass there) and torch.cuda.amp.GradScaler (1.13
-    to 2.2, CUDA only)."""
-    types = [getattr(getattr(torch, "amp", None), "GradScaler", None),
-             torch.cuda.amp.GradScaler]
-    return tuple(t for t in types if t is not None)
+    any device), or before it torch.cuda.amp.GradScaler (1.13 to 2.2, CUDA only). From 2.3
+    on, torch.cuda.amp's is a deprecated subclass of torch.amp's, due to be removed, so it
+    is neither needed nor looked up there."""
+    amp_scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    return (amp_scaler,) if amp_scaler is not None else (torch.cuda.amp.GradScaler,)
 
 
 @contextlib.contextmanager
