@@ -471,7 +471,7 @@ class EngineCall:
         with buffers_kept((("rnn", rnn), ("out", out))) as self.changed_buffers:
             z_size, self.layout = probe(rnn, self.batch, h0)
             probe_head(out, self.batch, z_size)
-        self.out, self.z_size = out, z_size
+        self.rnn, self.out, self.z_size = rnn, out, z_size
         self.h0 = check_h0(h0, self.layout, self.batch)
         rnn_parameters = [("rnn." + n, p) for n, p in rnn.named_parameters()]
         self.rnn_parameters = [p for _, p in rnn_parameters]
@@ -631,7 +631,32 @@ def cut_dependence(call, seed=0):
     if steps < 2:
         return found
     with _C.ExactFloat32():  # NOTE [ Float32 without TF32 ] (vlrnn/core/exact_float32.h)
-        return _cut_dependence(call, steps, seed, found)
+        found = _cut_dependence(call, steps, seed, found)
+    if found["diagnosis"]:
+        found["diagnosis"] += _compiled_random_draws_hint(call.rnn, call.out)
+    return found
+
+
+# NOTE [ Compiled modules draw their own random numbers ]
+# Under torch.compile, inductor (its default backend) draws a compiled graph's random
+# numbers its own way, from one seed per graph, and compiles one graph without gradients
+# and another with them: dropout's masks then follow neither eager PyTorch's generator nor
+# one another, and no replay of the generator's state makes a block's recomputation draw
+# what its pass without gradients drew. The first-call check refuses such a module (its
+# gradients differ cut or whole); this names the cause and the fix, fallback_random, which
+# makes inductor draw as eager PyTorch does, exact under any cut (test_compiled_modules.py).
+def _compiled_random_draws_hint(*modules):
+    """The fix to name when a refused module is torch.compile'd and inductor draws its
+    random numbers, else ''."""
+    compiled = any(hasattr(m, "_orig_mod") or getattr(m, "_compiled_call_impl", None)
+                   for module in modules for m in module.modules())
+    inductor = sys.modules.get("torch._inductor.config")
+    if not compiled or getattr(inductor, "fallback_random", False):
+        return ""
+    return ("; the module is torch.compile'd: if it draws random numbers (dropout), inductor "
+            "draws them per compiled graph, not as eager PyTorch does, and no block method "
+            "can replay them. torch._inductor.config.fallback_random = True makes it draw "
+            "them as eager PyTorch does")
 
 
 def _one_ended_at_the_cut(lengths, cut, order):
