@@ -4,7 +4,7 @@
 # for --seconds from its committed seeds (tests/fuzz/corpus/TARGET/). Exit 1 and the input
 # that failed when a target crashes, hangs, runs out of memory or a sanitizer reports.
 #
-#   scripts/fuzz.sh                          # every target, 15 s each (ctest's fuzz.smoke: 10 s)
+#   scripts/fuzz.sh                          # every target, 15 s each (ctest's fuzz.smoke: 4 s)
 #   scripts/fuzz.sh --seconds 1800 --corpus /tmp/corpus method_spec   # a long run, kept
 #
 # --corpus DIR keeps what a run adds in DIR/TARGET (and starts from it next time); without
