@@ -9,6 +9,18 @@ import torch
 from torch.nn.utils import parametrize
 
 
+def not_compiled(function):
+    """function, which torch.compile (2.1+: torch.compiler.disable) runs as it stands,
+    untraced; before 2.1 there is nothing to keep it from. NOTE [ The engine runs untraced ]:
+    a model compiled whole with VLRNN inside it would have dynamo trace the package's own
+    Python (generator states saved and put back, gradient hooks held off, the C++ engine
+    called), which it would break into graphs at every call into _C, and whose state
+    changes it is not built to replay. The user's modules, compiled by the user, still run
+    compiled within it."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return function if disable is None else disable(function)
+
+
 def autocast_enabled():
     """Whether torch.autocast is on for the CPU or CUDA on this thread. 2.4+ asks by device
     type (the old per-device functions are deprecated there); 1.13 has only those."""

@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from . import _C
-from ._compat import warn_caller
+from ._compat import not_compiled, warn_caller
 from ._data_parallel import DataParallel, unwrapped
 from ._engine import EngineCall, autocast_cache_off, check_method_fits, check_module, \
     cut_dependence, gradient_hooks_held, gradients_as_one_backward, inexact_parts, \
@@ -286,6 +286,7 @@ class VLRNN(PlainRNN):
         base = "bivlrnn" if bidirectional else "vlrnn"
         return f"{base}:num_blocks={N}" if N is not None else base
 
+    @not_compiled  # NOTE [ The engine runs untraced ] (_compat.py)
     def forward(self, x, y, h0=None, N=None, method=None, grad_h=None, resets=None,
                 grad_scaler=None):
         """(loss, loss_seq, h): the gradients computed and accumulated into .grad.

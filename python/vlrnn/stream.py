@@ -7,6 +7,7 @@ import torch
 from torch.nn.utils.rnn import PackedSequence
 
 from . import _C
+from ._compat import not_compiled
 from ._engine import EngineCall, autocast_cache_off, check_module, cut_dependence, \
     gradients_as_one_backward, inexact_parts, interrupts_kept, loss_scale_of, reduction_of
 from ._sequences import batch_from
@@ -95,6 +96,7 @@ class Stream:
         """States held now besides h0 (at most slots)."""
         return 0 if self._engine is None else self._engine.held_states
 
+    @not_compiled
     def push(self, x, y):
         """Appends a chunk: x [B, n, F], y [B, n, ...], with the first chunk's B, F and dtype."""
         if self._finished:
@@ -121,6 +123,7 @@ class Stream:
         with autocast_cache_off(), interrupts_kept():
             self._engine.push(inputs, targets)
 
+    @not_compiled
     def finish(self, grad_h=None, grad_scaler=None):
         """(loss, loss_seq, h) of the whole stream, its gradients accumulated into .grad.
 
@@ -146,6 +149,7 @@ class Stream:
         return result["loss"], result["step_losses"].transpose(0, 1), \
             call.final_state(result["final_state"])
 
+    @not_compiled
     def run(self, chunks, grad_h=None, grad_scaler=None):
         """Pushes every (x, y) of the iterable `chunks`, then finish(grad_h, grad_scaler)."""
         for index, chunk in enumerate(chunks):

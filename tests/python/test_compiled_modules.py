@@ -3,6 +3,8 @@ with full BPTT's gradients. Random numbers are the exception: inductor draws the
 way, per compiled graph, so a compiled module that draws them is exact only with
 torch._inductor.config.fallback_random (eager PyTorch's draws), and refused without it, the
 refusal saying so."""
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -83,3 +85,30 @@ def test_compiled_dropout_drawn_by_inductor_is_refused_with_the_fix():
     assert "refused, its gradient would not be exact" in str(raised.value)
     assert "torch._inductor.config.fallback_random = True" in str(raised.value)
     assert all(p.grad is None for p in rnn.parameters())
+
+
+def test_a_model_compiled_whole_runs_vlrnn_untraced():
+    """NOTE [ The engine runs untraced ] (_compat.py): compiled whole, a model with VLRNN
+    inside runs it as it stands (dynamo broke it into graphs at each call into _C, with a
+    warning for each), and still gets full BPTT's gradients."""
+    rnn, out = modules(nn.GRU(F, H, batch_first=True))
+    want = gradients(rnn, rnn, out, "eager")
+    x, y = batch()
+    nn.ModuleList([rnn, out]).zero_grad()
+    model = torch.compile(vlrnn.VLRNN(rnn, out, "SUM", method=METHOD), dynamic=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model(x, y)
+    assert [str(w.message) for w in caught if "Graph break" in str(w.message)] == []
+    assert max_rel_diff(grads(nn.ModuleList([rnn, out])), want) < 1e-10
+
+
+def test_a_compiled_rnn_inside_a_model_compiled_whole_stays_compiled():
+    """The user's own compiled module is still compiled within VLRNN: the refusal of
+    inductor's dropout shows it."""
+    rnn, out = modules(DropoutCellLoop(nn.GRUCell(F, H)))
+    x, y = batch()
+    model = torch.compile(vlrnn.VLRNN(torch.compile(rnn, dynamic=False), out, "SUM",
+                                      method=METHOD))
+    with pytest.raises(ValueError, match="fallback_random = True"):
+        model(x, y)
