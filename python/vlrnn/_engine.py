@@ -199,9 +199,25 @@ def probe(rnn, batch, h0):
             raise TypeError(f"{name}.forward: returned no state (h is None); the engine "
                             "carries the state from block to block")
         layout = StateLayout(h, batch.batch_size, f"{name}.forward's h")
+        _refuse_a_state_not_in_a_real_dtype(h, name, batch.inputs.dtype)
         if h0 is None and given_none:
             _refuse_a_start_other_than_zeros(rnn, first, (z, h), layout, name, device)
     return z.shape[-1], layout
+
+
+def _refuse_a_state_not_in_a_real_dtype(h, name, dtype):
+    """ValueError for a complex or integer state tensor: the engine starts, carries and
+    seeds the gradient of every state tensor in x's dtype, so the first block's would be
+    refused further on with a message about the dtype it was given, not about this."""
+    for i, t in enumerate(as_state_tuple(h, f"{name}.forward's h")):
+        if t.is_floating_point():
+            continue
+        hint = (" (hold a complex state as its real and imaginary parts, a last dim of 2: "
+                "torch.view_as_real(h) to return it, torch.view_as_complex(h) inside "
+                "forward)") if t.is_complex() else ""
+        raise ValueError(f"{name}.forward's h[{i}]: expected a real floating-point state "
+                         f"({dtype}, x's dtype, in which VLRNN starts and carries it), got "
+                         f"{t.dtype}{hint}")
 
 
 def _refuse_a_start_other_than_zeros(rnn, first, outputs, layout, name, device):

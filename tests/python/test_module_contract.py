@@ -141,6 +141,56 @@ def test_a_state_returned_in_another_dtype_is_refused():
         vlrnn.VLRNN(rnn, LinearHead().double(), "SUM")(x, y, None, N=2)
 
 
+class DiagonalComplexRecurrence(nn.Module):
+    """h_t = λ h_{t-1} + B x_t with λ complex (|λ| < 1), z_t = Re(h_t), as linear recurrent
+    units hold it. as_real: its state returned as real and imaginary parts (a last dim of
+    2, torch.view_as_real), else as the complex tensor itself."""
+
+    def __init__(self, as_real):
+        super().__init__()
+        self.as_real = as_real
+        self.log_decay = nn.Parameter(torch.rand(H, dtype=torch.float64) - 2)
+        self.angle = nn.Parameter(torch.rand(H, dtype=torch.float64))
+        self.input = nn.Linear(F, H).double()
+
+    def forward(self, x, h):
+        decay = torch.polar(torch.exp(-torch.exp(self.log_decay)), self.angle)  # [H]
+        if h is None:
+            h = torch.zeros(1, x.shape[0], H, dtype=torch.complex128)
+        elif self.as_real:
+            h = torch.view_as_complex(h)
+        state, steps = h[0], []
+        for t in range(x.shape[1]):
+            state = decay * state + self.input(x[:, t])
+            steps.append(state.real)
+        h = state.unsqueeze(0)
+        return torch.stack(steps, 1), torch.view_as_real(h) if self.as_real else h
+
+
+def test_a_complex_state_is_refused_with_how_to_hold_it():
+    x = torch.randn(2, 10, F, dtype=torch.float64)
+    y = torch.randint(0, CLASSES, (2, 10))
+    rnn = DiagonalComplexRecurrence(as_real=False)
+    with pytest.raises(ValueError, match=r"DiagonalComplexRecurrence.forward's h\[0\]: "
+                                         r"expected a real floating-point state "
+                                         r"\(torch.float64.* got torch.complex128 \(.*"
+                                         r"torch.view_as_real"):
+        vlrnn.VLRNN(rnn, LinearHead().double(), "SUM")(x, y, None, N=2)
+    assert all(p.grad is None for p in rnn.parameters())
+
+
+def test_a_complex_state_held_as_real_parts_is_exact():
+    x = torch.randn(3, 12, F, dtype=torch.float64)
+    y = torch.randint(0, CLASSES, (3, 12))
+    rnn, out = DiagonalComplexRecurrence(as_real=True), LinearHead().double()
+    modules = nn.ModuleList([rnn, out])
+    vlrnn.PlainRNN(rnn, out, "SUM")(x, y)[0].backward()
+    want = grads(modules)
+    modules.zero_grad()
+    vlrnn.VLRNN(rnn, out, "SUM")(x, y, None, N=3)
+    assert max_rel_diff(grads(modules), want) < 1e-10
+
+
 class LearnedInitialState(nn.GRU):
     """Starts from a parameter of its own when given h = None, as many models do."""
 
