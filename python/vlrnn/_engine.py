@@ -13,7 +13,7 @@ from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction
     StateLayout, as_state_tuple, split_result
 from ._compat import add_note, autocast_dtype, grad_scaler_types, gradient_hook_dicts, \
     parametrize_cache_per_call, warn_caller
-from ._sequences import batch_from, check_on_device_of, resets_from
+from ._sequences import batch_from, check_on_device_of, outside_inference_mode, resets_from
 from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
@@ -297,7 +297,7 @@ def check_h0(h0, layout, batch, what="h0"):
             raise TypeError(f"{what}[{i}]: expected dtype {batch.inputs.dtype} (x's), got "
                             f"{t.dtype}")
         check_on_device_of(t, batch.inputs, f"{what}[{i}]")
-    return list(tensors)
+    return [outside_inference_mode(t) for t in tensors]
 
 
 def _grad_leaves(*tensors):

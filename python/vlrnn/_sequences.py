@@ -34,6 +34,17 @@ def _kind(value):
     return type(value).__name__
 
 
+def outside_inference_mode(tensor):
+    """tensor, or where it is an inference tensor (made under torch.inference_mode()) and
+    the call runs outside that mode, a normal copy of it. Autograd neither saves an
+    inference tensor for backward nor counts its versions, and a block method needs both of
+    what it hands the modules (a block recomputed from it, checked for in-place changes);
+    only the engine's own cells never hand it over, so only their path took one before."""
+    if tensor.is_inference() and not torch.is_inference_mode_enabled():
+        return tensor.clone()
+    return tensor
+
+
 def batch_from(x, y, x_name="x", y_name="y"):
     """The engine's batch from (x, y); TypeError / ValueError naming the argument."""
     if isinstance(x, PackedSequence):
@@ -48,7 +59,8 @@ def batch_from(x, y, x_name="x", y_name="y"):
             raise ValueError(f"{x_name}: expected a PackedSequence of [len, F] sequences, got "
                              f"data of shape {list(x.data.shape)}")
         check_on_device_of(targets, inputs, y_name, x_name)
-        return Batch(inputs, targets, lengths.to(torch.int64), x)
+        return Batch(outside_inference_mode(inputs), outside_inference_mode(targets),
+                     lengths.to(torch.int64), x)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{x_name}: expected a batch-first tensor [B, T, F] or a "
                         f"PackedSequence, got {_kind(x)}")
@@ -66,6 +78,7 @@ def batch_from(x, y, x_name="x", y_name="y"):
         raise ValueError(f"{y_name}: expected leading dimensions [B, T] = {list(x.shape[:2])} "
                          f"as {x_name}, got shape {list(y.shape)}")
     check_on_device_of(y, x, y_name, x_name)
+    x, y = outside_inference_mode(x), outside_inference_mode(y)
     return Batch(x.transpose(0, 1), y.transpose(0, 1), None, None)
 
 

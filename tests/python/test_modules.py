@@ -136,3 +136,27 @@ def test_evaluation_computes_the_loss_alone(packed):
     loss_frozen, _, _ = model(x, y)
     assert abs(loss_frozen.item() - loss_train.item()) < 1e-12
     assert all(p.grad is None for p in (*rnn.parameters(), *out.parameters()))
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["FIXED", "PACKED"])
+@pytest.mark.parametrize("kind", ["gru", "composite"])
+def test_a_batch_made_under_inference_mode_trains_exactly(kind, packed):
+    """x, y and h0 made under torch.inference_mode() (a loader's preprocessing): torch
+    autograd neither saves such tensors nor counts their versions, which a module called
+    per block needs; the call takes normal copies (composite: the module's own forward)."""
+    torch.manual_seed(0)
+    rnn, out = make_rnn(kind), MlpHead(H, CLASSES).double()
+    modules = nn.ModuleList([rnn, out])
+    shape = (1, 5, H) if kind == "gru" else None  # conftest's B = 5
+
+    def h0():
+        return None if shape is None else \
+            torch.randn(shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    x, y = make_batch(packed)
+    vlrnn.PlainRNN(rnn, out, "MEAN")(x, y, h0())[0].backward()
+    want = grads(modules)
+    modules.zero_grad()
+    with torch.inference_mode():
+        x, y, start = *make_batch(packed), h0()
+    vlrnn.VLRNN(rnn, out, "MEAN")(x, y, start, N=4)
+    assert max_rel_diff(grads(modules), want) < 1e-10
