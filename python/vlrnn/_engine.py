@@ -14,7 +14,8 @@ from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction
 from ._compat import add_note, autocast_dtype, grad_scaler_types, gradient_hook_dicts, \
     parametrize_cache_per_call, warn_caller
 from ._sequences import batch_from, check_on_device_of, outside_inference_mode, resets_from
-from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model
+from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model, \
+    why_not_own_forward
 
 REDUCTIONS = {"MEAN": "mean", "SUM": "sum"}
 
@@ -398,7 +399,14 @@ def gradients_as_one_backward(tensors):
 
 def engine_model_of(rnn, fast_cells):
     """The C++ model that computes rnn's function, when there is one (an EngineModel):
-    the module's own engine_model(), or a stock torch.nn LSTM / GRU's; else None."""
+    the module's own engine_model(), or a stock torch.nn LSTM / GRU's; else None. A
+    torch.compile'd module (torch._dynamo's OptimizedModule, the module it wraps in
+    _orig_mod) is the module it wraps, unless hooks of the wrapper's own change what a call
+    computes: compiling changes how a function runs, not which, and a stock LSTM is one op
+    to inductor, so the cells lose nothing, and a bidirectional one runs at all."""
+    inner = getattr(rnn, "_orig_mod", None)
+    if isinstance(inner, torch.nn.Module) and why_not_own_forward(rnn) is None:
+        rnn = inner
     own = getattr(rnn, "engine_model", None)
     engine = own() if callable(own) else None
     if engine is not None or not isinstance(rnn, (torch.nn.LSTM, torch.nn.GRU)):

@@ -104,7 +104,7 @@ def per_call_dropout_layers(rnn):
     return rnn.num_layers - 1 if rnn.training and rnn.dropout > 0 else 0
 
 
-def _why_not_own_forward(module):
+def why_not_own_forward(module):
     """Why calling `module` would compute something other than its class's forward over its
     registered parameters (forward hooks, parametrized weights), or None."""
     hooks = torch.nn.modules.module
@@ -136,7 +136,7 @@ def _why_not_stock(rnn):
                 "call; vlrnn.nn's modules draw them per step)")
     if autocast_enabled():
         return "torch.autocast is on (the cells compute in the parameters' dtype)"
-    own = _why_not_own_forward(rnn)
+    own = why_not_own_forward(rnn)
     if own is not None:
         return own
     if any(p.dtype not in (torch.float32, torch.float64) for p in rnn.parameters()):
@@ -246,7 +246,7 @@ class _BlockRNN(nn.Module):
         which only calls of the module reproduce block by block). A bidirectional module
         cannot be called per block, so for it those are a ValueError."""
         why = "a forward of its own" if type(self).forward is not _BlockRNN.forward \
-            else _why_not_own_forward(self)
+            else why_not_own_forward(self)
         if why is not None:
             if self.bidirectional:
                 raise _not_as_engine_model(self, why)

@@ -112,3 +112,25 @@ def test_a_compiled_rnn_inside_a_model_compiled_whole_stays_compiled():
                                       method=METHOD))
     with pytest.raises(ValueError, match="fallback_random = True"):
         model(x, y)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["left-to-right", "bidirectional"])
+def test_a_compiled_stock_lstm_runs_as_the_cells_exactly(bidirectional):
+    """Compiling changes how nn.LSTM runs, not its function: the engine looks through the
+    wrapper to the cells (no Python call per block), and a bidirectional one runs at all
+    (its output at t depends on every step: no call per block computes it)."""
+    lstm = nn.LSTM(F, H // 2 if bidirectional else H, batch_first=True,
+                   bidirectional=bidirectional)
+    rnn, out = modules(lstm)
+    compiled = torch.compile(rnn, dynamic=False)
+    assert vlrnn._engine.engine_model_of(compiled, fast_cells=True) is not None
+    want = gradients(rnn, rnn, out, "eager")
+    method = "bivlrnn:block_length=2" if bidirectional else METHOD
+    assert max_rel_diff(gradients(compiled, rnn, out, method), want) < 1e-10
+
+
+def test_a_hook_on_the_compiled_wrapper_keeps_it_called():
+    rnn, _ = modules(nn.LSTM(F, H, batch_first=True))
+    compiled = torch.compile(rnn, dynamic=False)
+    compiled.register_forward_hook(lambda module, args, result: result)
+    assert vlrnn._engine.engine_model_of(compiled, fast_cells=True) is None
