@@ -427,11 +427,21 @@ def engine_model_of(rnn, fast_cells):
     return engine
 
 
-def check_method_fits(method, model):
-    """ValueError when `method` (the engine's) cannot run `model`: the bidirectional block
-    method on a left-to-right model, or a method cutting the sequence into left-to-right
-    blocks on a bidirectional one."""
+def check_method_fits(method, model, rnn=None):
+    """ValueError when `method` (the engine's) cannot run `model` (that of the module `rnn`):
+    the bidirectional block method on a left-to-right model, or a method cutting the
+    sequence into left-to-right blocks on a bidirectional one."""
     name = method.name
+    if not isinstance(model, _C.Bidirectional) and not _C.handles_left_to_right(name) and \
+            getattr(rnn, "bidirectional", False) is True:
+        # bivlrnn, picked for bidirectional=True, where no engine model computes the module
+        # (a forward or hooks of its own): say why, not that the rnn is left-to-right.
+        raise ValueError(
+            f"rnn: {type(rnn).__name__} has bidirectional=True, but only torch.nn's LSTM / GRU "
+            "(their own forward, no hooks), vlrnn.nn's modules and vlrnn.CppModel's "
+            "bidirectional kinds run as the engine's bidirectional model, which bivlrnn cuts "
+            "into blocks; called as a module, its output at t depends on every step, so no "
+            "cut into blocks is exact. method='full' runs it as one call")
     if isinstance(model, _C.Bidirectional) and not _C.handles_bidirectional(name):
         raise ValueError(f"method: {name!r} cuts the sequence into left-to-right blocks, which "
                          "a bidirectional model's output at t does not allow; use 'bivlrnn' "

@@ -349,7 +349,7 @@ class VLRNN(PlainRNN):
         if spec not in self._methods:
             self._methods[spec] = _C.make_method(spec)
         method = self._methods[spec]
-        check_method_fits(method, call.model)
+        check_method_fits(method, call.model, unwrapped(self.rnn))
         if method.name != "full":  # one call on the whole sequence cuts nothing
             self._refuse_cut_dependence(call, spec)
             warn_if_thread_pools_fight(call.batch.inputs.device)

@@ -169,3 +169,28 @@ def test_what_cannot_run_a_bidirectional_rnn_is_refused_by_name():
     with pytest.raises(ValueError, match=r"hx\[0\]: expected shape \[2, 3, 8\] "
                                          r"\[num_layers \* 2, B, H\]"):
         vlrnn.nn.GRU(F, H, bidirectional=True)(torch.zeros(2, 3, F), torch.zeros(1, 3, H))
+
+
+class Wrapped(nn.Module):
+    """A bidirectional nn.LSTM inside a module of the user's own, which says so as torch.nn
+    does (bidirectional=True)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = stock("lstm", 1, torch.float64)
+        self.bidirectional = True
+
+    def forward(self, x, h):
+        return self.lstm(x, h)
+
+
+def test_a_bidirectional_module_of_ones_own_is_refused_with_why_and_runs_whole():
+    """Before, bivlrnn (picked for bidirectional=True) was refused "for this left-to-right
+    rnn", and 'vlrnn', which that pointed to, by the first-call check."""
+    x, y = make_batch(False)
+    rnn, out = Wrapped(), MlpHead(2 * H, CLASSES).double()
+    with pytest.raises(ValueError, match="rnn: Wrapped has bidirectional=True, but only "
+                                         "torch.nn's LSTM / GRU .* method='full' runs it"):
+        vlrnn.VLRNN(rnn, out)(x, y)
+    (loss, want, _), (got_loss, got, _) = full_and_block(rnn, out, x, y, method="full")
+    assert max_rel_diff(got, want) < TOLERANCE[torch.float64]
