@@ -37,15 +37,32 @@ def _ddp_type():
     return DistributedDataParallel
 
 
-def is_wrapped(module):
-    """Whether module is wrapped in DistributedDataParallel."""
+def ddp_of(module):
+    """The DistributedDataParallel that module is, or compiles (torch.compile(ddp): torch.
+    _dynamo's OptimizedModule, holding it in _orig_mod); else None. NOTE [ DDP compiled
+    whole ]: the engine runs DDP's module itself and makes DDP's one call per iteration
+    (NOTE [ One all-reduce per iteration ]), so a compiled DDP is that DDP: the compile
+    wrapper seen as the module instead let each block's backward all-reduce, with no
+    share of the global batch taken, and an unwrapped head's gradients never reduced: a
+    wrong gradient without a word. DDP's module runs uncompiled then;
+    DDP(torch.compile(module)) keeps it compiled."""
     ddp = _ddp_type()
-    return ddp is not None and isinstance(module, ddp)
+    if ddp is None:
+        return None
+    inner = getattr(module, "_orig_mod", None)
+    module = inner if isinstance(inner, torch.nn.Module) else module
+    return module if isinstance(module, ddp) else None
+
+
+def is_wrapped(module):
+    """Whether module is wrapped in DistributedDataParallel (compiled or not)."""
+    return ddp_of(module) is not None
 
 
 def unwrapped(module):
     """The module DDP wraps (module itself when it is not wrapped)."""
-    return module.module if is_wrapped(module) else module
+    ddp = ddp_of(module)
+    return module if ddp is None else ddp.module
 
 
 def _trainable(module):
@@ -81,7 +98,7 @@ class DataParallel:
 
     def __init__(self, rnn, out):
         pairs = [("rnn", rnn), ("out", out)]
-        self.wrappers = [m for _, m in pairs if is_wrapped(m)]
+        self.wrappers = [ddp_of(m) for _, m in pairs if is_wrapped(m)]
         group = self.wrappers[0].process_group
         self.world_size = torch.distributed.get_world_size(group)
         self.group = group

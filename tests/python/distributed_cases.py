@@ -44,6 +44,7 @@ class Case(NamedTuple):
     accumulate: str = ""
     grad_h: bool = False      # also dL/dh_T of a later consumer, in the global loss's units
     loss_scale: float = 1.0   # a GradScaler's scale (grad_scaler=): gradients of scale * loss
+    compiled: bool = False    # torch.compile(DDP(module)): the DDP compiled whole (2.x)
 
 
 class GRUModule(nn.Module):
@@ -86,6 +87,9 @@ def _cases():
         # NOTE [ Loss scale ] with the ranks' shares of MEAN and a later consumer's grad_h.
         cases.append(Case("grad_scaler-MEAN", "vlrnn:block_length=3", "MEAN", (4, 11, 7, 8, 6),
                           (3, 2), grad_h=True, loss_scale=384.0))
+    if hasattr(torch, "compile"):  # NOTE [ DDP compiled whole ] (_data_parallel.py)
+        cases.append(Case("compiled-module-MEAN", "vlrnn:block_length=2", "MEAN",
+                          (4, 11, 7, 8, 6), (3, 2), "gru", compiled=True))
     for accumulate in ("synced", "no_sync"):
         cases.append(Case(f"accumulate-{accumulate}", "vlrnn:block_length=4", "MEAN", (4, 11, 7, 8, 6),
                           (3, 2), accumulate=accumulate))
@@ -168,7 +172,8 @@ def _rank_result(case, rank):
         ddp = DistributedDataParallel(module)
         ddp.register_comm_hook(state, _counting_hook)
         wrapped.append(ddp)
-    model = vlrnn.VLRNN(*wrapped, case.loss_scaling, method=case.method)
+    model = vlrnn.VLRNN(*[torch.compile(w) if case.compiled else w for w in wrapped],
+                        case.loss_scaling, method=case.method)
     hooks = {"calls": 0}  # a gradient hook on every parameter: once per iteration each
     def count(gradient):
         hooks["calls"] += 1

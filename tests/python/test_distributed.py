@@ -69,13 +69,17 @@ def test_ranks_ran_different_block_counts(ranks):
     assert steps[0] != steps[1], steps
 
 
-def test_an_unwrapped_head_with_parameters_is_refused(tmp_path):
+@pytest.mark.parametrize("compiled", [False, True], ids=["ddp", "compiled-ddp"])
+def test_an_unwrapped_head_with_parameters_is_refused(tmp_path, compiled):
+    if compiled and not hasattr(torch, "compile"):
+        pytest.skip("torch.compile needs torch 2.x")
     # A one-rank group is enough to wrap a module.
     dist.init_process_group("gloo", init_method=f"file://{tmp_path}/rendezvous", rank=0,
                             world_size=1)
     try:
         rnn, out, x, y, _ = build(CASES[0])
-        model = vlrnn.VLRNN(torch.nn.parallel.DistributedDataParallel(rnn), out)
+        ddp = torch.nn.parallel.DistributedDataParallel(rnn)
+        model = vlrnn.VLRNN(torch.compile(ddp) if compiled else ddp, out)
         with pytest.raises(ValueError, match="out: rnn is wrapped in DistributedDataParallel"):
             model(x, y)
     finally:
