@@ -21,6 +21,20 @@ def not_compiled(function):
     return function if disable is None else disable(function)
 
 
+def compiled_module_of(module):
+    """The module that `module`, a torch.compile wrapper, compiles (torch._dynamo's
+    OptimizedModule keeps it in _orig_mod, private, 2.0+); None for any other module."""
+    inner = getattr(module, "_orig_mod", None)
+    return inner if isinstance(inner, torch.nn.Module) else None
+
+
+def is_compiled(module):
+    """Whether `module` runs compiled: a torch.compile wrapper, or compiled in place by
+    Module.compile() (2.2+, which keeps the compiled call in _compiled_call_impl, private)."""
+    return compiled_module_of(module) is not None or \
+        getattr(module, "_compiled_call_impl", None) is not None
+
+
 def autocast_enabled():
     """Whether torch.autocast is on for the CPU or CUDA on this thread. 2.4+ asks by device
     type (the old per-device functions are deprecated there); 1.13 has only those."""

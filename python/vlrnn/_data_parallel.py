@@ -28,6 +28,8 @@ import contextlib
 
 import torch
 
+from ._compat import compiled_module_of
+
 
 def _ddp_type():
     """torch's DistributedDataParallel, or None where torch has no torch.distributed."""
@@ -49,8 +51,7 @@ def ddp_of(module):
     ddp = _ddp_type()
     if ddp is None:
         return None
-    inner = getattr(module, "_orig_mod", None)
-    module = inner if isinstance(inner, torch.nn.Module) else module
+    module = compiled_module_of(module) or module
     return module if isinstance(module, ddp) else None
 
 
@@ -98,7 +99,7 @@ class DataParallel:
 
     def __init__(self, rnn, out):
         pairs = [("rnn", rnn), ("out", out)]
-        self.wrappers = [ddp_of(m) for _, m in pairs if is_wrapped(m)]
+        self.wrappers = [w for w in (ddp_of(m) for _, m in pairs) if w is not None]
         group = self.wrappers[0].process_group
         self.world_size = torch.distributed.get_world_size(group)
         self.group = group

@@ -11,8 +11,8 @@ from torch.nn.utils.rnn import PackedSequence
 from . import _C
 from ._adapters import BATCH_DIM, BlockFunction, EngineLayoutBlock, HeadFunction, \
     StateLayout, as_state_tuple, split_result
-from ._compat import add_note, autocast_dtype, grad_scaler_types, gradient_hook_dicts, \
-    parametrize_cache_per_call, warn_caller
+from ._compat import add_note, autocast_dtype, compiled_module_of, grad_scaler_types, \
+    gradient_hook_dicts, is_compiled, parametrize_cache_per_call, warn_caller
 from ._sequences import batch_from, check_on_device_of, outside_inference_mode, resets_from
 from .nn import _BlockRNN, on_the_cpu, per_call_dropout_layers, stock_engine_model, \
     why_not_own_forward
@@ -404,8 +404,8 @@ def engine_model_of(rnn, fast_cells):
     _orig_mod) is the module it wraps, unless hooks of the wrapper's own change what a call
     computes: compiling changes how a function runs, not which, and a stock LSTM is one op
     to inductor, so the cells lose nothing, and a bidirectional one runs at all."""
-    inner = getattr(rnn, "_orig_mod", None)
-    if isinstance(inner, torch.nn.Module) and why_not_own_forward(rnn) is None:
+    inner = compiled_module_of(rnn)
+    if inner is not None and why_not_own_forward(rnn) is None:
         rnn = inner
     own = getattr(rnn, "engine_model", None)
     engine = own() if callable(own) else None
@@ -432,21 +432,20 @@ def check_method_fits(method, model, rnn=None):
     the bidirectional block method on a left-to-right model, or a method cutting the
     sequence into left-to-right blocks on a bidirectional one."""
     name = method.name
-    if not isinstance(model, _C.Bidirectional) and not _C.handles_left_to_right(name) and \
-            getattr(rnn, "bidirectional", False) is True:
-        # bivlrnn, picked for bidirectional=True, where no engine model computes the module
-        # (a forward or hooks of its own): say why, not that the rnn is left-to-right.
-        raise ValueError(
-            f"rnn: {type(rnn).__name__} has bidirectional=True, but only torch.nn's LSTM / GRU "
-            "(their own forward, no hooks), vlrnn.nn's modules and vlrnn.CppModel's "
-            "bidirectional kinds run as the engine's bidirectional model, which bivlrnn cuts "
-            "into blocks; called as a module, its output at t depends on every step, so no "
-            "cut into blocks is exact. method='full' runs it as one call")
     if isinstance(model, _C.Bidirectional) and not _C.handles_bidirectional(name):
         raise ValueError(f"method: {name!r} cuts the sequence into left-to-right blocks, which "
                          "a bidirectional model's output at t does not allow; use 'bivlrnn' "
                          "(its block method), 'checkpoint' or 'full'")
     if not isinstance(model, _C.Bidirectional) and not _C.handles_left_to_right(name):
+        if getattr(rnn, "bidirectional", False) is True:
+            # bivlrnn, picked for bidirectional=True, where no engine model computes the
+            # module (a forward or hooks of its own): say why, not that it is left-to-right.
+            raise ValueError(
+                f"rnn: {type(rnn).__name__} has bidirectional=True, but only torch.nn's LSTM "
+                "/ GRU (their own forward, no hooks), vlrnn.nn's modules and vlrnn.CppModel's "
+                "bidirectional kinds run as the engine's bidirectional model, which bivlrnn "
+                "cuts into blocks; called as a module, its output at t depends on every step, "
+                "so no cut into blocks is exact. method='full' runs it as one call")
         raise ValueError(f"method: {name!r} is the block method of bidirectional models (rnn "
                          "with bidirectional=True, or a bidirectional C++ kind); use 'vlrnn' "
                          "or another for this left-to-right rnn")
@@ -682,8 +681,7 @@ def cut_dependence(call, seed=0):
 def _compiled_random_draws_hint(*modules):
     """The fix to name when a refused module is torch.compile'd and inductor draws its
     random numbers, else ''."""
-    compiled = any(hasattr(m, "_orig_mod") or getattr(m, "_compiled_call_impl", None)
-                   for module in modules for m in module.modules())
+    compiled = any(is_compiled(m) for module in modules for m in module.modules())
     inductor = sys.modules.get("torch._inductor.config")
     if not compiled or getattr(inductor, "fallback_random", False):
         return ""

@@ -39,7 +39,9 @@ def outside_inference_mode(tensor):
     the call runs outside that mode, a normal copy of it. Autograd neither saves an
     inference tensor for backward nor counts its versions, and a block method needs both of
     what it hands the modules (a block recomputed from it, checked for in-place changes);
-    only the engine's own cells never hand it over, so only their path took one before."""
+    only the engine's own cells never hand it over, so only their path took one before.
+    (A PackedSequence needs none: pad_packed_sequence, outside the mode, returns normal
+    tensors.)"""
     if tensor.is_inference() and not torch.is_inference_mode_enabled():
         return tensor.clone()
     return tensor
@@ -59,8 +61,7 @@ def batch_from(x, y, x_name="x", y_name="y"):
             raise ValueError(f"{x_name}: expected a PackedSequence of [len, F] sequences, got "
                              f"data of shape {list(x.data.shape)}")
         check_on_device_of(targets, inputs, y_name, x_name)
-        return Batch(outside_inference_mode(inputs), outside_inference_mode(targets),
-                     lengths.to(torch.int64), x)
+        return Batch(inputs, targets, lengths.to(torch.int64), x)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{x_name}: expected a batch-first tensor [B, T, F] or a "
                         f"PackedSequence, got {_kind(x)}")

@@ -1,6 +1,7 @@
 """The shims between PyTorch 1.13 and 2.x (vlrnn/_compat.py), each on the version it runs."""
 import warnings
 
+import pytest
 import torch
 from torch.nn.utils import parametrize
 
@@ -83,3 +84,16 @@ def test_grad_scaler_types_take_every_scaler_this_torch_has():
     assert issubclass(torch.cuda.amp.GradScaler, types)  # its own class, or a subclass (2.3+)
     amp = getattr(torch.amp, "GradScaler", None)
     assert amp is None or types == (amp,)
+
+
+@pytest.mark.skipif(not hasattr(torch, "compile"), reason="torch.compile needs torch 2.x")
+def test_compiled_modules_are_told_apart():
+    linear = torch.nn.Linear(2, 2)
+    wrapper = torch.compile(linear)  # compiles nothing until called
+    assert _compat.compiled_module_of(wrapper) is linear
+    assert _compat.compiled_module_of(linear) is None
+    assert _compat.is_compiled(wrapper) and not _compat.is_compiled(linear)
+    if hasattr(torch.nn.Module, "compile"):  # 2.2+: compiled in place
+        in_place = torch.nn.Linear(2, 2)
+        in_place.compile()
+        assert _compat.is_compiled(in_place) and _compat.compiled_module_of(in_place) is None
